@@ -1,0 +1,113 @@
+"""The one error tree of pin.
+
+Every fatal condition is a :class:`PinError` subclass carrying a distinct ``exit_code``
+and a ``hint`` that tells the user what to do next. Only ``pinning.cli`` turns them into
+an exit status and a printed paragraph; library code raises and never exits.
+"""
+
+from __future__ import annotations
+
+
+class PinError(Exception):
+    """Base of every error pin reports to a user.
+
+    ``message`` says what went wrong and where (file, line or field); ``hint`` says what
+    to do. ``exit_code`` is unique per subclass (see DESIGN.md, "Errors and exit codes").
+    """
+
+    exit_code: int = 1
+    default_hint: str = ""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+
+    def render(self) -> str:
+        """Return the one-paragraph text the CLI prints: the message, then the hint."""
+        text = self.message.rstrip()
+        if self.hint:
+            text = f"{text}\n{self.hint.rstrip()}"
+        return text
+
+
+class InternalError(PinError):
+    """A bug in pin itself (exit 1)."""
+
+    exit_code = 1
+    default_hint = "This is a bug in pin: re-run with --debug and report the traceback."
+
+
+class UsageError(PinError):
+    """A bad flag or a malformed specifier on the command line (exit 2)."""
+
+    exit_code = 2
+    default_hint = "See `pin COMMAND --help` for the accepted forms."
+
+
+class MatrixError(PinError):
+    """A matrix or other data file is invalid (exit 3)."""
+
+    exit_code = 3
+    default_hint = "Fix the named file and field, or remove the overlay (--matrix / PIN_MATRIX)."
+
+
+class NoValidatedCombination(PinError):
+    """No validated combination satisfies the constraints (exit 4)."""
+
+    exit_code = 4
+    default_hint = (
+        "Relax a constraint (see the alternatives above), or add a row your team validated "
+        "with a site overlay (--matrix FILE)."
+    )
+
+
+class LockfileError(PinError):
+    """A lockfile is unreadable, invalid or of an unknown version (exit 5)."""
+
+    exit_code = 5
+    default_hint = "Regenerate the lock with the command in its header comment."
+
+
+class DriftError(PinError):
+    """Verification found drift between a host or image and its lock (exit 6)."""
+
+    exit_code = 6
+
+
+class ProbeError(PinError):
+    """The host probe failed as a whole (exit 7)."""
+
+    exit_code = 7
+
+
+class BuildError(PinError):
+    """A build or registry operation failed (exit 8)."""
+
+    exit_code = 8
+
+
+class SignatureError(PinError):
+    """A signature or attestation is invalid (exit 9)."""
+
+    exit_code = 9
+
+
+class GuardRefused(PinError):
+    """A guard refused a side effect or a forbidden combination (exit 10)."""
+
+    exit_code = 10
+
+
+ALL_ERRORS: tuple[type[PinError], ...] = (
+    InternalError,
+    UsageError,
+    MatrixError,
+    NoValidatedCombination,
+    LockfileError,
+    DriftError,
+    ProbeError,
+    BuildError,
+    SignatureError,
+    GuardRefused,
+)

@@ -1,0 +1,1 @@
+"""Importers that turn vendor-published files into matrix rows."""

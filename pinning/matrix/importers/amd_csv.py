@@ -1,0 +1,294 @@
+"""Import AMD's historical ROCm compatibility CSV into matrix ``Release`` rows.
+
+Source format: ``ROCm/ROCm:docs/compatibility/compatibility-matrix-historical-6.0.csv``
+(FACTS.md §1.1-1.2). Quirks handled here: RST markup in column 0 (link text is the label),
+empty column 0 continuing the previous label, section rows (``FRAMEWORK SUPPORT``) and
+anchor rows (``.. _x-past-60:``), footnote markers (``[#name]_``), combined headers
+(``7.0.1/7.0.0``), leading spaces in headers, and the renamed kernel-driver row
+(``Tested user space versions`` -> ``KMD versions`` -> ``AMD GPU Driver``).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pinning.errors import MatrixError
+from pinning.matrix.models import FrameworkSupport, Release
+
+SOURCE = (
+    "AMD ROCm compatibility matrix, historical table "
+    "(ROCm/ROCm docs/compatibility/compatibility-matrix-historical-6.0.csv)"
+)
+URL = "https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html"
+
+_FOOTNOTE = re.compile(r"\s*\[#([^\]]*)\]_")
+_ROLE = re.compile(r":(?:doc|ref):`([^`<]*?)\s*(?:<[^>]*>)?`")
+_LINK = re.compile(r"`([^`<]*?)\s*<[^>]*>`_")
+_DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+#: Row labels (link text, lower-cased) and the field they fill.
+_LABELS: dict[str, str] = {
+    "operating systems & kernels": "os",
+    "gpu / llvm target": "targets",
+    "amd gpu driver": "kmd",
+    "kmd versions": "kmd",
+    "tested user space versions": "kmd",
+    "hip": "hip",
+}
+
+#: Framework rows imported, label -> framework name used by pin.
+FRAMEWORKS: dict[str, str] = {
+    "pytorch": "pytorch",
+    "tensorflow": "tensorflow",
+    "jax": "jax",
+    "onnx runtime": "onnxruntime",
+    "verl": "verl",
+    "dgl": "dgl",
+    "megablocks": "megablocks",
+    "ray": "ray",
+    "flashinfer": "flashinfer",
+}
+
+#: OS family as AMD writes it -> os-release ``ID``.
+OS_IDS: dict[str, str] = {
+    "ubuntu": "ubuntu",
+    "rhel": "rhel",
+    "sles": "sles",
+    "oracle linux": "ol",
+    "debian": "debian",
+    "azure linux": "azurelinux",
+    "rocky linux": "rocky",
+    "centos": "centos",
+}
+
+
+def clean_label(cell: str) -> str:
+    """Return the plain label of a column-0 cell: link text, no footnotes, no spaces."""
+    text = _FOOTNOTE.sub("", cell)
+    text = _ROLE.sub(r"\1", text)
+    text = _LINK.sub(r"\1", text)
+    return text.strip()
+
+
+def split_footnotes(cell: str) -> tuple[str, list[str]]:
+    """Split ``'gfx942 [#mi300_600-past-60]_'`` into ``('gfx942', ['mi300_600'])``."""
+    names = [n.removesuffix("-past-60") for n in _FOOTNOTE.findall(cell)]
+    return _FOOTNOTE.sub("", cell).strip(), names
+
+
+def parse_os_cell(cell: str, *, where: str) -> list[str]:
+    """Expand one OS cell into os-release style ids.
+
+    ``'RHEL 10.1, 10.0'`` -> ``['rhel-10.1', 'rhel-10.0']``; ``'SLES 15 SP7, SP6'`` ->
+    ``['sles-15.7', 'sles-15.6']`` (os-release ``VERSION_ID`` form). Raises ``MatrixError``
+    naming ``where`` for an OS family pin does not know.
+    """
+    items = [p.strip() for p in cell.split(",") if p.strip()]
+    if not items:
+        return []
+    m = re.match(r"^(?P<fam>[A-Za-z][A-Za-z ]*?)\s+(?P<ver>\d.*)$", items[0])
+    if not m:
+        raise MatrixError(f"{where}: cannot read the operating system {cell!r}.")
+    fam = m.group("fam").strip().lower()
+    if fam not in OS_IDS:
+        raise MatrixError(
+            f"{where}: unknown operating system family {m.group('fam')!r} in {cell!r}.",
+            hint="Add the family to pinning.matrix.importers.amd_csv.OS_IDS with its os-release ID.",
+        )
+    os_id = OS_IDS[fam]
+    out: list[str] = []
+    major = ""
+    for ver in [m.group("ver"), *items[1:]]:
+        ver = ver.strip()
+        if os_id == "sles":
+            sm = re.match(r"^(?:(\d+)\s+)?SP(\d+)$", ver)
+            if not sm:
+                raise MatrixError(f"{where}: cannot read the SLES version {ver!r} in {cell!r}.")
+            major = sm.group(1) or major
+            out.append(f"sles-{major}.{sm.group(2)}")
+        else:
+            if not re.match(r"^\d+(\.\d+)*$", ver):
+                raise MatrixError(f"{where}: cannot read the version {ver!r} in {cell!r}.")
+            out.append(f"{os_id}-{ver}")
+    return out
+
+
+def _list_cell(cell: str) -> tuple[list[str], list[str]]:
+    """Split a comma list cell, returning values and the footnotes attached to each value."""
+    values: list[str] = []
+    notes: list[str] = []
+    for part in cell.replace("|br|", ",").split(","):
+        value, fns = split_footnotes(part)
+        if not value or value.upper() == "N/A":
+            continue
+        values.append(value)
+        notes.extend(f"{value}: footnote {fn}" for fn in fns)
+    return values, notes
+
+
+@dataclass
+class _Column:
+    header: str
+    versions: list[str]
+    os: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    kmd: list[str] = field(default_factory=list)
+    hip: str | None = None
+    frameworks: dict[str, list[str]] = field(default_factory=dict)
+    framework_notes: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_footnote_texts(page: str) -> dict[str, str]:
+    """Read ``.. [#name] text`` footnotes of the matrix's .rst page, ``-past-60`` removed."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"^\s*\.\. \[#([^\]]+)\]\s+(.+)$", page, flags=re.M):
+        text = _LINK.sub(r"\1", _ROLE.sub(r"\1", m.group(2))).replace("**", "").strip()
+        out.setdefault(m.group(1).removesuffix("-past-60"), text)
+    return out
+
+
+def import_amd_csv(
+    text: str,
+    *,
+    published: dt.date,
+    name: str = "amd-matrix.csv",
+    footnotes: dict[str, str] | None = None,
+) -> list[Release]:
+    """Parse the historical CSV ``text`` into one ``Release`` per ROCm version.
+
+    ``published`` is the date of the copy (it dates every row); ``name`` is used in error
+    messages; ``footnotes`` (from :func:`parse_footnote_texts`) turns footnote names into
+    their text. Returns releases newest first as in the CSV. Raises ``MatrixError`` naming
+    the CSV line for a header or cell it cannot read.
+    """
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or clean_label(rows[0][0]).lower() != "rocm version":
+        raise MatrixError(
+            f"{name}, line 1: expected the header 'ROCm Version,<version>,...'.",
+            hint="Pass AMD's compatibility-matrix-historical-6.0.csv, unmodified.",
+        )
+    columns: list[_Column] = []
+    for header in rows[0][1:]:
+        h = header.strip()
+        versions = [v.strip() for v in h.split("/") if v.strip()]
+        if not versions or not all(re.match(r"^\d+\.\d+\.\d+$", v) for v in versions):
+            raise MatrixError(f"{name}, line 1: cannot read the ROCm version header {header!r}.")
+        columns.append(_Column(header=h, versions=versions))
+
+    label: str | None = None
+    for lineno, row in enumerate(rows[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue
+        first = clean_label(row[0]) if row else ""
+        cells = row[1 : len(columns) + 1]
+        if first:
+            raw = row[0].strip()
+            is_section = "`" not in raw and _FOOTNOTE.sub("", raw).strip().isupper()
+            if is_section or (cells and cells[0].strip().startswith(".. _")):
+                label = None  # section header row (FRAMEWORK SUPPORT, DRIVER & USER SPACE, ...)
+                continue
+            label = first.lower()
+        if cells and cells[0].strip().startswith(".. _"):
+            continue  # anchor row
+        if label is None:
+            continue
+        fieldname = _LABELS.get(label)
+        framework = FRAMEWORKS.get(label)
+        if fieldname is None and framework is None:
+            continue
+        where = f"{name}, line {lineno}"
+        for col, cell in zip(columns, cells, strict=False):
+            if not cell.strip():
+                continue
+            if fieldname == "os":
+                value, fns = split_footnotes(cell)
+                ids = parse_os_cell(value, where=where)
+                col.os.extend(ids)
+                for fn in fns:
+                    text_ = (footnotes or {}).get(fn, "")
+                    col.notes.append(
+                        f"OS {', '.join(ids)}: footnote {fn}" + (f": {text_}" if text_ else "")
+                    )
+            elif fieldname == "targets":
+                value, fns = split_footnotes(cell)
+                col.targets.append(value)
+                for fn in fns:
+                    text_ = (footnotes or {}).get(fn, "")
+                    col.notes.append(
+                        f"{value}: footnote {fn}" + (f": {text_}" if text_ else "")
+                    )
+            elif fieldname == "kmd":
+                values, notes = _list_cell(cell)
+                col.kmd.extend(values)
+                col.notes.extend(_with_text(n, footnotes) for n in notes)
+            elif fieldname == "hip":
+                value, _ = split_footnotes(cell)
+                col.hip = value or None
+            elif framework is not None:
+                values, notes = _list_cell(cell)
+                if values:
+                    col.frameworks.setdefault(framework, []).extend(values)
+                    col.framework_notes.setdefault(framework, []).extend(
+                        _with_text(n, footnotes) for n in notes
+                    )
+
+    releases: list[Release] = []
+    for col in columns:
+        fws = [
+            FrameworkSupport(
+                name=fw,
+                versions=vers,
+                notes=col.framework_notes.get(fw, []),
+            )
+            for fw, vers in col.frameworks.items()
+        ]
+        for version in col.versions:
+            notes = list(col.notes)
+            if len(col.versions) > 1:
+                notes.insert(0, f"Listed in the combined column {col.header}.")
+            unknown: dict[str, str] = {}
+            if not col.os:
+                unknown["os"] = f"{name} lists no operating system for {col.header}"
+            if not col.kmd:
+                unknown["kmd"] = f"{name} lists no AMD GPU Driver (KMD) for {col.header}"
+            if not col.targets:
+                unknown["targets"] = f"{name} lists no GPU target for {col.header}"
+            releases.append(
+                Release(
+                    vendor="amd",
+                    runtime="rocm",
+                    version=version,
+                    column=col.header if len(col.versions) > 1 else None,
+                    source=SOURCE,
+                    url=URL,
+                    published=published,
+                    targets=col.targets or None,
+                    os=col.os or None,
+                    kmd=col.kmd or None,
+                    hip=col.hip,
+                    frameworks=fws,
+                    notes=notes,
+                    unknown=unknown,
+                )
+            )
+    return releases
+
+
+def _with_text(note: str, footnotes: dict[str, str] | None) -> str:
+    if not footnotes:
+        return note
+    fn = note.rsplit("footnote ", 1)[-1]
+    text = footnotes.get(fn)
+    return f"{note}: {text}" if text else note
+
+
+def date_from_filename(path: Path) -> dt.date | None:
+    """The ``YYYY-MM-DD`` in a dated copy's file name, or ``None``."""
+    m = _DATE_IN_NAME.search(path.name)
+    return dt.date.fromisoformat(m.group(1)) if m else None

@@ -1,0 +1,209 @@
+"""Import the firmware table of AMD's ROCm 7.x release notes into ``FirmwareRow`` rows.
+
+Source format: the HTML table under "User space, driver, and firmware dependent changes"
+in ``RELEASE.md`` (FACTS.md §1.7-1.8): columns ROCm Version, GPU, PLDM Bundle (Firmware),
+AMD GPU Driver (amdgpu), AMD GPU Virtualization Driver (GIM); cells span rows
+(``rowspan``), values are split by ``<br>``, footnote markers are ``<sup>[n]</sup>``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from html.parser import HTMLParser
+
+from pinning.errors import MatrixError
+from pinning.matrix.models import FirmwareRow, FirmwareValue
+
+SOURCE_FMT = "AMD ROCm {version} release notes (ROCm/ROCm RELEASE.md), firmware and driver table"
+URL_FMT = "https://rocm.docs.amd.com/en/docs-{version}/about/release-notes.html"
+
+#: What the firmware column holds for each GPU family (FACTS.md §1.7).
+FIRMWARE_KIND: dict[str, str] = {
+    "MI355X": "pldm-bundle",
+    "MI350X": "pldm-bundle",
+    "MI325X": "pldm-bundle",
+    "MI300X": "pldm-bundle",
+    "MI300A": "bkc",
+    "MI250X": "ifwi",
+    "MI250": "ifwi",
+    "MI210": "ifwi",
+    "MI100": "vbios",
+}
+
+
+class _Cell:
+    def __init__(self, rowspan: int) -> None:
+        self.rowspan = rowspan
+        self.parts: list[str] = [""]
+        self.marks: list[str] = []
+
+
+class _TableParser(HTMLParser):
+    """Collect the rows of every ``<table>`` as lists of cells, keeping rowspans."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[list[list[_Cell]]] = []
+        self._row: list[_Cell] | None = None
+        self._cell: _Cell | None = None
+        self._in_sup = False
+        self._depth = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._depth += 1
+            self.tables.append([])
+        elif tag == "tr" and self._depth:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            span = dict(attrs).get("rowspan") or "1"
+            self._cell = _Cell(int(span) if span.isdigit() else 1)
+        elif tag == "br" and self._cell is not None:
+            self._cell.parts.append("")
+        elif tag == "sup":
+            self._in_sup = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table" and self._depth:
+            self._depth -= 1
+        elif tag == "tr" and self._row is not None:
+            self.tables[-1].append(self._row)
+            self._row = None
+        elif tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append(self._cell)
+            self._cell = None
+        elif tag == "sup":
+            self._in_sup = False
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is None:
+            return
+        if self._in_sup:
+            self._cell.marks.extend(re.findall(r"\[(\d+)\]", data))
+        else:
+            self._cell.parts[-1] += data
+
+
+def _grid(rows: list[list[_Cell]], width: int) -> list[list[_Cell | None]]:
+    """Lay out cells on a grid, filling the slots that rowspans cover."""
+    grid: list[list[_Cell | None]] = []
+    carry: dict[int, tuple[_Cell, int]] = {}
+    for row in rows:
+        line: list[_Cell | None] = [None] * width
+        for col, (cell, left) in list(carry.items()):
+            line[col] = cell
+            if left <= 1:
+                del carry[col]
+            else:
+                carry[col] = (cell, left - 1)
+        it = iter(row)
+        for col in range(width):
+            if line[col] is not None:
+                continue
+            cell = next(it, None)
+            if cell is None:
+                break
+            line[col] = cell
+            if cell.rowspan > 1:
+                carry[col] = (cell, cell.rowspan - 1)
+        grid.append(line)
+    return grid
+
+
+def _lines(cell: _Cell | None) -> list[str]:
+    if cell is None:
+        return []
+    return [" ".join(p.split()) for p in cell.parts if p.strip()]
+
+
+def expand_driver(text: str) -> list[str]:
+    """Expand AMD's ``6.4.z where z (0-3)`` into ``['6.4.0', ..., '6.4.3']``; other text as is."""
+    m = re.match(r"^(\d+\.\d+)\.([a-z]) where \2 \((\d+)\s*[-–]\s*(\d+)\)$", text.strip())
+    if not m:
+        return [text.strip()]
+    lo, hi = int(m.group(3)), int(m.group(4))
+    return [f"{m.group(1)}.{i}" for i in range(lo, hi + 1)]
+
+
+def _firmware(text: str) -> FirmwareValue:
+    value = text.strip()
+    or_later = value.endswith("(or later)")
+    value = value.removesuffix("(or later)").strip()
+    return FirmwareValue(value=value, or_later=or_later)
+
+
+def import_release_notes(
+    text: str, *, checked: dt.date, name: str = "RELEASE.md"
+) -> list[FirmwareRow]:
+    """Parse the first firmware table of one release-notes file into ``FirmwareRow`` rows.
+
+    Only the file's own release is read (the 7.0.1 notes repeat the 7.0.0 table further
+    down). ``checked`` dates the rows (the notes carry no date). Raises ``MatrixError`` when
+    no firmware table is found or a row cannot be read.
+    """
+    parser = _TableParser()
+    parser.feed(text)
+    footnotes = dict(
+        (m.group(1), " ".join(m.group(2).split()))
+        for m in re.finditer(r"<p id=\"footnote\d*\">\[(\d+)\]:\s*(.*?)</p>", text, flags=re.S)
+    )
+    for table in parser.tables:
+        if not table:
+            continue
+        header = [" ".join(" ".join(c.parts).split()).lower() for c in table[0]]
+        if not header or "pldm bundle (firmware)" not in header:
+            continue
+        grid = _grid(table[1:], len(header))
+        col = {h: i for i, h in enumerate(header)}
+        out: list[FirmwareRow] = []
+        version = ""
+        for line in grid:
+            rocm = _lines(line[col["rocm version"]])
+            m = re.match(r"^ROCm (\d+\.\d+\.\d+)$", rocm[0]) if rocm else None
+            if not m:
+                raise MatrixError(f"{name}: cannot read the ROCm version cell {rocm!r}.")
+            version = m.group(1)
+            gpu_cell = line[col["gpu"]]
+            gpu = re.sub(r"\[\d+\]", "", " ".join(_lines(gpu_cell))).strip()
+            if gpu not in FIRMWARE_KIND:
+                raise MatrixError(f"{name}: unknown GPU {gpu!r} in the firmware table.")
+            fw_cell = line[col["pldm bundle (firmware)"]]
+            drv_cell = line[col["amd gpu driver (amdgpu)"]]
+            gim_idx = next(i for h, i in col.items() if h.startswith("amd gpu virtualization"))
+            gim_cell = line[gim_idx]
+            notes: list[str] = []
+            for c in (gpu_cell, drv_cell):
+                for mark in c.marks if c is not None else []:
+                    note = f"{gpu}: {footnotes[mark]}" if mark in footnotes else ""
+                    if note and note not in notes:
+                        notes.append(note)
+            kmd: list[str] = []
+            for item in _lines(drv_cell):
+                kmd.extend(expand_driver(re.sub(r"\[\d+\]", "", item)))
+            gim_lines = _lines(gim_cell)
+            gim = gim_lines[0] if gim_lines else None
+            unknown: dict[str, str] = {}
+            if gim is None or gim.lower() == "not applicable":
+                unknown["gim"] = "the release notes mark the virtualization driver Not Applicable"
+                gim = None
+            out.append(
+                FirmwareRow(
+                    runtime_version=version,
+                    gpu=gpu,
+                    firmware_kind=FIRMWARE_KIND[gpu],  # type: ignore[arg-type]
+                    firmware=[_firmware(x) for x in _lines(fw_cell)],
+                    kmd=kmd,
+                    gim=gim,
+                    notes=notes,
+                    unknown=unknown,
+                    source=SOURCE_FMT.format(version=version),
+                    url=URL_FMT.format(version=version),
+                    checked=checked,
+                )
+            )
+        return out
+    raise MatrixError(
+        f"{name}: no firmware table (PLDM Bundle (Firmware) column) found.",
+        hint="Pass a ROCm 7.x RELEASE.md; 6.x release notes have no firmware table.",
+    )

@@ -1,0 +1,388 @@
+"""Load, validate and query the compatibility matrix (shipped data plus site overlays).
+
+Files are read with :mod:`tomllib` (fast) and validated by the pydantic models in
+:mod:`pinning.matrix.models`; any problem is a ``MatrixError`` (exit 3) naming the file
+and the field path. Writing uses tomlkit (:func:`dump_matrix_file`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import hashlib
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pinning.errors import MatrixError, UsageError
+from pinning.matrix.models import (
+    CudaToolkit,
+    DriverRule,
+    FirmwareRow,
+    GpuIdentity,
+    MatrixFile,
+    OsRestriction,
+    Release,
+    WheelVariant,
+)
+
+DATA_DIR = Path(__file__).with_name("data")
+OVERLAY_ENV = "PIN_MATRIX"
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    """A validated matrix file with where it came from and the sha256 of its bytes."""
+
+    name: str
+    path: Path
+    sha256: str
+    overlay: bool
+    data: MatrixFile
+
+    @property
+    def family(self) -> str:
+        """Revision family: rows of one family supersede each other by date."""
+        return self.data.family or self.data.name
+
+
+@dataclass(frozen=True)
+class ReleaseRef:
+    """A release row together with the file it came from."""
+
+    release: Release
+    file: LoadedFile
+
+    @property
+    def ref(self) -> str:
+        """Stable row reference used in lockfiles: ``<file>:<runtime>-<version>``."""
+        return f"{self.file.name}:{self.release.key}"
+
+
+def _loc(loc: Sequence[int | str], data: dict[str, Any]) -> str:
+    """Render a pydantic error location as ``releases[3] (rocm 7.2.0).frameworks[0]``."""
+    out = ""
+    node: Any = data
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+            try:
+                node = node[part]
+            except (IndexError, KeyError, TypeError):
+                node = None
+            if isinstance(node, dict) and "version" in node and "runtime" in node:
+                out += f" ({node['runtime']} {node['version']})"
+            elif isinstance(node, dict) and "id" in node:
+                out += f" ({node['id']})"
+        else:
+            out += ("." if out else "") + str(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return out
+
+
+def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
+    """Read and validate one matrix TOML file.
+
+    Raises ``MatrixError`` (exit 3) when the file is missing, is not TOML (with the line
+    and column), or breaks the schema (with the field path and what is wrong).
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise MatrixError(
+            f"Matrix file {path}: cannot be read ({exc.strerror or exc}).",
+            hint="Check the path given to --matrix or PIN_MATRIX.",
+        ) from exc
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise MatrixError(
+            f"Matrix file {path}: not valid TOML: {exc}.",
+            hint="Fix the syntax at the line and column named; the schema is schemas/matrix.schema.json.",
+        ) from exc
+    from pydantic import ValidationError
+
+    try:
+        model = MatrixFile.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors()[:5]:
+            problems.append(f"{_loc(err['loc'], data) or '(top level)'}: {err['msg']}")
+        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise MatrixError(
+            f"Matrix file {path}: {'; '.join(problems)}{more}.",
+            hint="Fix the named field; every row needs `source` and a `published` or `checked` "
+            "date (schema: schemas/matrix.schema.json).",
+        ) from exc
+    return LoadedFile(
+        name=model.name,
+        path=path,
+        sha256="sha256:" + hashlib.sha256(raw).hexdigest(),
+        overlay=overlay,
+        data=model,
+    )
+
+
+def _norm_name(text: str) -> str:
+    text = text.lower()
+    text = re.sub(r"\b(amd|nvidia|instinct|tesla|geforce)\b", "", text)
+    return re.sub(r"[\s_\-\[\]()]+", "", text)
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Numeric sort key of a dotted version (``'7.0.10'`` > ``'7.0.9'``); non-digits are 0."""
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.]", version))
+
+
+@dataclass
+class Matrix:
+    """The shipped matrix and any overlays, validated, with the queries the resolver needs.
+
+    ``as_of`` (a date or ``None`` for "everything published") selects, within each file
+    family, the newest revision of every release published on or before that date.
+    """
+
+    files: list[LoadedFile]
+    _gpu_index: dict[str, GpuIdentity] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        seen: dict[str, LoadedFile] = {}
+        for f in self.files:
+            if f.name in seen:
+                raise MatrixError(
+                    f"Matrix files {seen[f.name].path} and {f.path} both use the name {f.name!r}.",
+                    hint="Give every overlay its own `name`.",
+                )
+            seen[f.name] = f
+            for gpu in f.data.gpus:
+                for key in {gpu.id, _norm_name(gpu.name), *(_norm_name(a) for a in gpu.aliases)}:
+                    self._gpu_index.setdefault(key, gpu)
+
+    # -- provenance -------------------------------------------------------------------
+    @property
+    def sha256(self) -> str:
+        """Hash of the data used: sha256 over each file's name and byte hash, in order."""
+        h = hashlib.sha256()
+        for f in self.files:
+            h.update(f"{f.name}={f.sha256}\n".encode())
+        return "sha256:" + h.hexdigest()
+
+    # -- GPUs -----------------------------------------------------------------------------
+    @property
+    def gpus(self) -> list[GpuIdentity]:
+        """All GPU identities, first definition of an id wins (shipped before overlays)."""
+        out: dict[str, GpuIdentity] = {}
+        for f in self.files:
+            for g in f.data.gpus:
+                out.setdefault(g.id, g)
+        return list(out.values())
+
+    def find_gpu(self, query: str) -> GpuIdentity | list[GpuIdentity]:
+        """Find a GPU by marketing name or alias (any case or form), gfx target / compute
+        capability, or PCI device ID (``0x74a1``, ``74a1``, ``1002:74a1``).
+
+        Returns one identity, or the list of identities sharing a gfx target when the query
+        is a target several products have. Raises ``UsageError`` (exit 2) with a "did you
+        mean" when nothing matches.
+        """
+        q = query.strip()
+        key = _norm_name(q)
+        if key in self._gpu_index:
+            return self._gpu_index[key]
+        pci = re.fullmatch(r"(?:(0x)?([0-9a-fA-F]{4}):)?(0x)?([0-9a-fA-F]{4})", q)
+        if pci:
+            dev = "0x" + pci.group(4).lower()
+            ven = ("0x" + pci.group(2).lower()) if pci.group(2) else None
+            hits = [
+                g for g in self.gpus
+                if dev in g.pci_device_ids and (ven is None or g.pci_vendor_id == ven)
+            ]
+            if len(hits) == 1:
+                return hits[0]
+            if hits:
+                return hits
+        by_target = [g for g in self.gpus if g.target.lower() == q.lower()]
+        if len(by_target) == 1:
+            return by_target[0]
+        if by_target:
+            return by_target
+        names = sorted({g.name for g in self.gpus} | {g.id for g in self.gpus})
+        close = difflib.get_close_matches(q, names, n=3, cutoff=0.5)
+        if not close:
+            close = difflib.get_close_matches(key, sorted(self._gpu_index), n=3, cutoff=0.5)
+        suggestion = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UsageError(
+            f"--gpu {query!r}: no GPU of that name, gfx target, compute capability or PCI "
+            f"device ID in the matrix.{suggestion}",
+            hint="`pin matrix show gpus` lists the known GPUs.",
+        )
+
+    # -- releases --------------------------------------------------------------------------
+    def releases(self, *, as_of: dt.date | None = None) -> list[ReleaseRef]:
+        """Releases visible on ``as_of``: per (file family, release key) the newest revision
+        whose date is on or before ``as_of``. Ordered newest release first, then by file."""
+        best: dict[tuple[str, str, str], ReleaseRef] = {}
+        for f in self.files:
+            for r in f.data.releases:
+                if as_of is not None and r.date > as_of:
+                    continue
+                k = (f.family, r.vendor, r.key)
+                cur = best.get(k)
+                if cur is None or r.date > cur.release.date:
+                    best[k] = ReleaseRef(r, f)
+        order = {f.name: i for i, f in enumerate(self.files)}
+        return sorted(
+            best.values(),
+            key=lambda rr: (
+                rr.release.vendor,
+                tuple(-x for x in version_key(rr.release.version)),
+                order[rr.file.name],
+            ),
+        )
+
+    def firmware(self, runtime_version: str, family: str | None, *, as_of: dt.date | None = None
+                 ) -> list[tuple[FirmwareRow, LoadedFile]]:
+        """Firmware rows for a ROCm version and a release-note GPU family (e.g. ``MI300X``)."""
+        if family is None:
+            return []
+        return [
+            (row, f)
+            for f in self.files
+            for row in f.data.firmware
+            if row.runtime_version == runtime_version and row.gpu == family
+            and (as_of is None or row.date <= as_of)
+        ]
+
+    def os_restrictions(self, *, as_of: dt.date | None = None
+                        ) -> list[tuple[OsRestriction, LoadedFile]]:
+        """Every OS restriction row visible on ``as_of``."""
+        return [
+            (row, f) for f in self.files for row in f.data.os_restrictions
+            if as_of is None or row.date <= as_of
+        ]
+
+    def driver_rules(self) -> list[tuple[DriverRule, LoadedFile]]:
+        """NVIDIA CUDA-major → driver rules."""
+        return [(row, f) for f in self.files for row in f.data.driver_rules]
+
+    def cuda_toolkits(self, *, as_of: dt.date | None = None
+                      ) -> list[tuple[CudaToolkit, LoadedFile]]:
+        """CUDA toolkit releases visible on ``as_of``, newest first."""
+        rows = [
+            (row, f) for f in self.files for row in f.data.cuda_toolkits
+            if as_of is None or row.date <= as_of
+        ]
+        return sorted(rows, key=lambda t: tuple(-x for x in version_key(t[0].version)))
+
+    def wheels(self, framework: str | None = None, *, as_of: dt.date | None = None
+               ) -> list[tuple[WheelVariant, LoadedFile]]:
+        """Upstream wheel variants, optionally of one framework, visible on ``as_of``."""
+        return [
+            (w, f) for f in self.files for w in f.data.wheels
+            if (framework is None or w.framework == framework)
+            and (as_of is None or w.date <= as_of)
+        ]
+
+    def framework_names(self) -> list[str]:
+        """Every framework name any row mentions, sorted."""
+        names = {fw.name for f in self.files for r in f.data.releases for fw in r.frameworks}
+        names |= {w.framework for f in self.files for w in f.data.wheels}
+        return sorted(names)
+
+
+def shipped_paths() -> list[Path]:
+    """The shipped data files, in a fixed order (sorted by file name)."""
+    return sorted(DATA_DIR.glob("*.toml"))
+
+
+def overlay_paths(explicit: Iterable[str | Path] = ()) -> list[Path]:
+    """Overlays from ``--matrix`` (in order) or, when none is given, from ``PIN_MATRIX``
+    (``os.pathsep``-separated)."""
+    paths = [Path(p) for p in explicit]
+    if not paths and os.environ.get(OVERLAY_ENV):
+        paths = [Path(p) for p in os.environ[OVERLAY_ENV].split(os.pathsep) if p]
+    return paths
+
+
+_CACHE: dict[tuple[str, ...], tuple[tuple[float, ...], Matrix]] = {}
+
+
+def load_matrix(overlays: Iterable[str | Path] = (), *, shipped: Sequence[Path] | None = None
+                ) -> Matrix:
+    """Load the shipped matrix plus overlays; cached per process on file paths and mtimes.
+
+    Raises ``MatrixError`` for any invalid file.
+    """
+    base = list(shipped) if shipped is not None else shipped_paths()
+    extra = overlay_paths(overlays)
+    key = tuple(str(p) for p in [*base, *extra])
+    try:
+        stamp = tuple(p.stat().st_mtime for p in [*base, *extra])
+    except OSError:
+        stamp = ()
+    hit = _CACHE.get(key)
+    if hit and stamp and hit[0] == stamp:
+        return hit[1]
+    files = [load_file(p) for p in base] + [load_file(p, overlay=True) for p in extra]
+    matrix = Matrix(files)
+    if stamp:
+        _CACHE[key] = (stamp, matrix)
+    return matrix
+
+
+def dump_matrix_file(model: MatrixFile, *, header: Sequence[str] = ()) -> str:
+    """Serialise a matrix file as TOML (tomlkit), deterministic: fields in model order,
+    defaults left out, a ``#:schema`` hint and ``header`` comment lines first."""
+    import tomlkit
+
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment("schema: ../../../schemas/matrix.schema.json"))
+    for line in header:
+        doc.add(tomlkit.comment(line))
+    data = model.model_dump(by_alias=True, exclude_defaults=True, exclude_none=True)
+    data = {"schema-version": 1, **{k: v for k, v in data.items() if k != "schema-version"}}
+    for k, v in data.items():
+        doc.add(k, _toml_value(v))
+    text = tomlkit.dumps(doc)
+    return text.replace("# schema: ", "#:schema ", 1)
+
+
+def _toml_value(value: Any) -> Any:
+    import tomlkit
+
+    if (
+        isinstance(value, list) and value and all(isinstance(v, dict) for v in value)
+        and all(not isinstance(x, (list, dict)) for v in value for x in v.values())
+    ):
+        arr = tomlkit.array()
+        for item in value:
+            it = tomlkit.inline_table()
+            it.update(item)
+            arr.append(it)
+        arr.multiline(True)
+        return arr
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        aot = tomlkit.aot()
+        for item in value:
+            t = tomlkit.table()
+            for k, v in item.items():
+                t.add(k, _toml_value(v))
+            aot.append(t)
+        return aot
+    if isinstance(value, list):
+        arr = tomlkit.array()
+        arr.extend(_toml_value(v) for v in value)
+        if sum(len(str(v)) + 4 for v in value) > 80:
+            arr.multiline(True)
+        return arr
+    if isinstance(value, dict):
+        t = tomlkit.table()
+        for k, v in value.items():
+            t.add(k, _toml_value(v))
+        return t
+    return value

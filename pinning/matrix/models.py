@@ -1,0 +1,262 @@
+"""Wire models of the compatibility matrix (``pinning/matrix/data/*.toml`` and site overlays).
+
+Every row carries its provenance: ``source`` (who published it, and where) and a
+``published`` or ``checked`` date. A value the source does not state is ``None`` with a
+reason in the row's ``unknown`` table, never a guess.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from pinning._model import Strict
+
+Vendor = Literal["amd", "nvidia"]
+RuntimeName = Literal["rocm", "cuda"]
+
+
+class Provenance(Strict):
+    """Where a row comes from: a named public source and the date it was published or read.
+
+    ``published`` is the date the source itself carries; ``checked`` the date the source
+    was read when it carries none. At least one is required.
+    """
+
+    source: str = Field(min_length=3, description="Publisher and document the row was taken from.")
+    url: str | None = Field(default=None, description="Where the source can be read.")
+    published: dt.date | None = Field(default=None, description="Date the source carries.")
+    checked: dt.date | None = Field(default=None, description="Date the source was read.")
+
+    @model_validator(mode="after")
+    def _dated(self) -> Provenance:
+        if self.published is None and self.checked is None:
+            raise ValueError("every row needs a `published` or a `checked` date")
+        return self
+
+    @property
+    def date(self) -> dt.date:
+        """The row's effective date: ``published`` if known, else ``checked``."""
+        d = self.published or self.checked
+        assert d is not None
+        return d
+
+
+class GpuIdentity(Provenance):
+    """One GPU product: names, gfx target (AMD) or compute capability (NVIDIA), PCI IDs, memory.
+
+    ``memory_gib`` is the product's specified memory in GiB (AMD) or GB as named in the
+    product name (NVIDIA; see ``memory_note``).
+    """
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Stable slug, e.g. `mi300x`.")
+    vendor: Vendor
+    name: str = Field(description="Marketing name, e.g. `Instinct MI300X`.")
+    aliases: list[str] = Field(default_factory=list)
+    arch: str | None = None
+    gfx_target: str | None = Field(default=None, pattern=r"^gfx[0-9a-f]+$")
+    compute_capability: str | None = Field(default=None, pattern=r"^[0-9]+\.[0-9]+$")
+    pci_vendor_id: str = Field(pattern=r"^0x[0-9a-f]{4}$")
+    pci_device_ids: list[str] = Field(default_factory=list)
+    memory_gib: float | None = None
+    memory_note: str | None = None
+    family: str | None = Field(
+        default=None, description="Firmware family used by the release notes, e.g. `MI300X`."
+    )
+
+    @field_validator("pci_device_ids")
+    @classmethod
+    def _pci(cls, v: list[str]) -> list[str]:
+        for item in v:
+            if not (item.startswith("0x") and len(item) == 6):
+                raise ValueError(f"PCI device ID {item!r} must look like 0x74a1")
+            int(item, 16)
+        return v
+
+    @model_validator(mode="after")
+    def _target(self) -> GpuIdentity:
+        if self.vendor == "amd" and not self.gfx_target:
+            raise ValueError("an AMD GPU needs `gfx-target`")
+        if self.vendor == "nvidia" and not self.compute_capability:
+            raise ValueError("an NVIDIA GPU needs `compute-capability`")
+        return self
+
+    @property
+    def target(self) -> str:
+        """The gfx target (AMD) or compute capability (NVIDIA)."""
+        return self.gfx_target or self.compute_capability or ""
+
+
+class FrameworkSupport(Strict):
+    """Framework versions a runtime release validates.
+
+    ``versions`` are as the source writes them: ``2.9.1`` is one release, ``2.9`` the whole
+    2.9 series. ``targets``, when set, restricts the entry to those gfx targets / compute
+    capabilities. ``min_runtime_by_target`` maps a target to the lowest runtime version it
+    needs (vLLM on gfx950 needs ROCm >= 7.0).
+    """
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    versions: list[str] | None = None
+    versions_unknown: str | None = None
+    targets: list[str] | None = None
+    min_runtime: str | None = None
+    min_runtime_by_target: dict[str, str] = Field(default_factory=dict)
+    status: Literal["validated", "upstream", "stable", "experimental"] = "validated"
+    notes: list[str] = Field(default_factory=list)
+    source: str | None = None
+    published: dt.date | None = None
+    checked: dt.date | None = None
+
+    @model_validator(mode="after")
+    def _known(self) -> FrameworkSupport:
+        if self.versions is None and not self.versions_unknown:
+            raise ValueError("`versions` is missing: give the list or `versions-unknown` reason")
+        return self
+
+
+class Release(Provenance):
+    """One runtime release row (ROCm or CUDA user space) and what it validates.
+
+    ``targets`` lists gfx targets (AMD) or compute capabilities; when the source lists only
+    some, ``targets_complete`` is false. ``kmd`` lists the AMD GPU Driver (amdgpu / KMD)
+    versions the release supports, as the source writes them (``6.4.x``, ``30.20.1``).
+    ``unknown`` maps a field left ``None`` to the reason it is unknown.
+    """
+
+    vendor: Vendor
+    runtime: RuntimeName
+    version: str = Field(pattern=r"^[0-9]+(\.[0-9]+)*$")
+    column: str | None = Field(default=None, description="The source column, e.g. `7.0.1/7.0.0`.")
+    targets: list[str] | None = None
+    targets_complete: bool = True
+    os: list[str] | None = None
+    kmd: list[str] | None = None
+    hip: str | None = None
+    min_driver: str | None = None
+    frameworks: list[FrameworkSupport] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    unknown: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _unknowns(self) -> Release:
+        for name in ("targets", "os", "kmd"):
+            if getattr(self, name) is None and name not in self.unknown:
+                raise ValueError(f"`{name}` is missing: give it or a reason in `unknown.{name}`")
+        return self
+
+    @property
+    def key(self) -> str:
+        """``rocm-7.2.0`` / ``cuda-13.0``: the release's identity across matrix revisions."""
+        return f"{self.runtime}-{self.version}"
+
+
+class FirmwareValue(Strict):
+    """One firmware version as a release note writes it; ``or_later`` keeps AMD's wording."""
+
+    value: str
+    or_later: bool = False
+
+
+class FirmwareRow(Provenance):
+    """Per ROCm release and GPU family: the firmware (PLDM bundle, BKC, IFWI or VBIOS) and the
+    AMD GPU Driver (amdgpu) versions the release notes list.
+
+    ``firmware_kind`` names what ``firmware`` versions are: ``pldm-bundle`` (MI355X, MI350X,
+    MI325X, MI300X), ``bkc`` (MI300A), ``ifwi`` (MI250X, MI250, MI210) or ``vbios`` (MI100).
+    """
+
+    runtime_version: str
+    gpu: str = Field(description="Release-note GPU column, e.g. `MI300X`.")
+    firmware_kind: Literal["pldm-bundle", "bkc", "ifwi", "vbios"]
+    firmware: list[FirmwareValue]
+    kmd: list[str]
+    gim: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    unknown: dict[str, str] = Field(default_factory=dict)
+
+
+class OsRestriction(Provenance):
+    """A footnote restricting which OS a GPU may use with some releases.
+
+    ``mode``: ``only-these-os`` (the GPUs run only on ``os``), ``not-these-os`` (the GPUs
+    never on ``os``), ``os-only-on-gpus`` (the ``os`` entries are for the listed GPUs only).
+    ``runtimes`` is a PEP 440 specifier over runtime versions, e.g. ``>=7.0.0,<7.1.0``.
+    """
+
+    mode: Literal["only-these-os", "not-these-os", "os-only-on-gpus"]
+    gpus: list[str]
+    os: list[str]
+    runtimes: str
+    vendor: Vendor = "amd"
+
+
+class DriverRule(Provenance):
+    """NVIDIA minor-version compatibility: a CUDA major's minimum (and maximum) driver."""
+
+    cuda_major: str = Field(pattern=r"^[0-9]+$")
+    min_driver: str
+    max_driver_below: str | None = None
+
+
+class CudaToolkit(Provenance):
+    """A CUDA toolkit release and the Linux x86_64 driver bundled in its runfile."""
+
+    version: str = Field(pattern=r"^[0-9]+(\.[0-9]+)*$")
+    bundled_driver: str | None = None
+    unknown: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known(self) -> CudaToolkit:
+        if self.bundled_driver is None and "bundled-driver" not in self.unknown:
+            raise ValueError("`bundled-driver` is missing: give it or `unknown.bundled-driver`")
+        return self
+
+
+class WheelVariant(Provenance):
+    """An accelerator build a framework publishes for one release series (upstream wheels).
+
+    For NVIDIA this is the validated pairing: PyTorch builds and tests these wheels for the
+    listed compute capabilities. For ROCm it is information only; AMD's matrix is what
+    validates a ROCm pairing.
+    """
+
+    framework: str
+    series: str = Field(pattern=r"^[0-9]+\.[0-9]+$")
+    accelerator: RuntimeName
+    accelerator_version: str
+    status: Literal["stable", "experimental"]
+    build: str | None = Field(default=None, description="Exact toolkit the wheel is built with.")
+    targets: list[str] | None = None
+    python: str | None = None
+    unknown: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def tag(self) -> str:
+        """Wheel local-version tag: ``cu130``, ``rocm7.2``."""
+        if self.accelerator == "cuda":
+            return "cu" + self.accelerator_version.replace(".", "")
+        return "rocm" + self.accelerator_version
+
+
+class MatrixFile(Strict):
+    """One matrix data file, shipped or a site overlay.
+
+    ``family`` groups revisions of the same table (two dated copies of AMD's matrix share
+    one): within a family a newer row for the same release supersedes an older one, which
+    is how ``--as-of`` sees the matrix as published on a date.
+    """
+
+    schema_version: Literal[1] = 1
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    family: str | None = None
+    description: str = ""
+    gpus: list[GpuIdentity] = Field(default_factory=list)
+    releases: list[Release] = Field(default_factory=list)
+    firmware: list[FirmwareRow] = Field(default_factory=list)
+    os_restrictions: list[OsRestriction] = Field(default_factory=list)
+    driver_rules: list[DriverRule] = Field(default_factory=list)
+    cuda_toolkits: list[CudaToolkit] = Field(default_factory=list)
+    wheels: list[WheelVariant] = Field(default_factory=list)
