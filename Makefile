@@ -1,0 +1,49 @@
+# pin: two commands matter — `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint bench schemas lockfiles matrix-data clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/pin resolve --gpu mi300x --framework pytorch==2.13.0 --explain -o pin.lock
+	$(BIN)/pin lock validate pin.lock
+
+test: install
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check pinning tests bench
+	$(BIN)/mypy
+
+bench: install
+	$(BIN)/python bench/bench_resolve.py
+
+schemas: install
+	$(BIN)/python -c "from pathlib import Path; from pinning.schemas import write; [print('wrote', p) for p in write(Path('schemas'))]"
+
+# Regenerate the example lockfiles (a test fails when they differ from what pin writes).
+lockfiles: install
+	$(BIN)/pin resolve --gpu mi300x --framework pytorch==2.13.0 -o lockfiles/mi300x-pytorch-2.13.0.lock
+	$(BIN)/pin resolve --gpu mi355x --framework vllm==0.27.0 -o lockfiles/mi355x-vllm-0.27.0.lock
+	$(BIN)/pin resolve --gpu mi250x --framework pytorch==2.6 --rocm '<7' -o lockfiles/mi250x-pytorch-2.6.lock
+	$(BIN)/pin resolve --gpu h200 --framework pytorch==2.13.0 -o lockfiles/h200-pytorch-2.13.0.lock
+
+# Regenerate the imported matrix files from the vendor copies in tests/data.
+SRC := tests/data/amd-sources
+matrix-data: install
+	$(BIN)/pin matrix import-amd $(SRC)/rocm-compat-historical-2026-01-21.csv --page $(SRC)/rocm-compat-matrix-2026-01-21.rst $(foreach f,$(sort $(wildcard $(SRC)/rocm-7*-RELEASE.md)),--release-notes $(f)) -o pinning/matrix/data/amd-rocm-2026-01-21.toml
+	$(BIN)/pin matrix import-amd $(SRC)/rocm-compat-historical-2025-03-21.csv --page $(SRC)/rocm-compat-matrix-2025-03-21.rst -o pinning/matrix/data/amd-rocm-2025-03-21.toml
+	$(BIN)/pin matrix import-pytorch tests/data/release-compatibility-matrix.md --checked 2026-11-29 -o pinning/matrix/data/pytorch-wheels.toml
+
+clean:
+	rm -rf $(VENV) pin.lock .pytest_cache .mypy_cache .ruff_cache .hypothesis

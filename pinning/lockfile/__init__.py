@@ -1,0 +1,1 @@
+"""The lockfile: model, deterministic TOML read/write, content hash."""

@@ -1,0 +1,247 @@
+"""Turn a :class:`~pinning.resolve.Resolution` into a sealed :class:`Lockfile` (pure)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from pinning import __version__
+from pinning.lockfile.io import seal
+from pinning.lockfile.models import Lockfile
+from pinning.matrix.importers.release_notes import FIRMWARE_KIND
+from pinning.matrix.load import Matrix
+from pinning.matrix.models import Provenance
+from pinning.resolve import Resolution
+
+FREEZE = "freeze it from the trial host (pin freeze)"
+
+
+def regenerate_command(res: Resolution, overlays: Sequence[str], output: str | None) -> str:
+    """The ``pin resolve`` command line that reproduces this lock, canonical and quoted."""
+    c = res.constraints
+    argv = ["pin", "resolve", "--gpu", c.gpu]
+    for fw in c.frameworks:
+        argv += ["--framework", fw.raw]
+    if c.rocm is not None:
+        argv += ["--rocm", str(c.rocm)]
+    if c.cuda is not None:
+        argv += ["--cuda", str(c.cuda)]
+    if c.os is not None:
+        argv += ["--os", f"{c.os[0]}-{c.os[1]}"]
+    if c.model is not None:
+        argv += ["--model", f"{c.model.id}@{c.model.revision}"]
+    if c.as_of is not None:
+        argv += ["--as-of", c.as_of.isoformat()]
+    for o in overlays:
+        argv += ["--matrix", o]
+    if output:
+        argv += ["-o", output]
+    return shlex.join(argv)
+
+
+def _row(ref: str, p: Provenance) -> dict[str, Any]:
+    out: dict[str, Any] = {"ref": ref, "source": p.source}
+    if p.url:
+        out["url"] = p.url
+    if p.published:
+        out["published"] = p.published.isoformat()
+    if p.checked:
+        out["checked"] = p.checked.isoformat()
+    return out
+
+
+def _pin(value: str | None, origin: str, **kw: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"value": value, "origin": origin}
+    out.update({k: v for k, v in kw.items() if v is not None})
+    return out
+
+
+def lock_from_resolution(
+    res: Resolution, matrix: Matrix, *, overlays: Sequence[str] = (), output: str | None = None
+) -> Lockfile:
+    """Build the lock for ``res``. ``overlays`` are the overlay paths as the user gave them
+    (recorded in the lock and the regenerate command); ``output`` the ``-o`` path."""
+    c = res.constraints
+    rows: list[dict[str, Any]] = []
+    gpu = res.gpu
+    if gpu is not None:
+        gpu_ref = f"gpus:{gpu.id}"
+        gpu_file = next((f.name for f in matrix.files if gpu in f.data.gpus), "gpus")
+        gpu_ref = f"{gpu_file}:{gpu.id}"
+        rows.append(_row(gpu_ref, gpu))
+        gpu_pin = _pin(gpu.name, "user", ref=gpu_ref)
+    else:
+        gpu_ref = None
+        names = [g.name for g in res.gpu_candidates]
+        gpu_pin = _pin(None, "user", allowed=names, reason=(
+            f"given by {'gfx target' if res.vendor == 'amd' else 'compute capability'} "
+            f"{res.target}, shared by {', '.join(names)}; {FREEZE}"))
+    target: dict[str, Any] = {"vendor": res.vendor, "gpu": gpu_pin}
+    tkey = "gfx-target" if res.vendor == "amd" else "compute-capability"
+    target[tkey] = _pin(res.target, "matrix" if gpu else "user", ref=gpu_ref)
+    target["pci-device-ids"] = list(gpu.pci_device_ids) if gpu else []
+
+    notes: list[str] = []
+    release = res.release
+    if release is not None:
+        rows.append(_row(release.ref, release.release))
+    rel_ref = release.ref if release else None
+
+    # Firmware.
+    if res.vendor == "amd":
+        fam = gpu.family if gpu else None
+        kind = res.firmware[0].firmware_kind if res.firmware else FIRMWARE_KIND.get(
+            fam or "", "firmware")
+        if res.firmware:
+            fw = res.firmware[0]
+            fw_file = next(f.name for f in matrix.files if fw in f.data.firmware)
+            ref = f"{fw_file}:rocm-{fw.runtime_version}/{fw.gpu}"
+            rows.append(_row(ref, fw))
+            allowed = [v.value + (" (or later)" if v.or_later else "") for v in fw.firmware]
+            firmware = {"kind": kind, "version": _pin(None, "matrix", ref=ref, allowed=allowed,
+                                                      reason=FREEZE)}
+            kmd_ref = ref
+            notes.extend(fw.notes)
+        else:
+            firmware = {"kind": kind, "version": _pin(None, "unknown",
+                                                      reason=f"{res.firmware_unknown}")}
+            kmd_ref = rel_ref
+    else:
+        firmware = {"kind": "vbios", "version": _pin(None, "unknown",
+                                                     reason=res.firmware_unknown)}
+        kmd_ref = None
+
+    # Kernel driver.
+    if res.vendor == "amd":
+        if res.kmd_allowed:
+            drv = _pin(None, "matrix", ref=kmd_ref, allowed=list(res.kmd_allowed), reason=FREEZE)
+        else:
+            drv = _pin(None, "unknown", reason=res.kmd_unknown or "not stated by the matrix")
+        kernel_driver = {"name": "amdgpu", "version": drv}
+    else:
+        rule = next(((r, f) for r, f in matrix.driver_rules()
+                     if res.driver_ref and r.source in res.driver_ref), None)
+        if rule:
+            rows.append(_row(f"{rule[1].name}:cuda-{rule[0].cuda_major}.x", rule[0]))
+        kernel_driver = {"name": "nvidia", "version": _pin(
+            None, "matrix" if res.driver_constraint else "unknown",
+            ref=f"{rule[1].name}:cuda-{rule[0].cuda_major}.x" if rule else None,
+            constraint=res.driver_constraint,
+            reason=FREEZE if res.driver_constraint else "no driver rule for this CUDA major")}
+
+    # OS and kernel.
+    if res.os_allowed is not None:
+        os_pin = _pin(res.os_chosen, "user" if res.os_chosen else "matrix", ref=rel_ref,
+                      allowed=res.os_allowed, reason=None if res.os_chosen else FREEZE)
+    elif c.os is not None:
+        os_pin = _pin(f"{c.os[0]}-{c.os[1]}", "user",
+                      reason=f"not validated: {res.os_unknown}")
+    else:
+        os_pin = _pin(None, "unknown", reason=res.os_unknown or "not stated by the matrix")
+    kernel_pin = _pin(None, "unknown", reason=f"the matrix does not bind a kernel version; "
+                      f"{FREEZE}")
+
+    # Runtime.
+    runtime: dict[str, Any] = {"name": res.runtime}
+    if res.vendor == "amd" and release is not None:
+        r = release.release
+        runtime["version"] = _pin(res.runtime_version, "matrix", ref=rel_ref)
+        runtime["hip"] = (_pin(r.hip, "matrix", ref=rel_ref) if r.hip else
+                          _pin(None, "unknown", reason=r.unknown.get("hip", "not stated")))
+    else:
+        wref = None
+        if res.wheels:
+            w = res.wheels[0]
+            wfile = next(f.name for f in matrix.files if w in f.data.wheels)
+            wref = f"{wfile}:{w.framework}-{w.series}-{w.tag}"
+        runtime["version"] = _pin(res.runtime_version, "matrix", ref=wref)
+        if res.toolkit_driver:
+            tk = next(t for t, _ in matrix.cuda_toolkits() if t.version == res.runtime_version)
+            tk_file = next(f.name for f in matrix.files if tk in f.data.cuda_toolkits)
+            rows.append(_row(f"{tk_file}:cuda-{tk.version}", tk))
+            runtime["toolkit-driver"] = _pin(res.toolkit_driver, "matrix",
+                                             ref=f"{tk_file}:cuda-{tk.version}")
+
+    # Frameworks.
+    frameworks: list[dict[str, Any]] = []
+    for fw in res.frameworks:
+        if fw.version is None:
+            ver = _pin(None, "unknown", ref=rel_ref, reason=f"{fw.unknown}; {FREEZE}")
+        elif fw.series:
+            ver = _pin(fw.version, "matrix", ref=rel_ref, allowed=fw.allowed,
+                       reason=f"the matrix validates the {fw.version} series; freeze the exact "
+                       "release from the trial host")
+        else:
+            ver = _pin(fw.version, "matrix", ref=rel_ref, allowed=fw.allowed)
+        if res.vendor == "nvidia":
+            w = next(x for x in res.wheels if x.framework == fw.name)
+            wfile = next(f.name for f in matrix.files if w in f.data.wheels)
+            wref = f"{wfile}:{w.framework}-{w.series}-{w.tag}"
+            rows.append(_row(wref, w))
+            ver = {**ver, "ref": wref}
+            build = _pin(fw.variant, "matrix", ref=wref, allowed=fw.published_variants or None)
+        elif fw.variant:
+            build = _pin(fw.variant, "matrix", allowed=fw.published_variants or None)
+        else:
+            build = _pin(None, "unknown", allowed=fw.published_variants or None,
+                         reason=fw.unknown if fw.version else FREEZE)
+        frameworks.append({"name": fw.name, "version": ver, "build": build,
+                           "status": fw.status, "notes": list(fw.notes)})
+
+    if release is not None and release.release.unknown:
+        unknown = ", ".join(k for k in ("os", "kmd", "firmware") if k in release.release.unknown)
+        if unknown:
+            notes.insert(0, f"ROCm {res.runtime_version}: the matrix source does not state "
+                         f"{unknown}; those fields must be frozen from the trial host "
+                         "(pin freeze) before this lock can be verified.")
+    notes.extend(res.notes)
+
+    seen: set[str] = set()
+    uniq_rows = []
+    for row in rows:
+        if row["ref"] not in seen:
+            seen.add(row["ref"])
+            uniq_rows.append(row)
+    overlay_iter = iter(overlays)
+    data: dict[str, Any] = {
+        "generator": {"name": "pin", "version": __version__,
+                      "command": regenerate_command(res, overlays, output)},
+        "request": {k: v for k, v in {
+            "gpu": c.gpu,
+            "frameworks": [f.raw for f in c.frameworks],
+            "rocm": str(c.rocm) if c.rocm is not None else None,
+            "cuda": str(c.cuda) if c.cuda is not None else None,
+            "os": f"{c.os[0]}-{c.os[1]}" if c.os else None,
+            "model": f"{c.model.id}@{c.model.revision}" if c.model else None,
+            "as-of": c.as_of.isoformat() if c.as_of else None,
+        }.items() if v is not None},
+        "matrix": {
+            "sha256": matrix.sha256,
+            **({"as-of": c.as_of.isoformat()} if c.as_of else {}),
+            "sources": [
+                {"name": f.name, "sha256": f.sha256, "overlay": f.overlay,
+                 **({"path": next(overlay_iter, str(f.path))} if f.overlay else {})}
+                for f in matrix.files
+            ],
+            "rows": uniq_rows,
+        },
+        "target": target,
+        "firmware": firmware,
+        "kernel-driver": kernel_driver,
+        "os": os_pin,
+        "kernel": kernel_pin,
+        "runtime": runtime,
+        "frameworks": frameworks,
+        "image": {
+            "base": _pin(None, "unknown", reason="no base image chosen yet; pin build records it"),
+            "base-digest": _pin(None, "unknown", reason="set with the base image by pin build"),
+            "digest": _pin(None, "unknown", reason="not built yet; pin build records the "
+                           "manifest digest"),
+        },
+        "environment": {},
+        "notes": notes,
+    }
+    if c.model is not None:
+        data["model"] = {"id": c.model.id, "revision": c.model.revision, "origin": "user"}
+    return seal(data)

@@ -1,0 +1,35 @@
+"""JSON Schemas generated from the wire models (committed under ``schemas/``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SCHEMAS = ("matrix", "lockfile")
+
+
+def generate() -> dict[str, str]:
+    """Return ``{file name: schema JSON text}`` for every committed schema."""
+    from pinning.lockfile.models import Lockfile
+    from pinning.matrix.models import MatrixFile
+
+    out: dict[str, str] = {}
+    for name, model in (("matrix", MatrixFile), ("lockfile", Lockfile)):
+        schema = model.model_json_schema(by_alias=True, mode="validation")
+        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        schema["$id"] = f"https://pin.dev/schemas/{name}.schema.json"
+        out[f"{name}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    return out
+
+
+def write(folder: Path) -> list[Path]:
+    """Write every schema into ``folder`` atomically; return the paths written."""
+    from pinning._io import atomic_write_bytes
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, text in generate().items():
+        path = folder / name
+        atomic_write_bytes(path, text.encode())
+        paths.append(path)
+    return paths
