@@ -185,7 +185,8 @@ def lock_from_resolution(
             build = _pin(fw.variant, "matrix", allowed=fw.published_variants or None)
         else:
             build = _pin(None, "unknown", allowed=fw.published_variants or None,
-                         reason=fw.unknown if fw.version else FREEZE)
+                         reason=(fw.unknown if fw.version and fw.unknown else
+                                 f"the matrix names no build of {fw.name}; {FREEZE}"))
         frameworks.append({"name": fw.name, "version": ver, "build": build,
                            "status": fw.status, "notes": list(fw.notes)})
 
