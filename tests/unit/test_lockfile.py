@@ -1,0 +1,134 @@
+"""Lockfile: deterministic bytes, round trip, validation errors, schemas, examples."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from conftest import ROOT
+
+from pinning.errors import LockfileError
+from pinning.lockfile.build import lock_from_resolution
+from pinning.lockfile.io import lock_json, read_lock, render, write_lock
+from pinning.resolve import Constraints, parse_framework, parse_model, resolve
+from pinning.schemas import generate
+
+EXAMPLES = {
+    "mi300x-pytorch-2.13.0.lock": ["--gpu", "mi300x", "--framework", "pytorch==2.13.0"],
+    "mi355x-vllm-0.27.0.lock": ["--gpu", "mi355x", "--framework", "vllm==0.27.0"],
+    "mi250x-pytorch-2.6.lock": ["--gpu", "mi250x", "--framework", "pytorch==2.6", "--rocm", "<7"],
+    "h200-pytorch-2.13.0.lock": ["--gpu", "h200", "--framework", "pytorch==2.13.0"],
+}
+
+
+def make_lock(matrix, gpu="mi300x", fw="pytorch==2.13.0", **kw):
+    c = Constraints(gpu=gpu, frameworks=(parse_framework(fw, matrix.framework_names()),), **kw)
+    return lock_from_resolution(resolve(matrix, c), matrix, output="x.lock")
+
+
+def test_written_twice_byte_identical(matrix, tmp_path):
+    a, b = tmp_path / "a" / "pin.lock", tmp_path / "b" / "pin.lock"
+    a.parent.mkdir()
+    b.parent.mkdir()
+    assert write_lock(make_lock(matrix), a) == write_lock(make_lock(matrix), b)
+    assert a.read_bytes() == b.read_bytes()
+    assert a.read_text().splitlines()[1].startswith("# Regenerate: pin resolve --gpu mi300x")
+
+
+def test_round_trip_and_content_hash(matrix, tmp_path):
+    lock = make_lock(matrix, model=parse_model("org/m@" + "0" * 40))
+    p = tmp_path / "pin.lock"
+    write_lock(lock, p)
+    back = read_lock(p)
+    assert back == lock
+    assert render(back, dest=p) == p.read_text()
+
+
+def test_hand_edit_is_detected(matrix, tmp_path):
+    p = tmp_path / "pin.lock"
+    write_lock(make_lock(matrix), p)
+    p.write_text(p.read_text().replace('value = "2.13.0"', 'value = "2.12.0"'))
+    with pytest.raises(LockfileError, match="content-hash .* does not match") as info:
+        read_lock(p)
+    assert info.value.exit_code == 5
+
+
+@pytest.mark.parametrize("old,new,needle", [
+    ('origin = "matrix"', 'origin = "guess"', "origin: Input should be"),
+    ("lock-version = 1", "lock-version = 9", "lock-version 9 is not supported"),
+    ('[runtime]\nname = "rocm"', '[runtime]\nname = "oneapi"', "runtime.name"),
+    ("[kernel]", "[kernel\n", "not valid TOML"),
+])
+def test_broken_lock_names_the_field(matrix, tmp_path, old, new, needle):
+    p = tmp_path / "pin.lock"
+    write_lock(make_lock(matrix), p)
+    text = p.read_text()
+    assert old in text
+    p.write_text(text.replace(old, new, 1))
+    with pytest.raises(LockfileError) as info:
+        read_lock(p)
+    assert needle in info.value.message and str(p) in info.value.message
+
+
+def test_failed_write_leaves_nothing_behind(matrix, tmp_path):
+    target = tmp_path / "missing-dir" / "pin.lock"
+    with pytest.raises(LockfileError, match="cannot write"):
+        write_lock(make_lock(matrix), target)
+    assert not target.parent.exists()
+
+
+def test_lock_json_validates_against_committed_schema(matrix):
+    schema = json.loads((ROOT / "schemas" / "lockfile.schema.json").read_text())
+    for kw in ({}, {"gpu": "h200"}, {"gpu": "mi355x", "fw": "vllm==0.27.0"}):
+        jsonschema.validate(lock_json(make_lock(matrix, **kw)), schema)
+
+
+def test_committed_schemas_are_current():
+    for name, text in generate().items():
+        committed = (ROOT / "schemas" / name).read_text()
+        assert committed == text, f"schemas/{name} is stale: run `make schemas`"
+
+
+def test_mi300x_lock_says_what_must_be_frozen(matrix):
+    lock = make_lock(matrix)
+    assert lock.runtime.version.value == "10.0.0"
+    assert lock.target.gfx_target.value == "gfx942"
+    assert lock.firmware.version.value is None and lock.firmware.version.origin == "unknown"
+    assert "must be frozen from the trial host" in lock.notes[0]
+    assert lock.frameworks[0].version.allowed == ["2.13.0", "2.12.0", "2.11.0"]
+
+
+def test_overlay_is_recorded(matrix, tmp_path):
+    from pinning.matrix.load import load_matrix
+
+    from test_matrix import OVERLAY
+
+    p = tmp_path / "lab.toml"
+    p.write_text(OVERLAY)
+    m = load_matrix([p])
+    c = Constraints(gpu="mi300x", frameworks=(parse_framework("pytorch==2.10.0"),))
+    lock = lock_from_resolution(resolve(m, c), m, overlays=[str(p)], output="x.lock")
+    assert lock.runtime.version.value == "7.2.1"
+    src = lock.matrix.sources[-1]
+    assert src.overlay and src.name == "site-lab" and src.path == str(p)
+    assert "--matrix" in lock.generator.command
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_lockfiles_regenerate_without_difference(name, tmp_path):
+    committed = ROOT / "lockfiles" / name
+    out = tmp_path / "lockfiles"
+    out.mkdir(exist_ok=True)
+    (tmp_path / "schemas").mkdir(exist_ok=True)
+    (tmp_path / "schemas" / "lockfile.schema.json").write_text("{}")
+    cmd = [sys.executable, "-m", "pinning.cli", "resolve", *EXAMPLES[name],
+           "-o", f"lockfiles/{name}"]
+    res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert (out / name).read_text() == committed.read_text(), (
+        f"lockfiles/{name} differs from what pin writes: run `make lockfiles`")
+    read_lock(committed)
