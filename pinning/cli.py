@@ -36,6 +36,7 @@ class PinGroup(click.Group):
     """Click group that turns ``PinError`` into one paragraph and its exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a ``PinError`` becomes its paragraph and exit code."""
         debug = bool(ctx.params.get("debug"))
         try:
             return super().invoke(ctx)
@@ -197,8 +198,9 @@ def _summary(lock: Lockfile) -> str:
     width = max(len(k) for k, _ in rows)
     out = [f"{k:<{width}}  {v}" for k, v in rows]
     out.append("Sources:")
-    out += [f"  {r.ref}: {r.source} ({'published ' + r.published if r.published else 'checked ' + str(r.checked)})"
-            for r in lock.matrix.rows]
+    for r in lock.matrix.rows:
+        when = f"published {r.published}" if r.published else f"checked {r.checked}"
+        out.append(f"  {r.ref}: {r.source} ({when})")
     out += [f"Note: {n}" for n in lock.notes[:3]]
     return "\n".join(out)
 
@@ -272,7 +274,8 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
 def matrix_show(what: str, overlays: tuple[str, ...], fmt: str) -> None:
     """Show rows with their sources: WHAT is a release (rocm-7.2.0, cuda-13.4.2, 10.0.0), a
-    GPU (mi300x), `gpus`, `cuda`, or a data file name."""
+    GPU (mi300x), `gpus`, `cuda`, or a data file name.
+    """
     from pinning.matrix.load import load_matrix
 
     m = load_matrix(overlays)
@@ -328,7 +331,8 @@ def matrix_show(what: str, overlays: tuple[str, ...], fmt: str) -> None:
 def matrix_import_amd(csv_path: str, page: str | None, release_notes: tuple[str, ...],
                       published: str | None, output: str) -> None:
     """Convert AMD's historical compatibility CSV (and release-note firmware tables) into a
-    pin matrix file."""
+    pin matrix file.
+    """
     from pinning._io import atomic_write_bytes
     from pinning.matrix.importers.build import amd_matrix_file
     from pinning.matrix.load import dump_matrix_file

@@ -459,7 +459,8 @@ def _resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
     versions = sorted({w.accelerator_version for w, _ in matrix.wheels(as_of=c.as_of)
                        if w.accelerator == "cuda"}, key=version_key, reverse=True)
     considered: list[Considered] = []
-    valid: list[tuple[tuple[object, ...], str, list[ChosenFramework], list[WheelVariant]]] = []
+    Rank = tuple[tuple[Version, ...], bool, tuple[int, ...]]
+    valid: list[tuple[Rank, str, list[ChosenFramework], list[WheelVariant]]] = []
     for cuda in versions:
         reasons: list[str] = []
         fws: list[ChosenFramework] = []
@@ -511,14 +512,14 @@ def _resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
                                      date=date, valid=ok, reasons=reasons, frameworks=fws))
         if ok:
             stable = all(w.status == "stable" for w in wheels)
-            key = (tuple(_ver(f.version or "0") or Version("0") for f in fws), stable,
-                   version_key(cuda))
-            valid.append((key, cuda, fws, wheels))
+            rank = (tuple(_ver(f.version or "0") or Version("0") for f in fws), stable,
+                    version_key(cuda))
+            valid.append((rank, cuda, fws, wheels))
     if not valid:
         if not diagnose:
             raise NoValidatedCombination("no candidate")
         raise _no_combination(matrix, c, "nvidia", target, gpu, considered)
-    valid.sort(key=lambda t: t[0], reverse=True)  # type: ignore[arg-type,return-value]
+    valid.sort(key=lambda t: t[0], reverse=True)
     _, cuda, fws, wheels = valid[0]
     for entry in considered:
         if entry.version == cuda:
@@ -614,7 +615,8 @@ def _no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
 
 def _failing_constraint(matrix: Matrix, c: Constraints) -> str:
     """Name the first constraint, in the order GPU, frameworks, runtime, OS, that leaves no
-    candidate when added to the ones before it."""
+    candidate when added to the ones before it.
+    """
     from dataclasses import replace
 
     steps: list[tuple[str, Constraints]] = []

@@ -61,18 +61,18 @@ def lock_from_resolution(
     res: Resolution, matrix: Matrix, *, overlays: Sequence[str] = (), output: str | None = None
 ) -> Lockfile:
     """Build the lock for ``res``. ``overlays`` are the overlay paths as the user gave them
-    (recorded in the lock and the regenerate command); ``output`` the ``-o`` path."""
+    (recorded in the lock and the regenerate command); ``output`` the ``-o`` path.
+    """
     c = res.constraints
     rows: list[dict[str, Any]] = []
     gpu = res.gpu
+    gpu_ref: str | None = None
     if gpu is not None:
-        gpu_ref = f"gpus:{gpu.id}"
         gpu_file = next((f.name for f in matrix.files if gpu in f.data.gpus), "gpus")
         gpu_ref = f"{gpu_file}:{gpu.id}"
         rows.append(_row(gpu_ref, gpu))
         gpu_pin = _pin(gpu.name, "user", ref=gpu_ref)
     else:
-        gpu_ref = None
         names = [g.name for g in res.gpu_candidates]
         gpu_pin = _pin(None, "user", allowed=names, reason=(
             f"given by {'gfx target' if res.vendor == 'amd' else 'compute capability'} "
@@ -94,15 +94,15 @@ def lock_from_resolution(
         kind = res.firmware[0].firmware_kind if res.firmware else FIRMWARE_KIND.get(
             fam or "", "firmware")
         if res.firmware:
-            fw = res.firmware[0]
-            fw_file = next(f.name for f in matrix.files if fw in f.data.firmware)
-            ref = f"{fw_file}:rocm-{fw.runtime_version}/{fw.gpu}"
-            rows.append(_row(ref, fw))
-            allowed = [v.value + (" (or later)" if v.or_later else "") for v in fw.firmware]
+            fwr = res.firmware[0]
+            fw_file = next(f.name for f in matrix.files if fwr in f.data.firmware)
+            ref = f"{fw_file}:rocm-{fwr.runtime_version}/{fwr.gpu}"
+            rows.append(_row(ref, fwr))
+            allowed = [v.value + (" (or later)" if v.or_later else "") for v in fwr.firmware]
             firmware = {"kind": kind, "version": _pin(None, "matrix", ref=ref, allowed=allowed,
                                                       reason=FREEZE)}
-            kmd_ref = ref
-            notes.extend(fw.notes)
+            kmd_ref: str | None = ref
+            notes.extend(fwr.notes)
         else:
             firmware = {"kind": kind, "version": _pin(None, "unknown",
                                                       reason=f"{res.firmware_unknown}")}

@@ -23,7 +23,8 @@ SCHEMA_NAME = "lockfile.schema.json"
 
 def content_hash(data: dict[str, Any]) -> str:
     """sha256 of the canonical JSON (sorted keys, no spaces) of ``data`` without
-    ``content-hash``; ``data`` is the lock's JSON form (kebab-case keys)."""
+    ``content-hash``; ``data`` is the lock's JSON form (kebab-case keys).
+    """
     body = {k: v for k, v in data.items() if k != "content-hash"}
     canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
@@ -58,7 +59,8 @@ def _schema_hint(dest: Path | None) -> str | None:
 
 def render(lock: Lockfile, *, dest: Path | None = None) -> str:
     """Render ``lock`` as TOML text: a ``#:schema`` hint (when a schemas folder is found
-    above ``dest``), a header saying how to regenerate it, then the lock."""
+    above ``dest``), a header saying how to regenerate it, then the lock.
+    """
     import tomlkit
 
     doc = tomlkit.document()

@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 
 from pinning._model import Strict
 
-LOCK_VERSION = 1
+LOCK_VERSION: Literal[1] = 1
 
 Origin = Literal["matrix", "user", "host", "derived", "unknown"]
 
@@ -151,7 +151,8 @@ class Image(Strict):
 
 class Lockfile(Strict):
     """A whole lockfile. ``content_hash`` is the sha256 of the canonical JSON of everything
-    else (see :func:`pinning.lockfile.io.content_hash`)."""
+    else (see :func:`pinning.lockfile.io.content_hash`).
+    """
 
     lock_version: Literal[1] = LOCK_VERSION
     content_hash: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")

@@ -103,7 +103,8 @@ def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MatrixError(
             f"Matrix file {path}: not valid TOML: {exc}.",
-            hint="Fix the syntax at the line and column named; the schema is schemas/matrix.schema.json.",
+            hint="Fix the syntax at the line and column named "
+            "(schema: schemas/matrix.schema.json).",
         ) from exc
     from pydantic import ValidationError
 
@@ -225,7 +226,8 @@ class Matrix:
     # -- releases --------------------------------------------------------------------------
     def releases(self, *, as_of: dt.date | None = None) -> list[ReleaseRef]:
         """Releases visible on ``as_of``: per (file family, release key) the newest revision
-        whose date is on or before ``as_of``. Ordered newest release first, then by file."""
+        whose date is on or before ``as_of``. Ordered newest release first, then by file.
+        """
         best: dict[tuple[str, str, str], ReleaseRef] = {}
         for f in self.files:
             for r in f.data.releases:
@@ -302,7 +304,8 @@ def shipped_paths() -> list[Path]:
 
 def overlay_paths(explicit: Iterable[str | Path] = ()) -> list[Path]:
     """Overlays from ``--matrix`` (in order) or, when none is given, from ``PIN_MATRIX``
-    (``os.pathsep``-separated)."""
+    (``os.pathsep``-separated).
+    """
     paths = [Path(p) for p in explicit]
     if not paths and os.environ.get(OVERLAY_ENV):
         paths = [Path(p) for p in os.environ[OVERLAY_ENV].split(os.pathsep) if p]
@@ -337,7 +340,8 @@ def load_matrix(overlays: Iterable[str | Path] = (), *, shipped: Sequence[Path] 
 
 def dump_matrix_file(model: MatrixFile, *, header: Sequence[str] = ()) -> str:
     """Serialise a matrix file as TOML (tomlkit), deterministic: fields in model order,
-    defaults left out, a ``#:schema`` hint and ``header`` comment lines first."""
+    defaults left out, a ``#:schema`` hint and ``header`` comment lines first.
+    """
     import tomlkit
 
     doc = tomlkit.document()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -103,9 +102,9 @@ def test_mi300x_lock_says_what_must_be_frozen(matrix):
 
 
 def test_overlay_is_recorded(matrix, tmp_path):
-    from pinning.matrix.load import load_matrix
-
     from test_matrix import OVERLAY
+
+    from pinning.matrix.load import load_matrix
 
     p = tmp_path / "lab.toml"
     p.write_text(OVERLAY)

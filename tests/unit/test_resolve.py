@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaging.specifiers import SpecifierSet
 
 from pinning.errors import NoValidatedCombination, UsageError
 from pinning.resolve import (
@@ -19,7 +20,6 @@ from pinning.resolve import (
     parse_runtime_spec,
     resolve,
 )
-from packaging.specifiers import SpecifierSet
 
 
 def run(matrix, gpu, *fws, **kw):

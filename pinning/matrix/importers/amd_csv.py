@@ -98,7 +98,7 @@ def parse_os_cell(cell: str, *, where: str) -> list[str]:
     if fam not in OS_IDS:
         raise MatrixError(
             f"{where}: unknown operating system family {m.group('fam')!r} in {cell!r}.",
-            hint="Add the family to pinning.matrix.importers.amd_csv.OS_IDS with its os-release ID.",
+            hint="Add the family to amd_csv.OS_IDS with its os-release ID.",
         )
     os_id = OS_IDS[fam]
     out: list[str] = []
@@ -220,9 +220,8 @@ def import_amd_csv(
                 col.targets.append(value)
                 for fn in fns:
                     text_ = (footnotes or {}).get(fn, "")
-                    col.notes.append(
-                        f"{value}: footnote {fn}" + (f": {text_}" if text_ else "")
-                    )
+                    suffix = f": {text_}" if text_ else ""
+                    col.notes.append(f"{value}: footnote {fn}{suffix}")
             elif fieldname == "kmd":
                 values, notes = _list_cell(cell)
                 col.kmd.extend(values)

@@ -38,9 +38,9 @@ def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:
 
     arch: dict[str, tuple[str, list[str], bool]] = {}
     arch_series: list[str] = []
-    m = re.search(r"CUDA architectures in PyTorch ([0-9., and]+) builds", text)
-    if m:
-        arch_series = re.findall(r"\d+\.\d+", m.group(1))
+    heading = re.search(r"CUDA architectures in PyTorch ([0-9., and]+) builds", text)
+    if heading:
+        arch_series = re.findall(r"\d+\.\d+", heading.group(1))
     rows: list[list[str]] = []
     in_main = in_arch = False
     for line in text.splitlines():
@@ -59,10 +59,10 @@ def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:
         if in_main:
             rows.append(cells)
         elif in_arch and len(cells) >= 2:
-            build = cells[0]
+            exact = cells[0]
             ptx = "+PTX" in cells[1]
             ccs = [c.replace("+PTX", "").strip() for c in cells[1].split(",") if c.strip()]
-            arch[".".join(build.split(".")[:2])] = (build, ccs, ptx)
+            arch[".".join(exact.split(".")[:2])] = (exact, ccs, ptx)
     if not rows:
         raise MatrixError("PyTorch matrix: no '| PyTorch | ...' table found.")
 
@@ -75,7 +75,8 @@ def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:
         )
         for status, cell in (("stable", stable), ("experimental", experimental)):
             for ver in re.findall(r"CUDA (\d+\.\d+)", cell):
-                build = targets = None
+                build: str | None = None
+                targets: list[str] | None = None
                 unknown: dict[str, str] = {}
                 if series in arch_series and ver in arch:
                     build, targets, _ptx = arch[ver]
@@ -86,10 +87,10 @@ def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:
                     )
                 out.append(WheelVariant(
                     framework="pytorch", series=series, accelerator="cuda",
-                    accelerator_version=ver, status=status,  # type: ignore[arg-type]
+                    accelerator_version=ver, status=status,
                     build=build, targets=targets, python=python, unknown=unknown,
                     source=SOURCE + (f", CUDA {ver} architecture table" if targets else ""),
-                    url=URL, **prov,  # type: ignore[arg-type]
+                    url=URL, **prov,
                 ))
         rm = re.match(r"ROCm (\d+(?:\.\d+)*)", rocm)
         if rm:
@@ -97,6 +98,6 @@ def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:
                 framework="pytorch", series=series, accelerator="rocm",
                 accelerator_version=rm.group(1), status="stable", python=python,
                 unknown={"targets": "the source lists no gfx targets for ROCm wheels"},
-                source=SOURCE, url=URL, **prov,  # type: ignore[arg-type]
+                source=SOURCE, url=URL, **prov,
             ))
     return out

@@ -91,12 +91,12 @@ def _grid(rows: list[list[_Cell]], width: int) -> list[list[_Cell | None]]:
     carry: dict[int, tuple[_Cell, int]] = {}
     for row in rows:
         line: list[_Cell | None] = [None] * width
-        for col, (cell, left) in list(carry.items()):
-            line[col] = cell
+        for col, (held, left) in list(carry.items()):
+            line[col] = held
             if left <= 1:
                 del carry[col]
             else:
-                carry[col] = (cell, left - 1)
+                carry[col] = (held, left - 1)
         it = iter(row)
         for col in range(width):
             if line[col] is not None:
@@ -191,7 +191,7 @@ def import_release_notes(
                 FirmwareRow(
                     runtime_version=version,
                     gpu=gpu,
-                    firmware_kind=FIRMWARE_KIND[gpu],  # type: ignore[arg-type]
+                    firmware_kind=FIRMWARE_KIND[gpu],
                     firmware=[_firmware(x) for x in _lines(fw_cell)],
                     kmd=kmd,
                     gim=gim,
