@@ -10,11 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from pinning._io import atomic_write_bytes
+from pinning._io import atomic_write_bytes, read_toml
 from pinning.errors import LockfileError
 from pinning.lockfile.models import LOCK_VERSION, Lockfile
 
@@ -128,17 +127,10 @@ def read_lock(path: Path) -> Lockfile:
     (``frameworks[0].version.origin``); for a hand edit, the hash mismatch.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LockfileError(
-            f"{path}: cannot be read ({exc.strerror or exc}).",
-            hint="Check the path; `pin resolve ... -o FILE` writes a lockfile.",
-        ) from exc
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise LockfileError(f"{path}: not valid TOML: {exc}.") from exc
+    _, data = read_toml(
+        path, LockfileError, label=str(path),
+        unreadable_hint="Check the path; `pin resolve ... -o FILE` writes a lockfile.",
+    )
     version = data.get("lock-version")
     if version != LOCK_VERSION:
         raise LockfileError(

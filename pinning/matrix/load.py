@@ -12,12 +12,12 @@ import difflib
 import hashlib
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pinning._io import read_toml
 from pinning.errors import MatrixError, UsageError
 from pinning.matrix.models import (
     CudaToolkit,
@@ -91,21 +91,12 @@ def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
     and column), or breaks the schema (with the field path and what is wrong).
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise MatrixError(
-            f"Matrix file {path}: cannot be read ({exc.strerror or exc}).",
-            hint="Check the path given to --matrix or PIN_MATRIX.",
-        ) from exc
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise MatrixError(
-            f"Matrix file {path}: not valid TOML: {exc}.",
-            hint="Fix the syntax at the line and column named "
-            "(schema: schemas/matrix.schema.json).",
-        ) from exc
+    raw, data = read_toml(
+        path, MatrixError, label=f"Matrix file {path}",
+        unreadable_hint="Check the path given to --matrix or PIN_MATRIX.",
+        syntax_hint="Fix the syntax at the line and column named "
+        "(schema: schemas/matrix.schema.json).",
+    )
     from pydantic import ValidationError
 
     try:
