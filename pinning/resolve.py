@@ -20,7 +20,14 @@ from packaging.version import InvalidVersion, Version
 
 from pinning.errors import NoValidatedCombination, UsageError
 from pinning.matrix.load import Matrix, ReleaseRef, version_key
-from pinning.matrix.models import FirmwareRow, FrameworkSupport, GpuIdentity, WheelVariant
+from pinning.matrix.models import (
+    CudaToolkit,
+    DriverRule,
+    FirmwareRow,
+    FrameworkSupport,
+    GpuIdentity,
+    WheelVariant,
+)
 
 #: Other names users type for a framework -> the matrix name.
 FRAMEWORK_ALIASES: dict[str, str] = {
@@ -245,6 +252,9 @@ class Resolution:
     driver_constraint: str | None
     driver_ref: str | None
     toolkit_driver: str | None
+    driver_rule: DriverRule | None = None
+    toolkit: CudaToolkit | None = None
+    toolkit_ref: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -537,9 +547,10 @@ def _resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
         driver_constraint = f">={rule[0].min_driver}"
         if rule[0].max_driver_below:
             driver_constraint += f",<{rule[0].max_driver_below}"
-        driver_ref = f"{rule[1].name}:cuda-{major}.x ({rule[0].source})"
-    toolkit = next((t for t, _ in matrix.cuda_toolkits(as_of=c.as_of) if t.version == build),
-                   None)
+        driver_ref = f"{rule[1].name}:cuda-{major}.x"
+    tk_hit = next(((t, f) for t, f in matrix.cuda_toolkits(as_of=c.as_of) if t.version == build),
+                  None)
+    toolkit = tk_hit[0] if tk_hit else None
     notes = []
     if any(w.status == "experimental" for w in wheels):
         notes.append("The chosen CUDA build is experimental in PyTorch's release matrix.")
@@ -554,6 +565,8 @@ def _resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
         "VBIOS from the trial host",
         driver_constraint=driver_constraint, driver_ref=driver_ref,
         toolkit_driver=toolkit.bundled_driver if toolkit else None, notes=notes,
+        driver_rule=rule[0] if rule else None, toolkit=toolkit,
+        toolkit_ref=f"{tk_hit[1].name}:cuda-{tk_hit[0].version}" if tk_hit else None,
     )
 
 

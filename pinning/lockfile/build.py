@@ -120,13 +120,11 @@ def lock_from_resolution(
             drv = _pin(None, "unknown", reason=res.kmd_unknown or "not stated by the matrix")
         kernel_driver = {"name": "amdgpu", "version": drv}
     else:
-        rule = next(((r, f) for r, f in matrix.driver_rules()
-                     if res.driver_ref and r.source in res.driver_ref), None)
-        if rule:
-            rows.append(_row(f"{rule[1].name}:cuda-{rule[0].cuda_major}.x", rule[0]))
+        if res.driver_rule is not None and res.driver_ref:
+            rows.append(_row(res.driver_ref, res.driver_rule))
         kernel_driver = {"name": "nvidia", "version": _pin(
             None, "matrix" if res.driver_constraint else "unknown",
-            ref=f"{rule[1].name}:cuda-{rule[0].cuda_major}.x" if rule else None,
+            ref=res.driver_ref,
             constraint=res.driver_constraint,
             reason=FREEZE if res.driver_constraint else "no driver rule for this CUDA major")}
 
@@ -156,12 +154,9 @@ def lock_from_resolution(
             wfile = next(f.name for f in matrix.files if w in f.data.wheels)
             wref = f"{wfile}:{w.framework}-{w.series}-{w.tag}"
         runtime["version"] = _pin(res.runtime_version, "matrix", ref=wref)
-        if res.toolkit_driver:
-            tk = next(t for t, _ in matrix.cuda_toolkits() if t.version == res.runtime_version)
-            tk_file = next(f.name for f in matrix.files if tk in f.data.cuda_toolkits)
-            rows.append(_row(f"{tk_file}:cuda-{tk.version}", tk))
-            runtime["toolkit-driver"] = _pin(res.toolkit_driver, "matrix",
-                                             ref=f"{tk_file}:cuda-{tk.version}")
+        if res.toolkit is not None and res.toolkit_driver and res.toolkit_ref:
+            rows.append(_row(res.toolkit_ref, res.toolkit))
+            runtime["toolkit-driver"] = _pin(res.toolkit_driver, "matrix", ref=res.toolkit_ref)
 
     # Frameworks.
     frameworks: list[dict[str, Any]] = []

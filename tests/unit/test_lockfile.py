@@ -131,3 +131,14 @@ def test_example_lockfiles_regenerate_without_difference(name, tmp_path):
     assert (out / name).read_text() == committed.read_text(), (
         f"lockfiles/{name} differs from what pin writes: run `make lockfiles`")
     read_lock(committed)
+
+
+def test_cuda_12_lock_names_the_cuda_12_driver_rule(matrix):
+    from pinning.resolve import parse_runtime_spec
+
+    lock = make_lock(matrix, gpu="h100", cuda=parse_runtime_spec("--cuda", "12.6"))
+    drv = lock.kernel_driver.version
+    assert drv.constraint == ">=525,<580"
+    assert drv.ref == "nvidia-cuda:cuda-12.x"
+    assert "nvidia-cuda:cuda-12.x" in [r.ref for r in lock.matrix.rows]
+    assert "nvidia-cuda:cuda-13.x" not in [r.ref for r in lock.matrix.rows]
