@@ -6,6 +6,7 @@ This is the only module that prints or exits. Heavy imports happen inside comman
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import sys
@@ -44,6 +45,14 @@ class PinGroup(click.Group):
             _fail(err, debug)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
+        except BrokenPipeError:
+            # The reader (e.g. `| head`) went away: stop quietly, like other Unix tools.
+            import os
+
+            with contextlib.suppress(OSError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(141)
         except KeyboardInterrupt:
             click.echo("pin: interrupted", err=True)
             sys.exit(130)
@@ -137,12 +146,11 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     lock = lock_from_resolution(res, matrix, overlays=used_overlays,
                                 output=None if to_stdout else output)
     if to_stdout:
-        text = render(lock)
         if fmt == "json":
             click.echo(json.dumps({"lock": lock_json(lock), "considered": _considered(res)},
                                   indent=2))
         else:
-            click.echo(text, nl=False)
+            click.echo(render(lock), nl=False)
         return
     write_lock(lock, Path(output))
     if fmt == "json":
