@@ -81,6 +81,19 @@ class ProbeError(PinError):
     exit_code = 7
 
 
+class FormatError(ProbeError):
+    """A tool output or pasted dump is not in the format its parser reads (exit 7).
+
+    The message names the source (file or command) and the line; parsers raise it only when
+    the text has none of the expected shape, and otherwise return what they could read.
+    """
+
+    default_hint = (
+        "Pass the complete, unedited output of the tool, from its first line (`pin doctor "
+        "--help` lists the formats read)."
+    )
+
+
 class BuildError(PinError):
     """A build or registry operation failed (exit 8)."""
 

@@ -1,0 +1,307 @@
+"""Parser for legacy ``rocm-smi`` outputs (FACTS.md §2.4).
+
+One parser reads any mix of ``--version``, the concise default table (ROCm 6.4 layout with
+two header rows, the ROCm 6.0-6.3 ``[Model : Revision]`` layout and the older
+``GPU Temp (DieEdge) AvgPwr ...`` layout), ``--showfw``/``--showfwinfo``,
+``--showdriverversion``, ``--showvbios`` and ``--showtoponuma``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import Field
+
+from pinning._model import Strict
+from pinning.errors import FormatError
+from pinning.probe.formats.amd_smi import norm_pci_id
+
+__all__ = ["RocmSmiGpu", "RocmSmiReport", "RocmSmiVersion", "parse_rocm_smi"]
+
+
+class RocmSmiVersion(Strict):
+    """``rocm-smi --version``: ``smi`` is ``ROCM-SMI version``, ``lib`` ``ROCM-SMI-LIB version``."""
+
+    smi: str | None = None
+    lib: str | None = None
+
+
+class RocmSmiGpu(Strict):
+    """One GPU as seen by rocm-smi, merged over every section of the text.
+
+    ``telemetry`` holds the concise-table columns as printed, keyed ``temp_junction``,
+    ``temp_edge``, ``temp_memory``, ``power_socket``, ``avg_power``, ``sclk``, ``mclk``,
+    ``fan``, ``perf``, ``power_cap``, ``vram_used_pct``, ``gpu_busy_pct``. ``partitions``
+    maps ``memory``/``compute``/``id``. ``firmware`` maps the block name as printed (``MEC``,
+    ``TA RAS``, ``SOS``) to the version as printed; unsupported blocks are omitted.
+    ``device_id`` is lowercase ``0x%04x``. ``name`` is the device-name row of the 6.0-6.3
+    table; ``fields`` keeps every other ``GPU[i] : Label: value`` line as printed.
+    """
+
+    index: int
+    node: int | None = None
+    device_id: str | None = None
+    guid: str | None = None
+    name: str | None = None
+    telemetry: dict[str, str] = Field(default_factory=dict)
+    partitions: dict[str, str] | None = None
+    numa_node: int | None = None
+    numa_affinity: int | None = None
+    vbios: str | None = None
+    firmware: dict[str, str] = Field(default_factory=dict)
+    fields: dict[str, str] = Field(default_factory=dict)
+
+
+class RocmSmiReport(Strict):
+    """Everything read from one rocm-smi text: tool versions, driver version, GPUs by index."""
+
+    version: RocmSmiVersion | None = None
+    driver_version: str | None = None
+    gpus: list[RocmSmiGpu] = Field(default_factory=list)
+
+
+_GPU_LINE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(.*?)\s*$")
+_FW_LINE = re.compile(r"^(.+?)\s+firmware version\s*:\s*(.*)$", re.IGNORECASE)
+_SMI_VERSION = re.compile(r"^\s*ROCM-SMI version\s*:\s*(\S.*?)\s*$", re.IGNORECASE)
+_LIB_VERSION = re.compile(r"^\s*ROCM-SMI-LIB version\s*:\s*(\S.*?)\s*$", re.IGNORECASE)
+_DRIVER = re.compile(r"^\s*Driver version\s*:\s*(.*?)\s*$", re.IGNORECASE)
+_RULER = re.compile(r"^\s*=+")
+_BANNER = "rocm system management interface"
+
+_COLUMN_KEYS = {
+    "sclk": "sclk",
+    "mclk": "mclk",
+    "fan": "fan",
+    "perf": "perf",
+    "pwrcap": "power_cap",
+    "vram%": "vram_used_pct",
+    "gpu%": "gpu_busy_pct",
+    "avgpwr": "avg_power",
+}
+
+
+def _int(value: str) -> int | None:
+    value = value.strip()
+    return int(value) if re.fullmatch(r"\d{1,9}", value) else None
+
+
+def _column_key(name: str, qualifier: str) -> str:
+    base = name.strip().lower()
+    qual = qualifier.strip().strip("()").lower()
+    if base in ("device", "gpu"):
+        return "index"
+    if base == "node":
+        return "node"
+    if base.startswith("ids") or base.startswith("[model"):
+        return "ids"
+    if base.startswith("partitions"):
+        return "partitions"
+    if base.startswith("temp"):
+        if "junction" in qual:
+            return "temp_junction"
+        if "edge" in qual:
+            return "temp_edge"
+        if "mem" in qual:
+            return "temp_memory"
+        return "temp"
+    if base.startswith("power") or base == "pwr":
+        if "socket" in qual:
+            return "power_socket"
+        if "avg" in qual:
+            return "avg_power"
+        return "power"
+    if base in _COLUMN_KEYS:
+        return _COLUMN_KEYS[base]
+    return re.sub(r"[^a-z0-9%]+", "_", base).strip("_") or "column"
+
+
+def _split_columns(line: str) -> list[tuple[int, str]]:
+    """Split a header row on runs of 2+ spaces, keeping each chunk's start column."""
+    return [(m.start(), m.group(0)) for m in re.finditer(r"\S+(?: \S+)*", line)]
+
+
+def _table_columns(header: str, second: str | None) -> list[str]:
+    cols = _split_columns(header)
+    quals = [""] * len(cols)
+    for i, (_, name) in enumerate(cols):
+        m = re.match(r"^(.*?)\s*(\(.*\))\s*$", name)
+        if m:
+            cols[i] = (cols[i][0], m.group(1))
+            quals[i] = m.group(2)
+    if second is not None:
+        for pos, chunk in _split_columns(second):
+            best = 0
+            for i, (start, _) in enumerate(cols):
+                if start <= pos + 1:
+                    best = i
+            quals[best] = (quals[best] + " " + chunk).strip()
+    return [_column_key(name, qual) for (_, name), qual in zip(cols, quals, strict=True)]
+
+
+def _row_values(line: str) -> list[str]:
+    """Tokens of a table row; ``a, b`` lists and ``[x : y]`` groups stay one value."""
+    values: list[str] = []
+    joining = False
+    bracket = False
+    for tok in line.split():
+        if (joining or bracket) and values:
+            values[-1] = values[-1] + " " + tok
+        else:
+            values.append(tok)
+        if tok.startswith("["):
+            bracket = True
+        if bracket and tok.endswith("]"):
+            bracket = False
+        joining = tok.endswith(",")
+    return values
+
+
+class _Gpu:
+    __slots__ = ("data", "fields", "firmware", "telemetry")
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.telemetry: dict[str, str] = {}
+        self.firmware: dict[str, str] = {}
+        self.fields: dict[str, str] = {}
+
+
+def _apply_row(gpu: _Gpu, columns: list[str], values: list[str]) -> None:
+    if len(values) == len(columns):
+        pairs = list(zip(columns, values, strict=True))
+    else:
+        head = min(2, len(values), len(columns))
+        tail = min(len(values), len(columns)) - head
+        pairs = list(zip(columns[:head], values[:head], strict=True))
+        if tail > 0:
+            pairs += list(zip(columns[-tail:], values[-tail:], strict=True))
+    for key, value in pairs:
+        if key == "index":
+            continue
+        if key == "node":
+            gpu.data["node"] = _int(value)
+        elif key == "ids":
+            parts = [p.strip() for p in re.split(r"[,:\[\]]", value) if p.strip()]
+            if parts:
+                gpu.data["device_id"] = norm_pci_id(parts[0]) or parts[0]
+            if len(parts) > 1 and value.lstrip().startswith("0x") and "," in value:
+                gpu.data["guid"] = parts[1]
+        elif key == "partitions":
+            parts = [p.strip() for p in value.split(",")]
+            gpu.data["partitions"] = {
+                k: v for k, v in zip(("memory", "compute", "id"), parts, strict=False) if v
+            }
+        else:
+            gpu.telemetry[key] = value
+
+
+def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:
+    """Parse any mix of rocm-smi outputs into one :class:`RocmSmiReport` (FACTS.md §2.4).
+
+    Recognises ``ROCM-SMI version:`` / ``ROCM-SMI-LIB version:``, ``Driver version: x``,
+    ``GPU[i]<TAB><TAB>: ...`` lines (firmware, VBIOS, NUMA, anything else into ``fields``)
+    and the concise table. GPUs are merged by index and returned sorted. Raises
+    ``FormatError`` naming ``source`` when none of these (nor the rocm-smi banner) appear.
+    """
+    smi = lib = driver = None
+    gpus: dict[int, _Gpu] = {}
+    recognised = False
+    lines = text.splitlines()
+    columns: list[str] | None = None
+    last_row: _Gpu | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        low = line.lower()
+        if _BANNER in low or "end of rocm smi log" in low:
+            recognised = True
+            columns = None
+            continue
+        if (m := _SMI_VERSION.match(line)) is not None:
+            smi, recognised = m.group(1), True
+            continue
+        if (m := _LIB_VERSION.match(line)) is not None:
+            lib, recognised = m.group(1), True
+            continue
+        if (m := _DRIVER.match(line)) is not None:
+            driver, recognised = m.group(1) or None, True
+            continue
+        if (m := _GPU_LINE.match(line)) is not None:
+            recognised = True
+            columns = None
+            gpu = gpus.setdefault(int(m.group(1)), _Gpu())
+            _gpu_line(gpu, m.group(2))
+            continue
+        stripped = line.strip()
+        head = stripped.split()[:1]
+        if head and head[0] in ("Device", "GPU") and len(stripped.split()) >= 3 and (
+            "Temp" in stripped or "Node" in stripped or "SCLK" in stripped
+        ):
+            second = None
+            if i < len(lines) and lines[i][:1].isspace() and lines[i].strip() and not (
+                _RULER.match(lines[i])
+            ):
+                second = lines[i]
+                i += 1
+            columns = _table_columns(line, second)
+            last_row = None
+            recognised = True
+            continue
+        if columns is None or not stripped or _RULER.match(line):
+            continue
+        if re.match(r"^\d+\s", line + " "):
+            values = _row_values(line)
+            index = _int(values[0])
+            if index is None:
+                continue
+            last_row = gpus.setdefault(index, _Gpu())
+            _apply_row(last_row, columns, values)
+        elif line[:1].isspace() and last_row is not None and "name" not in last_row.data:
+            last_row.data["name"] = stripped
+    if not recognised:
+        raise FormatError(
+            f"{source}: no rocm-smi output found (expected 'ROCM-SMI version:', "
+            "'GPU[i] : ...' lines, 'Driver version:' or the concise table)"
+        )
+    version = RocmSmiVersion(smi=smi, lib=lib) if (smi or lib) else None
+    return RocmSmiReport(
+        version=version,
+        driver_version=driver,
+        gpus=[
+            RocmSmiGpu(
+                index=idx,
+                telemetry=g.telemetry,
+                firmware=g.firmware,
+                fields=g.fields,
+                **g.data,
+            )
+            for idx, g in sorted(gpus.items())
+        ],
+    )
+
+
+def _gpu_line(gpu: _Gpu, rest: str) -> None:
+    if "not supported" in rest.lower() and rest.lower().startswith("get_"):
+        return
+    fw = _FW_LINE.match(rest)
+    if fw:
+        value = fw.group(2).strip()
+        if value and "not supported" not in value.lower():
+            gpu.firmware[fw.group(1).strip()] = value
+        return
+    label, sep, value = rest.partition(":")
+    if not sep:
+        return
+    label = label.strip()
+    value = value.strip()
+    key = label.lower()
+    if key == "(topology) numa node":
+        gpu.data["numa_node"] = _int(value)
+    elif key == "(topology) numa affinity":
+        gpu.data["numa_affinity"] = _int(value)
+    elif key == "vbios version":
+        gpu.data["vbios"] = value or None
+    elif label:
+        gpu.fields[label] = value
