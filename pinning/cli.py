@@ -293,7 +293,7 @@ def matrix_show(what: str, overlays: tuple[str, ...], fmt: str) -> None:
         rows = [(f"gpus:{g.id}", g) for g in m.gpus]
     elif w == "cuda":
         rows = [(f"{f.name}:cuda-{t.version}", t) for t, f in m.cuda_toolkits()]
-        rows += [(f"{f.name}:cuda-{r.cuda_major}.x", r) for r, f in m.driver_rules()]
+        rows += [(f"{f.name}:{r.key}", r) for r, f in m.driver_rules()]
     elif any(f.name == w for f in m.files):
         f = next(f for f in m.files if f.name == w)
         rows = [(f"{f.name}:{r.key}", r) for r in f.data.releases]
@@ -418,3 +418,12 @@ def lock_validate(paths: tuple[str, ...]) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def _register_host_commands() -> None:
+    from pinning.cli_host import register
+
+    register(main)
+
+
+_register_host_commands()

@@ -540,7 +540,8 @@ def _resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
             entry.verdict = "rejected"
     build = next((w.build for w in wheels if w.build), None) or cuda
     major = build.split(".")[0]
-    rule = next(((r, f) for r, f in matrix.driver_rules() if r.cuda_major == major), None)
+    rule = next(((r, f) for r, f in matrix.driver_rules()
+                 if r.cuda_major == major and r.cuda_minor is None), None)
     driver_constraint = None
     driver_ref = None
     if rule is not None:

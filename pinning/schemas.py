@@ -5,16 +5,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SCHEMAS = ("matrix", "lockfile")
+SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report")
 
 
 def generate() -> dict[str, str]:
     """Return ``{file name: schema JSON text}`` for every committed schema."""
+    from pydantic import BaseModel
+
+    from pinning.doctor import DoctorReport
     from pinning.lockfile.models import Lockfile
     from pinning.matrix.models import MatrixFile
+    from pinning.probe.models import HostFacts
+    from pinning.verify import VerifyReport
 
+    models: tuple[tuple[str, type[BaseModel]], ...] = (
+        ("matrix", MatrixFile), ("lockfile", Lockfile), ("host", HostFacts),
+        ("verify-report", VerifyReport), ("doctor-report", DoctorReport),
+    )
     out: dict[str, str] = {}
-    for name, model in (("matrix", MatrixFile), ("lockfile", Lockfile)):
+    for name, model in models:
         schema = model.model_json_schema(by_alias=True, mode="validation")
         schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
         schema["$id"] = f"https://pin.dev/schemas/{name}.schema.json"

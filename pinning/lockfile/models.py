@@ -149,6 +149,22 @@ class Image(Strict):
     digest: Pinned
 
 
+class Frozen(Strict):
+    """Where ``pin freeze`` took the host values from.
+
+    ``snapshot`` is the sha256 of the host snapshot's canonical JSON
+    (:func:`pinning.probe.models.snapshot_hash`); ``host`` says how it was probed (the root,
+    or ``live``). ``forced`` is true when the host was outside what the matrix validated and
+    ``--force`` recorded it anyway; ``deviations`` then lists each such fact.
+    """
+
+    snapshot: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    host: str
+    probed_by: str
+    forced: bool = False
+    deviations: list[str] = Field(default_factory=list)
+
+
 class Lockfile(Strict):
     """A whole lockfile. ``content_hash`` is the sha256 of the canonical JSON of everything
     else (see :func:`pinning.lockfile.io.content_hash`).
@@ -169,4 +185,9 @@ class Lockfile(Strict):
     model: Model | None = None
     image: Image
     environment: dict[str, str] = Field(default_factory=dict)
+    packages: dict[str, str] | None = Field(
+        default=None,
+        description="Exact Python distributions (PEP 503 name -> version), frozen from a host.",
+    )
+    frozen: Frozen | None = None
     notes: list[str] = Field(default_factory=list)

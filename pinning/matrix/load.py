@@ -24,6 +24,7 @@ from pinning.matrix.models import (
     DriverRule,
     FirmwareRow,
     GpuIdentity,
+    KmdModule,
     MatrixFile,
     OsRestriction,
     Release,
@@ -260,8 +261,21 @@ class Matrix:
         ]
 
     def driver_rules(self) -> list[tuple[DriverRule, LoadedFile]]:
-        """NVIDIA CUDA-major → driver rules."""
+        """NVIDIA CUDA → driver rules (per major from 11, per release before)."""
         return [(row, f) for f in self.files for row in f.data.driver_rules]
+
+    def driver_rule_for(self, cuda_version: str) -> tuple[DriverRule, LoadedFile] | None:
+        """The most specific driver rule covering CUDA ``cuda_version``, or ``None``."""
+        hits = [(r, f) for r, f in self.driver_rules() if r.applies_to(cuda_version)]
+        hits.sort(key=lambda t: t[0].cuda_minor is None)
+        return hits[0] if hits else None
+
+    def gpu_by_pci(self, device_id: str) -> GpuIdentity | None:
+        """The one GPU identity with PCI device ID ``device_id`` (``0x74a1``), else ``None``
+        (unknown, or shared by several products such as MI250X/MI250 ``0x740c``).
+        """
+        hits = [g for g in self.gpus if device_id.lower() in g.pci_device_ids]
+        return hits[0] if len(hits) == 1 else None
 
     def cuda_toolkits(self, *, as_of: dt.date | None = None
                       ) -> list[tuple[CudaToolkit, LoadedFile]]:
@@ -280,6 +294,11 @@ class Matrix:
             if (framework is None or w.framework == framework)
             and (as_of is None or w.date <= as_of)
         ]
+
+    def kmd_modules(self) -> list[tuple[KmdModule, LoadedFile]]:
+        """Observed amdgpu module version <-> ROCm release pairings (oldest module first)."""
+        rows = [(row, f) for f in self.files for row in f.data.kmd_modules]
+        return sorted(rows, key=lambda t: version_key(t[0].module))
 
     def framework_names(self) -> list[str]:
         """Every framework name any row mentions, sorted."""

@@ -194,11 +194,29 @@ class OsRestriction(Provenance):
 
 
 class DriverRule(Provenance):
-    """NVIDIA minor-version compatibility: a CUDA major's minimum (and maximum) driver."""
+    """NVIDIA toolkit -> driver rule: a CUDA major's minimum (and maximum) driver under
+    minor-version compatibility (11.x and later), or, with ``cuda_minor``, the minimum driver
+    of one pre-11 toolkit release (no minor-version compatibility before CUDA 11).
+    """
 
     cuda_major: str = Field(pattern=r"^[0-9]+$")
+    cuda_minor: str | None = Field(default=None, pattern=r"^[0-9]+$")
     min_driver: str
     max_driver_below: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Row reference: ``cuda-13.x`` (a major) or ``cuda-10.2.x`` (one minor)."""
+        if self.cuda_minor is None:
+            return f"cuda-{self.cuda_major}.x"
+        return f"cuda-{self.cuda_major}.{self.cuda_minor}.x"
+
+    def applies_to(self, cuda_version: str) -> bool:
+        """True when this rule covers CUDA ``cuda_version`` (``12.4``, ``10.1.243``)."""
+        parts = cuda_version.split(".")
+        if parts[0] != self.cuda_major:
+            return False
+        return self.cuda_minor is None or (len(parts) > 1 and parts[1] == self.cuda_minor)
 
 
 class CudaToolkit(Provenance):
@@ -241,6 +259,18 @@ class WheelVariant(Provenance):
         return "rocm" + self.accelerator_version
 
 
+class KmdModule(Provenance):
+    """An amdgpu kernel-module version (``/sys/module/amdgpu/version``) observed together with
+    a ROCm user-space release in a public dump. The module numbering (``6.16.6``) is neither
+    the ROCm release nor the AMD GPU Driver release (``30.20.1``), and AMD publishes no table
+    between them, so these pairings are observations, not a vendor mapping.
+    """
+
+    module: str = Field(pattern=r"^[0-9]+(\.[0-9]+)+$")
+    rocm: str = Field(pattern=r"^[0-9]+(\.[0-9]+)*$",
+                      description="ROCm release (or series, e.g. 6.3) seen with the module.")
+
+
 class MatrixFile(Strict):
     """One matrix data file, shipped or a site overlay.
 
@@ -260,3 +290,4 @@ class MatrixFile(Strict):
     driver_rules: list[DriverRule] = Field(default_factory=list)
     cuda_toolkits: list[CudaToolkit] = Field(default_factory=list)
     wheels: list[WheelVariant] = Field(default_factory=list)
+    kmd_modules: list[KmdModule] = Field(default_factory=list)

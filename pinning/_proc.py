@@ -1,0 +1,130 @@
+"""The one subprocess seam: run a tool, or replay a recording of it.
+
+Probes never call :mod:`subprocess` directly; they take a :class:`Runner`. The live
+:class:`SystemRunner` runs the command with a timeout and keeps stderr; :class:`ReplayRunner`
+answers from a recorded host (``commands.toml`` beside its root tree), so tests and
+``pin probe --root DIR --replay FILE`` read real tool outputs without the hardware.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from pinning.errors import ProbeError
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command printed: ``argv``, exit status, stdout and stderr as text."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0."""
+        return self.returncode == 0
+
+    def describe(self) -> str:
+        """One line naming the command and why it failed (for a not-probed reason)."""
+        tail = (self.stderr.strip().splitlines() or [""])[-1][:200]
+        text = f"`{' '.join(self.argv)}` exited {self.returncode}"
+        return f"{text}: {tail}" if tail else text
+
+
+class Runner(Protocol):
+    """Runs a command on the host being probed.
+
+    ``run`` returns ``None`` when the tool is not installed (or not recorded), otherwise a
+    :class:`CommandResult`, whatever its exit status. It never raises for a failing tool.
+    """
+
+    def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
+        """Run ``argv``; ``timeout`` in seconds."""
+        ...
+
+
+class SystemRunner:
+    """Runs commands on this machine (``PATH`` lookup, timeout, text output)."""
+
+    def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
+        """Run ``argv``; a missing tool gives ``None``, a timeout exit status 124."""
+        exe = shutil.which(argv[0])
+        if exe is None:
+            return None
+        try:
+            done = subprocess.run(
+                [exe, *argv[1:]],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            return CommandResult(tuple(argv), 124, "", f"timed out after {timeout:g} s")
+        except OSError as exc:
+            return CommandResult(tuple(argv), 126, "", str(exc))
+        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+
+class NoRunner:
+    """Runs nothing: every tool is reported as not recorded (a bare recorded root)."""
+
+    def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
+        """Always ``None``."""
+        return None
+
+
+class ReplayRunner:
+    """Answers commands from a recording.
+
+    The recording is a TOML file with ``[[command]]`` tables: ``argv`` (list of strings),
+    ``stdout`` (a file path relative to the TOML file), optional ``stderr`` text and
+    ``returncode`` (default 0). A command that is not recorded is reported as not installed.
+    An ``[environment]`` table records the host's environment variables (``environment``).
+
+    Raises :class:`~pinning.errors.ProbeError` (exit 7) when the recording is unreadable.
+    """
+
+    def __init__(self, path: Path) -> None:
+        from pinning._io import read_toml
+
+        self.path = path
+        _, data = read_toml(path, ProbeError, label=f"Command recording {path}")
+        self._table: dict[tuple[str, ...], CommandResult] = {}
+        env = data.get("environment", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise ProbeError(f"{path}: [environment] must map names to strings.")
+        self.environment: dict[str, str] = dict(env)
+        for i, entry in enumerate(data.get("command", [])):
+            where = f"{path}: command[{i}]"
+            argv = entry.get("argv")
+            if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+                raise ProbeError(f"{where}: `argv` must be a non-empty list of strings.")
+            out_name = entry.get("stdout")
+            stdout = ""
+            if out_name is not None:
+                out_path = path.parent / str(out_name)
+                try:
+                    stdout = out_path.read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise ProbeError(f"{where}: cannot read stdout file {out_path}: {exc}") from exc
+            code = entry.get("returncode", 0)
+            if not isinstance(code, int):
+                raise ProbeError(f"{where}: `returncode` must be an integer.")
+            self._table[tuple(argv)] = CommandResult(
+                tuple(argv), code, stdout, str(entry.get("stderr", ""))
+            )
+
+    def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
+        """The recorded result for exactly ``argv``, or ``None``."""
+        return self._table.get(tuple(argv))

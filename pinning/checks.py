@@ -1,0 +1,425 @@
+"""Rules that judge an environment without a lock, shared by ``pin verify`` and ``pin doctor``.
+
+An :class:`EnvView` is the small, vendor-neutral picture both commands build: from probed
+:class:`~pinning.probe.models.HostFacts`, or from pasted dumps. :func:`run_checks` returns
+:class:`Finding` objects, each with a stable ``code``, the facts involved and the source that
+makes the combination wrong (a matrix row, NVIDIA's driver table, FACTS.md's hazard notes).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from pinning._model import Strict
+from pinning.probe.models import TRITON_DISTRIBUTIONS, normalize_name
+
+if TYPE_CHECKING:
+    from pinning.matrix.load import Matrix
+    from pinning.probe.models import HostFacts
+
+Status = Literal["match", "mismatch", "missing", "not-probed", "outside-validated", "not-locked",
+                 "cannot-compare", "hazard"]
+Severity = Literal["error", "warning", "info"]
+
+# SR-IOV virtual-function PCI device IDs (FACTS.md §1.13, pciutils pci.ids c1c1254).
+SRIOV_VF_IDS: dict[str, str] = {"0x74b5": "Instinct MI300X VF", "0x74b9": "Instinct MI325X VF"}
+
+HAZARDS_SOURCE = "pin FACTS.md §3 (install hazards)"
+
+
+class Finding(Strict):
+    """One judged fact.
+
+    ``fact`` is a dotted path into the lock (``firmware.version``) or a rule name; ``gpu``
+    the GPU index when the fact is per GPU. ``status`` is ``match``, ``mismatch`` (differs
+    from the lock), ``missing`` (locked but absent on the host), ``not-probed`` (could not
+    be read), ``outside-validated`` (outside what the matrix validated), ``not-locked`` (the
+    lock leaves it open), ``cannot-compare`` (no public mapping between the two numberings)
+    or ``hazard`` (a known-bad install state). ``source`` names what makes it wrong.
+    """
+
+    code: str
+    fact: str
+    status: Status
+    severity: Severity
+    message: str
+    expected: str | None = None
+    actual: str | None = None
+    gpu: int | None = None
+    source: str | None = None
+
+
+@dataclass
+class GpuView:
+    """A GPU as seen by a probe or a dump: name as printed, PCI device ID, target."""
+
+    vendor: Literal["amd", "nvidia"] | None
+    name: str | None = None
+    device_id: str | None = None
+    gfx: str | None = None
+    compute_capability: str | None = None
+
+
+@dataclass
+class PackageView:
+    """One installed package; ``source`` is ``dist-info``, ``pip`` or ``conda``."""
+
+    name: str
+    version: str
+    source: str = "dist-info"
+
+
+@dataclass
+class EnvView:
+    """What the rules look at. Unknown facts are ``None`` / empty."""
+
+    gpus: list[GpuView] = field(default_factory=list)
+    torch_version: str | None = None
+    torch_kind: Literal["rocm", "cuda", "cpu", "unknown"] | None = None
+    torch_cuda: str | None = None
+    torch_hip: str | None = None
+    nvidia_driver: str | None = None
+    rocm_version: str | None = None
+    amdgpu_version: str | None = None
+    amdgpu_kind: Literal["dkms", "inbox", "not-loaded"] | None = None
+    packages: list[PackageView] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def amd(self) -> bool:
+        """True when an AMD GPU is present."""
+        return any(g.vendor == "amd" for g in self.gpus)
+
+    @property
+    def nvidia(self) -> bool:
+        """True when an NVIDIA GPU is present."""
+        return any(g.vendor == "nvidia" for g in self.gpus)
+
+
+def view_from_facts(facts: HostFacts) -> EnvView:
+    """Build the :class:`EnvView` of probed host facts."""
+    gpus = [
+        GpuView(
+            vendor=g.vendor,
+            name=g.name.value,
+            device_id=g.pci_device_id,
+            gfx=g.gfx_target.value if g.gfx_target else None,
+            compute_capability=g.compute_capability.value if g.compute_capability else None,
+        )
+        for g in facts.gpus
+    ]
+    torch = facts.python.torch
+    return EnvView(
+        gpus=gpus,
+        torch_version=torch.version if torch else None,
+        torch_kind=torch.kind if torch else None,
+        torch_cuda=torch.cuda if torch else None,
+        torch_hip=torch.hip if torch else None,
+        nvidia_driver=facts.nvidia.driver.value if facts.nvidia else None,
+        rocm_version=facts.amd.rocm.value if facts.amd else None,
+        amdgpu_version=facts.amd.driver.value if facts.amd else None,
+        amdgpu_kind=facts.amd.driver_kind if facts.amd else None,
+        packages=[PackageView(d.name, d.version, d.source) for d in facts.python.distributions],
+        environment=dict(facts.environment),
+    )
+
+
+def _int_parts(version: str) -> tuple[int, ...]:
+    """``580.95.05`` -> ``(580, 95, 5)``; stops at the first non-numeric part."""
+    out = []
+    for part in re.split(r"[.\-+]", version.strip()):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
+
+
+def version_at_least(value: str, minimum: str) -> bool | None:
+    """Dotted numeric comparison (drivers, PLDM bundles); ``None`` if either is not numeric."""
+    a, b = _int_parts(value), _int_parts(minimum)
+    if not a or not b:
+        return None
+    return a >= b
+
+
+def row_source(matrix: Matrix, file_name: str, row: object) -> str:
+    """``"<source> (<date>)"`` of a matrix row, for a finding's ``source``."""
+    src = getattr(row, "source", file_name)
+    date = getattr(row, "published", None) or getattr(row, "checked", None)
+    return f"{src} ({date})" if date else str(src)
+
+
+# --- the rules --------------------------------------------------------------------------------
+
+
+def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
+    """A CUDA torch build needs the NVIDIA driver its CUDA release requires (FACTS.md §1.12)."""
+    if view.torch_kind != "cuda" or not view.torch_cuda or not view.nvidia_driver:
+        return []
+    if not _int_parts(view.nvidia_driver):
+        return []
+    hit = matrix.driver_rule_for(view.torch_cuda)
+    if hit is None:
+        return [Finding(
+            code="cuda-driver-rule-unknown", fact="kernel_driver.version", status="not-probed",
+            severity="info", actual=view.nvidia_driver,
+            message=f"No driver rule for CUDA {view.torch_cuda} in the matrix; the driver "
+                    f"{view.nvidia_driver} was not checked.")]
+    rule, f = hit
+    ok = version_at_least(view.nvidia_driver, rule.min_driver)
+    too_new = (rule.max_driver_below is not None
+               and version_at_least(view.nvidia_driver, rule.max_driver_below))
+    if ok is False:
+        return [Finding(
+            code="driver-too-old-for-cuda", fact="kernel_driver.version",
+            status="outside-validated", severity="error", expected=f">={rule.min_driver}",
+            actual=view.nvidia_driver, source=row_source(matrix, f.name, rule),
+            message=f"torch {view.torch_version} is built with CUDA {view.torch_cuda}, which "
+                    f"needs NVIDIA driver {rule.min_driver} or newer; the host has "
+                    f"{view.nvidia_driver}, so CUDA initialisation fails. Upgrade the driver or "
+                    "install a torch build for an older CUDA.")]
+    if too_new:
+        # Above the range is fine for running (drivers are backward compatible); say so only.
+        return []
+    return []
+
+
+def _known_targets(matrix: Matrix) -> dict[str, list[str]]:
+    """Gfx target -> ROCm releases (newest first) whose matrix row lists it."""
+    out: dict[str, list[str]] = {}
+    for rr in matrix.releases():
+        if rr.release.runtime != "rocm" or not rr.release.targets:
+            continue
+        for t in rr.release.targets:
+            out.setdefault(t, []).append(rr.release.version)
+    return out
+
+
+def check_gfx_targets(view: EnvView, matrix: Matrix) -> list[Finding]:
+    """Each AMD GPU's gfx target must be one ROCm validates: for the host's ROCm release when
+    known, else for any release in the matrix (FACTS.md §1.5, §3.8).
+    """
+    findings: list[Finding] = []
+    known = _known_targets(matrix)
+    release = None
+    if view.rocm_version:
+        release = next((rr for rr in matrix.releases()
+                        if rr.release.runtime == "rocm"
+                        and rr.release.version == view.rocm_version), None)
+    seen: set[str] = set()
+    for i, gpu in enumerate(view.gpus):
+        if gpu.vendor != "amd" or not gpu.gfx:
+            continue
+        gfx = gpu.gfx.split(":")[0]
+        if gfx in seen:
+            continue
+        seen.add(gfx)
+        if release is not None and release.release.targets and release.release.targets_complete:
+            if gfx not in release.release.targets:
+                findings.append(Finding(
+                    code="unsupported-gfx-target", fact="target.gfx_target", gpu=i,
+                    status="outside-validated", severity="error", actual=gfx,
+                    expected=", ".join(release.release.targets),
+                    source=row_source(matrix, release.file.name, release.release),
+                    message=f"{gfx} is not a target ROCm {view.rocm_version} validates; its "
+                            "libraries carry no code objects for it (hipErrorNoBinaryForGpu / "
+                            "invalid device function)."))
+        elif gfx not in known:
+            findings.append(Finding(
+                code="unsupported-gfx-target", fact="target.gfx_target", gpu=i,
+                status="outside-validated", severity="error", actual=gfx,
+                source="AMD ROCm compatibility matrix (every release in pin's matrix)",
+                message=f"{gfx} ({gpu.name or 'GPU'}) is not a target of any ROCm release in the "
+                        "matrix, so ROCm libraries ship no code objects for it and HIP fails "
+                        "with a missing-binary error."))
+    return findings
+
+
+def check_torch_vendor(view: EnvView) -> list[Finding]:
+    """A torch build for the other vendor, or a CPU-only build (FACTS.md §2.8, §3.2)."""
+    if view.torch_kind is None or view.torch_version is None:
+        return []
+    out: list[Finding] = []
+    if view.torch_kind == "cuda" and view.amd and not view.nvidia:
+        out.append(Finding(
+            code="cuda-torch-on-amd", fact="frameworks.pytorch.build", status="hazard",
+            severity="error", actual=view.torch_version, source=HAZARDS_SOURCE + ", §3.2",
+            message=f"torch {view.torch_version} is a CUDA build on an AMD host "
+                    "(torch.version.hip is None): pip resolved torch from PyPI over the ROCm "
+                    "build. Reinstall torch from the ROCm index."))
+    elif view.torch_kind == "rocm" and view.nvidia and not view.amd:
+        out.append(Finding(
+            code="rocm-torch-on-nvidia", fact="frameworks.pytorch.build", status="hazard",
+            severity="error", actual=view.torch_version, source=HAZARDS_SOURCE + ", §2.8",
+            message=f"torch {view.torch_version} is a ROCm build on an NVIDIA host."))
+    elif view.torch_kind == "cpu":
+        out.append(Finding(
+            code="cpu-only-torch-build", fact="frameworks.pytorch.build", status="hazard",
+            severity="error" if view.gpus else "warning", actual=view.torch_version,
+            source="PyTorch build metadata (torch.version.cuda and torch.version.hip are None)",
+            message=f"torch {view.torch_version} is built with neither CUDA nor ROCm, so no GPU "
+                    "can be used; install a CUDA or ROCm build of PyTorch."))
+    if view.torch_kind == "cuda" and view.amd:
+        cu = sorted(p.name for p in view.packages if re.fullmatch(r"nvidia-.*-cu1\d", p.name))
+        if cu:
+            out.append(Finding(
+                code="cuda-libraries-on-amd", fact="packages", status="hazard",
+                severity="warning", actual=", ".join(cu[:5]), source=HAZARDS_SOURCE + ", §3.2",
+                message="NVIDIA CUDA wheels are installed beside torch on an AMD host."))
+    return out
+
+
+def check_distributions(view: EnvView) -> list[Finding]:
+    """Two torch copies (pip and conda), several Triton distributions, a CUDA Triton beside a
+    ROCm torch, and JAX plugin consistency (FACTS.md §3.1, §3.3, §3.6).
+    """
+    out: list[Finding] = []
+    torch_copies = sorted(
+        {(p.source, p.version) for p in view.packages if normalize_name(p.name) in
+         ("torch", "pytorch")}
+    )
+    if len(torch_copies) > 1:
+        listed = "; ".join(f"{src} {ver}" for src, ver in torch_copies)
+        out.append(Finding(
+            code="multiple-torch-distributions", fact="packages.torch", status="hazard",
+            severity="error", actual=listed, source=HAZARDS_SOURCE,
+            message=f"More than one torch is installed ({listed}); which copy is imported "
+                    "depends on path order. Remove all but one."))
+    tritons = sorted({(normalize_name(p.name), p.version) for p in view.packages
+                      if normalize_name(p.name) in TRITON_DISTRIBUTIONS})
+    if len(tritons) > 1:
+        listed = ", ".join(f"{n}=={v}" for n, v in tritons)
+        out.append(Finding(
+            code="multiple-triton-distributions", fact="packages.triton", status="hazard",
+            severity="error", actual=listed, source=HAZARDS_SOURCE + ", §3.1 and §3.3",
+            message=f"Several distributions install the `triton` package ({listed}); the last "
+                    "one written wins (AMD's AITER replaces Triton unless "
+                    "AITER_USE_SYSTEM_TRITON=1). Keep exactly the one torch requires."))
+    if view.torch_kind == "rocm":
+        for name, version in tritons:
+            if name == "triton" and not re.search(r"rocm|amd", version):
+                out.append(Finding(
+                    code="cuda-triton-with-rocm-torch", fact="packages.triton", status="hazard",
+                    severity="error", actual=f"{name}=={version}",
+                    source=HAZARDS_SOURCE + ", §3.3",
+                    message=f"`triton {version}` carries no ROCm marker beside ROCm torch "
+                            f"{view.torch_version}: a CUDA Triton from PyPI shadows the ROCm one."))
+    out += _check_jax(view)
+    return out
+
+
+def _check_jax(view: EnvView) -> list[Finding]:
+    versions: dict[str, str] = {}
+    majors: set[str] = set()
+    for p in view.packages:
+        name = normalize_name(p.name)
+        m = re.fullmatch(r"jax-rocm(\d+)-(plugin|pjrt)", name)
+        if name in ("jax", "jaxlib") or m:
+            versions[name] = p.version
+        if m:
+            majors.add(m.group(1))
+    out: list[Finding] = []
+    if len(versions) > 1 and len({v.split("+")[0] for v in versions.values()}) > 1:
+        listed = ", ".join(f"{k}=={v}" for k, v in sorted(versions.items()))
+        out.append(Finding(
+            code="jax-version-skew", fact="packages.jax", status="hazard", severity="error",
+            actual=listed, source=HAZARDS_SOURCE + ", §3.6",
+            message=f"jax, jaxlib and the ROCm plugin must be one version: {listed}."))
+    if majors and view.rocm_version:
+        host_major = view.rocm_version.split(".")[0]
+        for digits in sorted(majors):
+            plugin_major = digits[0] if len(digits) > 1 else digits
+            if plugin_major != host_major:
+                out.append(Finding(
+                    code="jax-plugin-rocm-major", fact="packages.jax", status="hazard",
+                    severity="error", actual=f"jax-rocm{digits}-plugin",
+                    expected=f"jax-rocm{host_major}*-plugin", source=HAZARDS_SOURCE + ", §3.6",
+                    message=f"The JAX plugin is built for ROCm {plugin_major}.x but the host runs "
+                            f"ROCm {view.rocm_version}; it fails to initialise "
+                            "(librocm_smi64.so.N mismatch)."))
+    return out
+
+
+def check_host_driver(view: EnvView) -> list[Finding]:
+    """Inbox amdgpu, SR-IOV guests and behaviour-changing variables (FACTS.md §2.6, §3.8)."""
+    out: list[Finding] = []
+    if view.amdgpu_kind == "inbox":
+        out.append(Finding(
+            code="inbox-amdgpu-driver", fact="kernel_driver.version", status="hazard",
+            severity="warning", actual=view.amdgpu_version,
+            source="ROCm SMI driver-version fallback (FACTS.md §2.4, §2.6)",
+            message="The distribution's in-kernel (inbox) amdgpu is loaded instead of the AMD GPU "
+                    "Driver released with ROCm; AMD's matrix validates ROCm with its own driver "
+                    "releases."))
+    for i, gpu in enumerate(view.gpus):
+        if gpu.device_id in SRIOV_VF_IDS:
+            out.append(Finding(
+                code="sriov-guest", fact="target.gpu", gpu=i, status="hazard", severity="info",
+                actual=f"{gpu.device_id} ({SRIOV_VF_IDS[gpu.device_id]})",
+                source="pciutils pci.ids (FACTS.md §1.13)",
+                message=f"Device {gpu.device_id} is an SR-IOV virtual function: this is a guest "
+                        "VM. Firmware, driver-level power caps and partitioning are managed by "
+                        "the host; the guest's SMI cannot change them."))
+            break
+    override = view.environment.get("HSA_OVERRIDE_GFX_VERSION")
+    if override:
+        out.append(Finding(
+            code="hsa-override-gfx-version", fact="environment.HSA_OVERRIDE_GFX_VERSION",
+            status="hazard", severity="warning", actual=override,
+            source=HAZARDS_SOURCE + ", §3.8",
+            message=f"HSA_OVERRIDE_GFX_VERSION={override} makes ROCm load code objects for "
+                    "another gfx target; results are unvalidated and a wrong value gives "
+                    "HSA_STATUS_ERROR_INVALID_ISA."))
+    return out
+
+
+def _series_less(a: str, b: str) -> bool:
+    """``a`` < ``b`` for ROCm versions where ``6.3`` means the whole 6.3.x series: true only
+    when every release of ``a`` precedes every release of ``b``.
+    """
+    pa, pb = _int_parts(a), _int_parts(b)
+    n = min(len(pa), len(pb))
+    return pa[:n] < pb[:n]
+
+
+def check_kmd(view: EnvView, matrix: Matrix) -> list[Finding]:
+    """A DKMS amdgpu module older than the ROCm user space (FACTS.md §1.4, §3.9).
+
+    The module numbering has no published mapping to ROCm releases; the matrix's observed
+    pairings (``amd-kmd-modules``) let us say only this much: a module older than one seen
+    with ROCm S, where S precedes the host's user space, is older than that user space.
+    """
+    if view.amdgpu_kind not in (None, "dkms") or not view.amdgpu_version or not view.rocm_version:
+        return []
+    module = _int_parts(view.amdgpu_version)
+    if len(module) < 2:
+        return []
+    for row, f in matrix.kmd_modules():
+        if module < _int_parts(row.module) and _series_less(row.rocm, view.rocm_version):
+            return [Finding(
+                code="kmd-older-than-user-space", fact="kernel_driver.version",
+                status="hazard", severity="warning", actual=view.amdgpu_version,
+                expected=f"a driver from the ROCm {view.rocm_version} window",
+                source=f"{row_source(matrix, f.name, row)}; driver/user-space window: AMD ROCm "
+                       "compatibility matrix footnote kfd_support (FACTS.md §1.4)",
+                message=f"amdgpu module {view.amdgpu_version} predates module {row.module}, "
+                        f"which was seen with ROCm {row.rocm}, so the kernel driver is older "
+                        f"than the ROCm {view.rocm_version} user space. From ROCm 6.4 AMD "
+                        "supports driver and user space released up to one year apart (before: "
+                        "two releases); check AMD's user/kernel-space compatibility table or "
+                        "install the amdgpu driver released with this ROCm.")]
+    return []
+
+
+def run_checks(view: EnvView, matrix: Matrix) -> list[Finding]:
+    """Every lock-free rule over ``view``, in a stable order."""
+    return [
+        *check_gfx_targets(view, matrix),
+        *check_torch_vendor(view),
+        *check_cuda_driver(view, matrix),
+        *check_kmd(view, matrix),
+        *check_distributions(view),
+        *check_host_driver(view),
+    ]

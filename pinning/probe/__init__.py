@@ -1,0 +1,1 @@
+"""Host facts: probes over a root directory and a command runner, and their models."""

@@ -1,0 +1,52 @@
+"""Host snapshots on disk: ``pin probe -o FILE`` writes one, ``--host FILE`` reads it back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pinning._io import atomic_write_bytes
+from pinning.errors import ProbeError
+from pinning.probe.models import HostFacts
+
+
+def snapshot_text(facts: HostFacts) -> str:
+    """The snapshot as indented JSON (model field order, ``None`` left out), newline-ended."""
+    data = facts.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_snapshot(facts: HostFacts, path: Path) -> None:
+    """Write ``facts`` to ``path`` atomically (temp file, then rename)."""
+    atomic_write_bytes(path, snapshot_text(facts).encode())
+
+
+def read_snapshot(path: Path) -> HostFacts:
+    """Read a snapshot written by ``pin probe -o``.
+
+    Raises :class:`ProbeError` (exit 7) naming the file, and the line or field, when it
+    cannot be read, is not JSON, or does not match ``schemas/host.schema.json``.
+    """
+    hint = "Write a fresh snapshot with `pin probe -o FILE` on the host."
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProbeError(f"Host snapshot {path}: cannot be read ({exc}).", hint=hint) from exc
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ProbeError(
+            f"Host snapshot {path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
+            hint=hint,
+        ) from exc
+    try:
+        return HostFacts.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise ProbeError(
+            f"Host snapshot {path}: field `{loc}`: {first['msg']}{more}.", hint=hint
+        ) from exc
