@@ -416,10 +416,6 @@ def lock_validate(paths: tuple[str, ...]) -> None:
         click.echo(f"{p}: valid (lock-version {lk.lock_version}, {lk.content_hash})")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 def _register_host_commands() -> None:
     from pinning.cli_host import register
 
@@ -427,3 +423,6 @@ def _register_host_commands() -> None:
 
 
 _register_host_commands()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -197,7 +197,7 @@ def _finding_line(f: Finding) -> str:
     mark = {"error": "✗", "warning": "!", "info": "·"}[f.severity]
     if f.status == "match":
         mark = "✓"
-    gpu = f" [GPU {f.gpu}]" if f.gpu is not None else ""
+    gpu = f" [GPU {f.gpu}]" if f.gpu is not None and f"(GPU {f.gpu})" not in f.message else ""
     text = f"{mark} {f.status:<17} {f.fact}{gpu}: {f.message}"
     if f.source and f.status not in ("match",):
         text += f"\n    source: {f.source}"

@@ -196,9 +196,11 @@ class _Verifier:
         src = self.source_of(Pinned(origin="matrix", ref=pinned.ref, reason="-"))
         expected = _allowed_text(pinned)
         if not comparable:
+            tail = ("the frozen value is compared exactly instead." if pinned.origin == "host"
+                    else "freeze the host to pin the exact value.")
             self.add("cannot-compare", fact, "cannot-compare", f"{label}{where} is {actual}; "
                      f"the matrix lists {expected} in another numbering and no public table maps "
-                     "one to the other. Freeze the host to pin the exact value.",
+                     f"one to the other: {tail}",
                      expected=expected, actual=actual, gpu=gpu, source=src,
                      severity="info" if pinned.origin == "host" else None)
             return
@@ -214,14 +216,14 @@ class _Verifier:
                 self.add("match", fact, "match", f"{label}{where} {actual} is within {expected}.",
                          expected=expected, actual=actual, gpu=gpu, source=src)
             return
-        below = ""
         floor = _floor(pinned)
         if floor and version_at_least(actual, floor) is False:
-            below = f" is below {floor},"
+            what = f"is below {floor}, the lowest"
+        else:
+            what = f"is not among {expected},"
         self.add("outside-validated", fact, "outside-validated",
-                 f"{label}{where} {actual}{below or ' is'} not {'in' if not below else 'within'} "
-                 f"what the matrix validated ({expected}), listed for {self._context()} in "
-                 f"{src}.", expected=expected, actual=actual, gpu=gpu, source=src)
+                 f"{label}{where} {actual} {what} listed for {self._context()}.",
+                 expected=expected, actual=actual, gpu=gpu, source=src)
 
     def _context(self) -> str:
         lock = self.lock
