@@ -14,9 +14,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The recorded MI300X host (ROCm 7.1.1) the demo probes, freezes into a lock and verifies.
+DEMO_HOST := tests/data/hosts/mi300x-rocm7.1
+DEMO_HOST_ARGS := --root $(DEMO_HOST)/root --replay $(DEMO_HOST)/commands.toml
+
 demo: install
 	$(BIN)/pin resolve --gpu mi300x --framework pytorch==2.13.0 --explain -o pin.lock
 	$(BIN)/pin lock validate pin.lock
+	@mkdir -p demo-out
+	$(BIN)/pin resolve --gpu mi300x --framework pytorch==2.7 --rocm 7.1.1 -o demo-out/mi300x.lock
+	$(BIN)/pin probe $(DEMO_HOST_ARGS) -o demo-out/host.json
+	$(BIN)/pin freeze demo-out/mi300x.lock --host demo-out/host.json
+	$(BIN)/pin verify demo-out/mi300x.lock --host demo-out/host.json
+	@echo "--- a pasted collect_env from pytorch/pytorch#37320 (pin doctor exits 6 on a problem):"
+	$(BIN)/pin doctor tests/data/dumps/pytorch-pytorch-37320.txt; test $$? -eq 6
 
 test: install
 	$(BIN)/python -m pytest -q
@@ -27,6 +38,7 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/bench_resolve.py
+	$(BIN)/python bench/bench_probe.py
 
 schemas: install
 	$(BIN)/python -c "from pathlib import Path; from pinning.schemas import write; [print('wrote', p) for p in write(Path('schemas'))]"
@@ -46,4 +58,4 @@ matrix-data: install
 	$(BIN)/pin matrix import-pytorch tests/data/release-compatibility-matrix.md --checked 2026-11-29 -o pinning/matrix/data/pytorch-wheels.toml
 
 clean:
-	rm -rf $(VENV) pin.lock .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) pin.lock demo-out .pytest_cache .mypy_cache .ruff_cache .hypothesis
