@@ -7,14 +7,12 @@
 
 from __future__ import annotations
 
-import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from common import median_s, report
 
 from pinning.probe.formats.dumps import parse_collect_env
 from pinning.probe.formats.rocminfo import parse_rocminfo
@@ -24,14 +22,6 @@ HOST = ROOT / "tests/data/hosts/mi300x-rocm7.1"
 DUMPS = ROOT / "tests/data/dumps"
 PIN = [str(Path(sys.executable).with_name("pin"))]
 
-
-def median_s(fn: Callable[[], object], n: int) -> float:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def big_dumps() -> tuple[str, str]:
@@ -72,11 +62,7 @@ def main() -> None:
         f"parse rocminfo ({lines_info} lines) ms":
             (median_s(lambda: parse_rocminfo(big_info), 15) * 1000, 50.0),
     }
-    print(f"{'benchmark':<48} {'median':>10} {'target':>8}")
-    for k, (v, target) in results.items():
-        mark = "ok" if v <= target else "OVER"
-        print(f"{k:<48} {v:>10.4f} {target:>8} {mark}")
-    print(json.dumps({k: round(v, 5) for k, (v, _) in results.items()}))
+    report(results)
 
 
 if __name__ == "__main__":

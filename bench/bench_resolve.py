@@ -8,27 +8,18 @@
 
 from __future__ import annotations
 
-import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from common import median_s, report
 
 from pinning.matrix.load import LoadedFile, Matrix, load_matrix
 from pinning.resolve import Constraints, parse_framework, resolve
 
 PIN = [str(Path(sys.executable).with_name("pin"))]
 
-
-def median_s(fn, n: int) -> float:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def synthetic(m: Matrix, factor: int) -> Matrix:
@@ -64,11 +55,7 @@ def main() -> None:
             (median_s(lambda: resolve(big, c), 30) * 1000, 50.0),
         "pin --help (process) s": (helps, 0.15),
     }
-    print(f"{'benchmark':<48} {'median':>10} {'target':>8}")
-    for k, (v, target) in results.items():
-        mark = "ok" if v <= target else "OVER"
-        print(f"{k:<48} {v:>10.4f} {target:>8} {mark}")
-    print(json.dumps({k: round(v, 5) for k, (v, _) in results.items()}))
+    report(results)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -250,8 +251,6 @@ def normalize_name(name: str) -> str:
     """PEP 503 normalisation of a distribution name (``Pytorch_Triton.ROCm`` ->
     ``pytorch-triton-rocm``).
     """
-    import re
-
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

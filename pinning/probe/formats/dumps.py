@@ -14,6 +14,7 @@ from pydantic import Field
 
 from pinning._model import Strict
 from pinning.errors import FormatError
+from pinning.probe.models import normalize_name
 
 __all__ = [
     "CollectEnv",
@@ -30,11 +31,6 @@ __all__ = [
 ]
 
 _MISSING = {"", "none", "n/a", "na", "could not collect", "no cuda", "not available"}
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503 normalised distribution name: lowercase, runs of ``-``, ``_``, ``.`` -> ``-``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _is_version(value: str | None) -> bool:
