@@ -104,8 +104,10 @@ def probe_text(facts: HostFacts) -> str:
     for g in facts.gpus:
         target = g.gfx_target or g.compute_capability
         label = f"GPU {g.index}"
+        tid = f" ({g.target_id})" if g.target_id else ""
         desc = (f"{g.product or '?'} {g.pci_device_id or ''} at {g.pci_bus or '?'}: "
-                f"{_shown(g.name)}, target {_shown(target)}, memory {_shown(g.memory_mib)} MiB")
+                f"{_shown(g.name)}, target {_shown(target)}{tid}, memory "
+                f"{_shown(g.memory_mib)} MiB")
         rows.append((label, desc))
         rows.append(("  VBIOS/IFWI", _shown(g.vbios)))
         if g.pldm_bundle is not None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from pinning import __version__
 from pinning._proc import CommandResult, Runner
 from pinning.errors import PinError, ProbeError
+from pinning.probe.formats.rocminfo import RocminfoAgent
 from pinning.probe.models import (
     BEHAVIOUR_ENV,
     TRITON_DISTRIBUTIONS,
@@ -267,6 +268,7 @@ def _amd_gpus(
     from pinning.probe.formats.amd_smi import parse_amd_smi_firmware, parse_amd_smi_static
 
     kfd = _kfd_nodes(host)
+    agents = _rocminfo_agents(runner)
     static_res, static_why = _run(runner, ("amd-smi", "static"))
     fw_res, fw_why = _run(runner, ("amd-smi", "firmware"))
     statics, fws = [], []
@@ -297,8 +299,11 @@ def _amd_gpus(
         else:
             why = static_why or "no VBIOS in amd-smi static"
             vbios = Reading.missing(f"no {base}/vbios_version and {why}")
+        agent = agents.get(_bdfid(bus))
         if bus in kfd:
             gfx = Reading.of(kfd[bus][0], kfd[bus][1])
+        elif agent is not None and agent.gfx_target:
+            gfx = Reading.of(agent.gfx_target, "rocminfo")
         elif static is not None and static.target_graphics_version:
             gfx = Reading.of(static.target_graphics_version, "amd-smi static")
         else:
@@ -323,8 +328,10 @@ def _amd_gpus(
         else:
             pldm = Reading.missing(f"PLDM bundle is read from amd-smi firmware: {fw_why}")
         name_value = (static.market_name or static.product_name) if static is not None else None
+        if not name_value and agent is not None:
+            name_value = agent.marketing_name
         name = (
-            Reading.of(name_value, "amd-smi static")
+            Reading.of(name_value, "amd-smi static" if static is not None else "rocminfo")
             if name_value
             else Reading.missing("marketing name comes from amd-smi static: "
                                  + (static_why or "not shown"))
@@ -333,6 +340,7 @@ def _amd_gpus(
             GpuFacts(
                 index=start + n, vendor="amd", pci_bus=bus, pci_device_id=device,
                 product=identify(device), name=name, gfx_target=gfx, memory_mib=memory,
+                target_id=_target_id(agent),
                 vbios=vbios, firmware=firmware, firmware_source=fw_source, pldm_bundle=pldm,
             )
         )
@@ -351,6 +359,40 @@ def _amd_gpus(
     else:
         tool = Reading.missing(why)
     return gpus, tool
+
+
+def _bdfid(bus: str) -> int | None:
+    """rocminfo's ``BDFID`` of a PCI address ``0000:05:00.0``: bus << 8 | device << 3 | fn."""
+    m = re.fullmatch(r"[0-9a-f]{4}:([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])", bus)
+    if not m:
+        return None
+    return (int(m.group(1), 16) << 8) | (int(m.group(2), 16) << 3) | int(m.group(3))
+
+
+def _rocminfo_agents(runner: Runner) -> dict[int | None, RocminfoAgent]:
+    """GPU agents of ``rocminfo`` keyed by BDFID (FACTS.md §2.5); empty when unavailable."""
+    from pinning.probe.formats.rocminfo import parse_rocminfo
+
+    result, _why = _run(runner, ("rocminfo",))
+    if result is None:
+        return {}
+    try:
+        info = parse_rocminfo(result.stdout)
+    except PinError:
+        return {}
+    out: dict[int | None, RocminfoAgent] = {}
+    for agent in info.gpus:
+        raw = agent.fields.get("BDFID", "")
+        if raw.isdigit():
+            out[int(raw)] = agent
+    return out
+
+
+def _target_id(agent: RocminfoAgent | None) -> str | None:
+    """Full target ID with features (``gfx942:sramecc+:xnack-``) from the agent's first ISA."""
+    if agent is None or not agent.isa:
+        return None
+    return agent.isa[0].removeprefix("amdgcn-amd-amdhsa--")
 
 
 def _nvidia_gpus(

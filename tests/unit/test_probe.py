@@ -33,6 +33,7 @@ def test_mi300x_rocm71_host():
     assert g.firmware["mec"] == "0x000080bf" and g.firmware["TA_XGMI"] == "20.00.00.14"
     assert "PLDM_BUNDLE" not in g.firmware
     assert g.name.value == "MI300X"
+    assert [x.target_id for x in f.gpus] == ["gfx942:sramecc+:xnack-"] * 2  # rocminfo, by BDFID
     assert (f.amd.driver.value, f.amd.driver_kind, f.amd.rocm.value) == ("6.16.6", "dkms", "7.1.1")
     assert f.amd.amd_smi.value == "26.2.0+021c61fc"
     assert (f.os.id.value, f.os.version.value) == ("ubuntu", "24.04.3 LTS (Noble Numbat)")

@@ -166,6 +166,67 @@ AMD_SMI_STATIC = """GPU: {gpu}
 """
 
 
+ROCMINFO_HEAD = """ROCk module version {module} is loaded
+=====================
+HSA System Attributes
+=====================
+Runtime Version:         1.18
+Runtime Ext Version:     1.14
+XNACK enabled:           NO
+DMAbuf Support:          YES
+VMM Support:             YES
+
+==========
+HSA Agents
+==========
+*******
+Agent 1
+*******
+  Name:                    AMD EPYC 9654 96-Core Processor
+  Marketing Name:          AMD EPYC 9654 96-Core Processor
+  Vendor Name:             CPU
+  Node:                    0
+  Device Type:             CPU
+  ISA Info:
+"""
+
+ROCMINFO_GPU = """*******
+Agent {agent}
+*******
+  Name:                    {gfx}
+  Uuid:                    GPU-{uuid}
+  Marketing Name:          {market}
+  Vendor Name:             AMD
+  Feature:                 KERNEL_DISPATCH
+  Profile:                 BASE_PROFILE
+  Node:                    {node}
+  Device Type:             GPU
+  Chip ID:                 {chip_dec}({chip})
+  BDFID:                   {bdfid}
+  Compute Unit:            {cus}
+  Packet Processor uCode:: 177
+  SDMA engine uCode::      24
+  ISA Info:
+    ISA 1
+      Name:                    amdgcn-amd-amdhsa--{gfx}:sramecc+:xnack-
+      Machine Models:          HSA_MACHINE_MODEL_LARGE
+      Profiles:                HSA_PROFILE_BASE
+"""
+
+
+def rocminfo(module: str, gpus: list[tuple[str, str, str, int]]) -> str:
+    """rocminfo text (FACTS.md §2.5 layout) for ``(bus, gfx, chip, CUs)`` GPU agents."""
+    out = ROCMINFO_HEAD.format(module=module)
+    for i, (bus, gfx, chip, cus) in enumerate(gpus):
+        _d, b, df = bus.split(":")
+        dev, fn = df.split(".")
+        bdfid = (int(b, 16) << 8) | (int(dev, 16) << 3) | int(fn, 16)
+        out += ROCMINFO_GPU.format(agent=i + 2, gfx=gfx, uuid=f"{i:016x}",
+                                   market="AMD Instinct MI300X", node=i + 1,
+                                   chip_dec=int(chip, 16), chip=chip, bdfid=bdfid, cus=cus)
+    return out + "*** Done ***\n"
+
+
 def mi300x_rocm71(name: str = "mi300x-rocm7.1") -> None:
     """MI300X x2, Ubuntu 24.04.3, amdgpu 6.16.6 (DKMS), ROCm 7.1.1, torch 2.7.0+rocm6.3."""
     host = HERE / name
@@ -205,6 +266,8 @@ def mi300x_rocm71(name: str = "mi300x-rocm7.1") -> None:
          "| ROCm version: 7.1.1 | amdgpu version: 6.16.6 | amd_hsmp version: N/A\n"),
         (["amd-smi", "static"], "".join(statics)),
         (["amd-smi", "firmware"], "".join(fws)),
+        (["rocminfo"], rocminfo("6.16.6", [("0000:05:00.0", "gfx942", "0x74a1", 304),
+                                           ("0000:26:00.0", "gfx942", "0x74a1", 304)])),
     ], {"VIRTUAL_ENV": "/opt/venv", "HOME": "/root", "PATH": "/opt/venv/bin:/usr/bin"})
 
 
