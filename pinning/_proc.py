@@ -17,6 +17,8 @@ from typing import Protocol
 
 from pinning.errors import ProbeError
 
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # a recorded output is read this far at most
+
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -99,28 +101,40 @@ class ReplayRunner:
         from pinning._io import read_toml
 
         self.path = path
-        _, data = read_toml(path, ProbeError, label=f"Command recording {path}")
+        hint = ("Fix the recording: each [[command]] has `argv` (list of strings), `stdout` (a "
+                "file beside it) and optional `returncode`; [environment] maps names to "
+                "strings. See tests/data/hosts/*/commands.toml.")
+        _, data = read_toml(path, ProbeError, label=f"Command recording {path}",
+                            syntax_hint=hint, unreadable_hint=hint)
         self._table: dict[tuple[str, ...], CommandResult] = {}
         env = data.get("environment", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            raise ProbeError(f"{path}: [environment] must map names to strings.")
+            raise ProbeError(f"{path}: [environment] must map names to strings.", hint=hint)
         self.environment: dict[str, str] = dict(env)
-        for i, entry in enumerate(data.get("command", [])):
+        commands = data.get("command", [])
+        if not isinstance(commands, list) or not all(isinstance(c, dict) for c in commands):
+            raise ProbeError(f"{path}: `command` must be an array of tables ([[command]]).",
+                             hint=hint)
+        for i, entry in enumerate(commands):
             where = f"{path}: command[{i}]"
             argv = entry.get("argv")
             if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-                raise ProbeError(f"{where}: `argv` must be a non-empty list of strings.")
+                raise ProbeError(f"{where}: `argv` must be a non-empty list of strings.",
+                                 hint=hint)
             out_name = entry.get("stdout")
             stdout = ""
             if out_name is not None:
                 out_path = path.parent / str(out_name)
                 try:
-                    stdout = out_path.read_text(encoding="utf-8")
+                    if not out_path.is_file():
+                        raise OSError(f"{out_path} is not a regular file")
+                    stdout = out_path.read_bytes()[:MAX_OUTPUT_BYTES].decode("utf-8", "replace")
                 except OSError as exc:
-                    raise ProbeError(f"{where}: cannot read stdout file {out_path}: {exc}") from exc
+                    raise ProbeError(f"{where}: cannot read stdout file {out_path}: {exc}",
+                                     hint=hint) from exc
             code = entry.get("returncode", 0)
             if not isinstance(code, int):
-                raise ProbeError(f"{where}: `returncode` must be an integer.")
+                raise ProbeError(f"{where}: `returncode` must be an integer.", hint=hint)
             self._table[tuple(argv)] = CommandResult(
                 tuple(argv), code, stdout, str(entry.get("stderr", ""))
             )

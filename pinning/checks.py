@@ -304,8 +304,9 @@ def check_distributions(view: EnvView) -> list[Finding]:
                     code="cuda-triton-with-rocm-torch", fact="packages.triton", status="hazard",
                     severity="error", actual=f"{name}=={version}",
                     source=HAZARDS_SOURCE + ", §3.3",
-                    message=f"`triton {version}` carries no ROCm marker beside ROCm torch "
-                            f"{view.torch_version}: a CUDA Triton from PyPI shadows the ROCm one."))
+                    message=f"`triton {version}` carries no ROCm/AMD marker beside ROCm torch "
+                            f"{view.torch_version}: it is likely a CUDA or upstream Triton build, "
+                            "and it shadows the ROCm Triton torch was built against."))
     out += _check_jax(view)
     return out
 
@@ -319,7 +320,7 @@ def _check_jax(view: EnvView) -> list[Finding]:
         if name in ("jax", "jaxlib") or m:
             versions[name] = p.version
         if m:
-            majors.add(m.group(1))
+            majors.add(m.group(1))  # "60" (ROCm 6.x naming), "7", "10" (major only)
     out: list[Finding] = []
     if len(versions) > 1 and len({v.split("+")[0] for v in versions.values()}) > 1:
         listed = ", ".join(f"{k}=={v}" for k, v in sorted(versions.items()))
@@ -330,7 +331,8 @@ def _check_jax(view: EnvView) -> list[Finding]:
     if majors and view.rocm_version:
         host_major = view.rocm_version.split(".")[0]
         for digits in sorted(majors):
-            plugin_major = digits[0] if len(digits) > 1 else digits
+            # ROCm 6.x plugins are named rocm60; from ROCm 7 the name carries the major only.
+            plugin_major = "6" if digits == "60" else digits
             if plugin_major != host_major:
                 out.append(Finding(
                     code="jax-plugin-rocm-major", fact="packages.jax", status="hazard",

@@ -51,6 +51,9 @@ def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
 
     runner: Runner
     environ = None
+    if replay and not root:
+        raise UsageError("--replay answers tool commands for a recorded host; give its tree "
+                         "with --root DIR too (without --root pin probes this machine live).")
     if replay:
         rec = ReplayRunner(Path(replay))
         runner, environ = rec, rec.environment
@@ -65,7 +68,7 @@ def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
 
     return probe_host(
         Path(root) if root else Path("/"), runner, environ=environ,
-        site_packages=[Path(p) for p in site_packages], model_id=model_id,
+        site_packages=list(site_packages), model_id=model_id,
         replay=replay, identify=identify,
     )
 
@@ -107,7 +110,7 @@ def probe_text(facts: HostFacts) -> str:
         tid = f" ({g.target_id})" if g.target_id else ""
         desc = (f"{g.product or '?'} {g.pci_device_id or ''} at {g.pci_bus or '?'}: "
                 f"{_shown(g.name)}, target {_shown(target)}{tid}, memory "
-                f"{_shown(g.memory_mib)} MiB")
+                + (f"{g.memory_mib.value} MiB" if g.memory_mib.known else _shown(g.memory_mib)))
         rows.append((label, desc))
         rows.append(("  VBIOS/IFWI", _shown(g.vbios)))
         if g.pldm_bundle is not None:
@@ -224,7 +227,9 @@ def verify_text(report: VerifyReport, *, verbose: bool) -> str:
 @click.argument("lock_path", metavar="LOCK", type=click.Path(dir_okay=False))
 @_host_options
 @click.option("--strict", is_flag=True,
-              help="Warnings (a locked fact not probed, an extra package or variable) are drift.")
+              help="Warnings are drift too: a locked fact not probed, an extra package or "
+                   "variable, and an amdgpu module an unfrozen lock cannot compare (freeze the "
+                   "lock first).")
 @click.option("-v", "--verbose", is_flag=True, help="List matching facts too.")
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
 def verify(lock_path: str, host_file: str | None, root: str | None, replay: str | None,
@@ -299,6 +304,9 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
         return
     for f in found:
         click.echo(f"Recorded deviation (--force): {f.fact}: {f.message}")
+    if found:
+        click.echo("pin verify will keep reporting these facts as outside what the matrix "
+                   "validated.")
     for item in unfrozen:
         click.echo(f"Not frozen: {item}")
     assert frozen.frozen is not None
@@ -316,8 +324,9 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
 
     Reads python -m torch.utils.collect_env (and vLLM's), python -m sglang.check_env,
     pip list / pip freeze, amd-smi version / static / firmware, rocm-smi, rocminfo,
-    nvidia-smi (--query-gpu CSV or the banner) and /proc/driver/nvidia/version: several
-    files, or one file with several dumps. '-' reads stdin.
+    nvidia-smi (--query-gpu CSV with its header line, or the banner) and
+    /proc/driver/nvidia/version: several files, or one file with several dumps. '-' reads
+    stdin.
 
     Reports each problem with a code, an explanation and its source: unsupported gfx target,
     CUDA torch on an AMD host, several Triton distributions, a JAX plugin for another ROCm
@@ -325,21 +334,31 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     amdgpu, and more. Exit 0 when nothing is wrong, 6 when an error is found, 7 when a file
     holds no recognisable dump.
     """
+    import stat
     import sys
 
     from pinning.doctor import doctor as do_doctor
     from pinning.matrix.load import load_matrix
 
+    limit = 64 * 1024 * 1024
     files: list[tuple[str, str]] = []
     for path in paths:
         if path == "-":
-            files.append(("<stdin>", sys.stdin.read()))
-            continue
-        try:
-            files.append((path, Path(path).read_text(encoding="utf-8", errors="replace")))
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot be read ({exc.strerror or exc}).",
-                             hint="Pass files that hold pasted tool output.") from exc
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            try:
+                if not stat.S_ISREG(Path(path).stat().st_mode):
+                    raise UsageError(f"{path}: not a regular file.",
+                                     hint="Pass files that hold pasted tool output.")
+                with Path(path).open("rb") as fh:
+                    data = fh.read(limit + 1)
+            except OSError as exc:
+                raise UsageError(f"{path}: cannot be read ({exc.strerror or exc}).",
+                                 hint="Pass files that hold pasted tool output.") from exc
+        if len(data) > limit:
+            raise UsageError(f"{path}: larger than 64 MiB; not an environment dump.",
+                             hint="Pass only the tool outputs.")
+        files.append((path if path != "-" else "<stdin>", data.decode("utf-8", "replace")))
     report = do_doctor(files, load_matrix(overlays))
     if fmt == "json":
         click.echo(report.model_dump_json(by_alias=True, exclude_none=True, indent=2))

@@ -109,6 +109,8 @@ class _Merger:
         for name, version in (c.pip_packages or {}).items():
             self.view.packages.append(PackageView(name, version, "pip"))
         for name, pkg in (c.conda_packages or {}).items():
+            if (pkg.channel or "").lower() == "pypi":
+                continue  # conda lists pip installs from the `pypi` channel: the same copy
             self.view.packages.append(PackageView(name, pkg.version, "conda"))
         for k, v in c.env.items():
             self.view.environment.setdefault(k, v)
@@ -198,6 +200,14 @@ class _Merger:
             if source in self.gpus_by_source:
                 self.view.gpus = self.gpus_by_source[source]
                 break
+        seen: set[tuple[str, str, str]] = set()
+        unique = []
+        for pkg in self.view.packages:  # the same dump pasted twice lists packages twice
+            key = (pkg.name.lower(), pkg.version, pkg.source)
+            if key not in seen:
+                seen.add(key)
+                unique.append(pkg)
+        self.view.packages = unique
         return self.view
 
 

@@ -26,7 +26,14 @@ from pinning.checks import (
 )
 from pinning.lockfile.models import Lockfile, Pinned
 from pinning.matrix.load import Matrix
-from pinning.probe.models import TRITON_DISTRIBUTIONS, GpuFacts, HostFacts, Reading, normalize_name
+from pinning.probe.models import (
+    RUN_SCOPED_ENV,
+    TRITON_DISTRIBUTIONS,
+    GpuFacts,
+    HostFacts,
+    Reading,
+    normalize_name,
+)
 from pinning.resolve import os_matches
 
 REPORT_VERSION: Literal[1] = 1
@@ -168,6 +175,11 @@ class _Verifier:
                          f"open ({pinned.reason or 'unknown'}); not probed either.", gpu=gpu)
                 return
             why = reading.reason if reading is not None else "not probed"
+            if reading is not None and reading.absent:
+                self.add("missing", fact, "missing", f"{label}{where} is locked but absent on "
+                         f"the host: {why}.", expected=pinned.value or _allowed_text(pinned),
+                         gpu=gpu, source=src)
+                return
             self.add("not-probed", fact, "not-probed", f"{label}{where} could not be read: {why}.",
                      expected=pinned.value or _allowed_text(pinned), gpu=gpu, source=src)
             return
@@ -222,14 +234,22 @@ class _Verifier:
         else:
             what = f"is not among {expected},"
         self.add("outside-validated", fact, "outside-validated",
-                 f"{label}{where} {actual} {what} listed for {self._context()}.",
+                 f"{label}{where} {actual} {what} listed for {self._context(pinned.ref)}.",
                  expected=expected, actual=actual, gpu=gpu, source=src)
 
-    def _context(self) -> str:
+    def _context(self, ref: str | None = None) -> str:
+        """``"Instinct MI300X with ROCm 7.1.1"``: the runtime named by the matrix row ``ref``
+        (the row the allowed set came from), else the lock's runtime.
+        """
         lock = self.lock
         gpu = lock.target.gpu.value or lock.request.gpu
-        rt = lock.runtime.name.upper() if lock.runtime.name == "cuda" else "ROCm"
-        return f"{gpu} with {rt} {lock.runtime.version.value or '?'}"
+        rt = "CUDA" if lock.runtime.name == "cuda" else "ROCm"
+        row = (ref or "").partition(":")[2]  # "<file>:rocm-7.1.1/MI300X" -> "rocm-7.1.1/MI300X"
+        m = re.match(r"(rocm|cuda)-([0-9][0-9.]*[0-9])", row)
+        version = m.group(2) if m and m.group(1) == lock.runtime.name else None
+        if version is None and lock.runtime.version.origin != "host":
+            version = lock.runtime.version.value
+        return f"{gpu} with {rt} {version}" if version else gpu
 
     # -- facts ----------------------------------------------------------------------------
 
@@ -247,7 +267,8 @@ class _Verifier:
         for g in gpus:
             if ids and g.pci_device_id not in ids:
                 self.add("gpu-mismatch", "target.gpu", "mismatch",
-                         f"GPU {g.index} is PCI device {g.pci_device_id} ({g.name.value or '?'}), "
+                         f"GPU {g.index} is PCI device {g.pci_device_id}"
+                         + (f" ({g.name.value})" if g.name.value else "") + ", "
                          f"not one of {', '.join(sorted(ids))} "
                          f"({lock.target.gpu.value}).", expected=", ".join(sorted(ids)),
                          actual=g.pci_device_id, gpu=g.index,
@@ -287,7 +308,7 @@ class _Verifier:
                 self.add("inbox-driver", "kernel_driver.version", "outside-validated",
                          f"amdgpu is the kernel's inbox driver ({reading.value}), not one of the "
                          f"AMD GPU Driver releases the matrix validates "
-                         f"({_allowed_text(kd.version)}) for {self._context()}.",
+                         f"({_allowed_text(kd.version)}) for {self._context(kd.version.ref)}.",
                          expected=_allowed_text(kd.version), actual=f"inbox {reading.value}",
                          source=self.source_of(kd.version))
                 return
@@ -313,7 +334,8 @@ class _Verifier:
                          expected=_allowed_text(pinned), actual=os_text)
             else:
                 self.add("os", "os", "outside-validated",
-                         f"OS {os_text} is not one the matrix validates for {self._context()} "
+                         f"OS {os_text} is not one the matrix validates for "
+                         f"{self._context(pinned.ref)} "
                          f"({_allowed_text(pinned)}).", expected=_allowed_text(pinned),
                          actual=os_text, source=self.source_of(pinned))
         else:
@@ -353,7 +375,9 @@ class _Verifier:
             if installed is None and (python.reason or not python.distributions):
                 why = python.reason or "no Python distributions found in " + (
                     ", ".join(python.site_packages) or "any Python environment")
-                self.compare(fact, f"{fw.name}", fw.version, Reading.missing(why))
+                self.add("framework-missing", fact, "missing",
+                         f"{fw.name} ({dist}) is locked but no Python environment with it was "
+                         f"found: {why}.", expected=fw.version.value or _allowed_text(fw.version))
                 continue
             if installed is None:
                 self.add("framework-missing", fact, "missing",
@@ -369,6 +393,8 @@ class _Verifier:
                                                    "allowed": [pinned.value + ".x"]})
             self.compare(fact, fw.name, pinned, Reading.of(public, "dist-info"))
             build = fw.build
+            if build.ref is None:
+                build = build.model_copy(update={"ref": fw.version.ref})
             if local or build.value or build.allowed:
                 reading = (Reading.of(local, "dist-info local version") if local else
                            Reading.missing(f"{dist} {installed} has no local version label"))
@@ -379,15 +405,22 @@ class _Verifier:
         if locked is None:
             return
         python = self.facts.python
-        if python.reason and not python.distributions:
-            self.add("not-probed", "packages", "not-probed",
-                     f"Python packages could not be read: {python.reason}.")
+        if not python.distributions:
+            self.add("packages-missing", "packages", "missing",
+                     f"{len(locked)} Python packages are locked but none were found: "
+                     f"{python.reason or 'empty site-packages'}.",
+                     source=self.source_of(Pinned(origin="host", reason="-")))
             return
         installed = {normalize_name(d.name): d.version for d in python.distributions}
         src = self.source_of(Pinned(origin="host", reason="-"))
         locked_tritons = {n: v for n, v in locked.items() if n in TRITON_DISTRIBUTIONS}
         host_tritons = {n: v for n, v in installed.items() if n in TRITON_DISTRIBUTIONS}
-        if locked_tritons != host_tritons:
+        if locked_tritons and not host_tritons:
+            exp = ", ".join(f"{n}=={v}" for n, v in sorted(locked_tritons.items()))
+            self.add("triton-missing", "packages.triton", "missing",
+                     f"Triton ({exp}) is locked but no Triton distribution is installed.",
+                     expected=exp, source=src)
+        elif locked_tritons != host_tritons:
             exp = ", ".join(f"{n}=={v}" for n, v in sorted(locked_tritons.items())) or "none"
             act = ", ".join(f"{n}=={v}" for n, v in sorted(host_tritons.items())) or "none"
             self.add("triton-swapped", "packages.triton", "mismatch",
@@ -470,7 +503,7 @@ class _Verifier:
         if self.lock.frozen is None:
             return
         for name, value in sorted(host_env.items()):
-            if name in self.lock.environment or name in ("LD_LIBRARY_PATH", "ROCM_PATH"):
+            if name in self.lock.environment or name in (*RUN_SCOPED_ENV, "ROCM_PATH"):
                 continue
             self.add("env-extra", f"environment.{name}", "mismatch",
                      f"{name}={value} is set on the host but not in the lock; it changes kernels "

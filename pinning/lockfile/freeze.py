@@ -17,12 +17,14 @@ from pinning.errors import DriftError
 from pinning.lockfile.io import lock_json, seal
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
-from pinning.probe.models import HostFacts, Reading, normalize_name, snapshot_hash
+from pinning.probe.models import (
+    RUN_SCOPED_ENV,
+    HostFacts,
+    Reading,
+    normalize_name,
+    snapshot_hash,
+)
 from pinning.verify import FRAMEWORK_DISTRIBUTIONS, host_os_text, verify
-
-# Variables that select devices or library paths for one run; they are not frozen.
-_RUN_SCOPED_ENV = ("LD_LIBRARY_PATH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                   "CUDA_VISIBLE_DEVICES")
 
 
 def _frozen_facts(lock: Lockfile) -> set[str]:
@@ -124,7 +126,7 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
     else:
         unfrozen.append(f"packages ({facts.python.reason or 'no Python distributions found'})")
     data["environment"] = {k: v for k, v in sorted(facts.environment.items())
-                           if k not in _RUN_SCOPED_ENV}
+                           if k not in RUN_SCOPED_ENV}
     data["frozen"] = {
         "snapshot": snapshot_hash(facts),
         "host": host_label,

@@ -132,6 +132,12 @@ def read_lock(path: Path) -> Lockfile:
         unreadable_hint="Check the path; `pin resolve ... -o FILE` writes a lockfile.",
     )
     version = data.get("lock-version")
+    if version is None:
+        raise LockfileError(
+            f"{path}: not a pin lockfile (no `lock-version`"
+            + (", the file is empty)." if not data else ")."),
+            hint="Pass a file written by `pin resolve` / `pin freeze`.",
+        )
     if version != LOCK_VERSION:
         raise LockfileError(
             f"{path}: lock-version {version!r} is not supported (this pin reads "

@@ -13,16 +13,20 @@ Paths and formats: FACTS.md §2.5–2.8 (sysfs, ``/opt/rocm/.info/version``,
 from __future__ import annotations
 
 import ast
+import errno
+import fnmatch
 import json
 import os
 import re
+import stat
 import sysconfig
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pinning import __version__
 from pinning._proc import CommandResult, Runner
-from pinning.errors import PinError, ProbeError
+from pinning.errors import PinError, ProbeError, UsageError
 from pinning.probe.formats.rocminfo import RocminfoAgent
 from pinning.probe.models import (
     BEHAVIOUR_ENV,
@@ -77,35 +81,103 @@ _SITE_GLOBS: tuple[str, ...] = (
 )
 
 
+MAX_READ_BYTES = 16 * 1024 * 1024  # larger files are read only this far
+_MAX_LINKS = 40
+
+
+def _read_bounded(path: Path) -> bytes:
+    """At most :data:`MAX_READ_BYTES` of ``path``, in 64 KiB reads (procfs and sysfs refuse
+    one huge read). Raises ``OSError``.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    with path.open("rb") as fh:
+        while total < MAX_READ_BYTES:
+            chunk = fh.read(min(65536, MAX_READ_BYTES - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    return b"".join(chunks)
+
+
 class HostRoot:
-    """Read-only view of a root directory: ``read("/etc/os-release")`` reads
-    ``<root>/etc/os-release``. Absent or unreadable files read as ``None``.
+    """Read-only view of a host's filesystem rooted at ``root``.
+
+    ``read("/etc/os-release")`` reads ``<root>/etc/os-release``. Symbolic links are followed
+    inside the root: an absolute target (``/etc/x``) means ``<root>/etc/x``, never this
+    machine's file. Only regular files are read (a FIFO or device reads as absent), at most
+    :data:`MAX_READ_BYTES`, as UTF-8 with undecodable bytes replaced. Nothing raises: an
+    absent or unreadable file reads as ``None`` and :meth:`why` says which.
     """
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.live = root.resolve() == Path("/")
 
     def path(self, abs_path: str) -> Path:
-        """The real path of ``abs_path`` under the root."""
-        return self.root / abs_path.lstrip("/")
+        """The real path of host path ``abs_path``, links resolved inside the root.
+
+        Raises ``OSError`` (ELOOP) after 40 links.
+        """
+        if self.live:
+            return Path("/" + abs_path.lstrip("/"))
+        parts = [x for x in abs_path.split("/") if x not in ("", ".")]
+        resolved: list[str] = []
+        hops = 0
+        while parts:
+            name = parts.pop(0)
+            if name == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            candidate = self.root.joinpath(*resolved, name)
+            if candidate.is_symlink():
+                hops += 1
+                if hops > _MAX_LINKS:
+                    raise OSError(errno.ELOOP, "too many levels of symbolic links", abs_path)
+                target = os.readlink(candidate)
+                if target.startswith("/"):
+                    resolved = []
+                parts = [x for x in target.split("/") if x not in ("", ".")] + parts
+            else:
+                resolved.append(name)
+        return self.root.joinpath(*resolved)
+
+    def why(self, abs_path: str) -> str:
+        """Why ``abs_path`` reads as ``None``: absent, not a regular file, a link loop, ..."""
+        try:
+            st = self.path(abs_path).stat()
+        except FileNotFoundError:
+            return f"{abs_path} is absent"
+        except OSError as exc:
+            return f"{abs_path} cannot be read ({exc.strerror or exc})"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{abs_path} is not a regular file"
+        return f"{abs_path} cannot be read"
 
     def read(self, abs_path: str) -> str | None:
-        """Text of ``abs_path`` (UTF-8, undecodable bytes replaced), or ``None``."""
+        """Text of ``abs_path``, or ``None`` (see the class docstring)."""
         try:
-            return self.path(abs_path).read_text(encoding="utf-8", errors="replace")
+            real = self.path(abs_path)
+            if not stat.S_ISREG(real.stat().st_mode):
+                return None
+            data = _read_bounded(real)
         except OSError:
             return None
+        return data.decode("utf-8", errors="replace")
 
     def read_line(self, abs_path: str) -> str | None:
-        """First line of ``abs_path`` stripped, or ``None`` when absent or empty."""
+        """First non-empty line of ``abs_path`` stripped, or ``None`` when absent or empty."""
         text = self.read(abs_path)
-        if text is None:
+        if not text or not text.strip():
             return None
-        line = text.strip().splitlines()[0].strip() if text.strip() else ""
-        return line or None
+        return text.strip().splitlines()[0].strip() or None
 
     def show(self, real: Path) -> str:
         """How a real path under the root is reported: as an absolute path on the host."""
+        if self.live:
+            return str(real)
         try:
             return "/" + str(real.relative_to(self.root)).lstrip("/")
         except ValueError:
@@ -113,18 +185,43 @@ class HostRoot:
 
     def exists(self, abs_path: str) -> bool:
         """True when ``abs_path`` exists under the root."""
-        return self.path(abs_path).exists()
+        try:
+            return self.path(abs_path).exists()
+        except OSError:
+            return False
 
-    def glob(self, pattern: str) -> list[Path]:
-        """Sorted matches of a root-relative glob ``pattern``."""
-        return sorted(self.root.glob(pattern.lstrip("/")))
+    def is_dir(self, abs_path: str) -> bool:
+        """True when ``abs_path`` is a directory under the root."""
+        try:
+            return self.path(abs_path).is_dir()
+        except OSError:
+            return False
+
+    def glob(self, pattern: str) -> list[str]:
+        """Host paths matching ``pattern`` (``*``, ``?``, ``[...]`` per component), sorted."""
+        found = ["/"]
+        for part in [x for x in pattern.split("/") if x]:
+            nxt: list[str] = []
+            for base in found:
+                prefix = base.rstrip("/")
+                if not any(ch in part for ch in "*?["):
+                    nxt.append(f"{prefix}/{part}")
+                    continue
+                try:
+                    names = sorted(os.listdir(self.path(base)))
+                except OSError:
+                    continue
+                nxt += [f"{prefix}/{n}" for n in names if fnmatch.fnmatchcase(n, part)]
+            found = nxt
+        return sorted(f for f in found if self.exists(f))
 
 
 def _run(runner: Runner, argv: Sequence[str]) -> tuple[CommandResult | None, str]:
     """Run and describe: the result (``None`` if the tool is absent) and a reason text."""
     result = runner.run(argv)
     if result is None:
-        return None, f"`{argv[0]}` is not installed (or not recorded)"
+        cmd = " ".join(a for a in argv[:2] if not a.startswith("--query"))
+        return None, f"`{cmd}` is not available (tool not installed, or not in the recording)"
     if not result.ok:
         return None, result.describe()
     return result, ""
@@ -157,17 +254,21 @@ def _probe_os(host: HostRoot, runner: Runner, live: bool) -> OsFacts:
 
     def field(key: str) -> Reading:
         if text is None:
-            return Reading.missing("no /etc/os-release or /usr/lib/os-release")
-        if key not in fields:
-            return Reading.missing(f"{src} has no {key}", src)
-        return Reading.of(fields[key], src)
+            return Reading.missing(f"{host.why('/etc/os-release')}; "
+                                   f"{host.why('/usr/lib/os-release')}")
+        if not fields.get(key, "").strip():
+            return Reading.missing(f"{src} has no {key}" if key not in fields
+                                   else f"{key} is empty in {src}", src)
+        return Reading.of(fields[key].strip()[:200], src)
 
-    kernel_text = host.read_line("/proc/sys/kernel/osrelease")
-    kernel = (
-        Reading.of(kernel_text, "/proc/sys/kernel/osrelease")
-        if kernel_text
-        else Reading.missing("/proc/sys/kernel/osrelease is not readable")
-    )
+    osrelease = "/proc/sys/kernel/osrelease"
+    kernel_text = host.read_line(osrelease)
+    if kernel_text:
+        kernel = Reading.of(kernel_text[:200], osrelease)
+    elif host.read(osrelease) is not None:
+        kernel = Reading.missing(f"{osrelease} is empty", osrelease)
+    else:
+        kernel = Reading.missing(host.why(osrelease))
     return OsFacts(
         id=field("ID"),
         version_id=field("VERSION_ID"),
@@ -203,14 +304,12 @@ def _pci_display_devices(host: HostRoot) -> list[tuple[str, str, str]]:
     """``(bus id, vendor, device)`` of every AMD/NVIDIA display controller, by bus id."""
     found = []
     for dev in host.glob("/sys/bus/pci/devices/*"):
-        try:
-            vendor = (dev / "vendor").read_text().strip().lower()
-            klass = (dev / "class").read_text().strip().lower()
-            device = (dev / "device").read_text().strip().lower()
-        except OSError:
-            continue
-        if vendor in (AMD_VENDOR, NVIDIA_VENDOR) and klass[:6] in _DISPLAY_CLASSES:
-            found.append((dev.name.lower(), vendor, device))
+        vendor = (host.read_line(f"{dev}/vendor") or "").lower()
+        klass = (host.read_line(f"{dev}/class") or "").lower()
+        device = (host.read_line(f"{dev}/device") or "").lower()
+        if (vendor in (AMD_VENDOR, NVIDIA_VENDOR) and klass[:6] in _DISPLAY_CLASSES
+                and re.fullmatch(r"0x[0-9a-f]{4}", device)):
+            found.append((dev.rsplit("/", 1)[-1].lower(), vendor, device))
     return sorted(found)
 
 
@@ -230,10 +329,7 @@ def _kfd_nodes(host: HostRoot) -> dict[str, tuple[str, str]]:
     """PCI bus id -> (gfx target, source path) from the KFD topology GPU nodes."""
     nodes: dict[str, tuple[str, str]] = {}
     for props_path in host.glob("/sys/class/kfd/kfd/topology/nodes/*/properties"):
-        try:
-            text = props_path.read_text()
-        except OSError:
-            continue
+        text = host.read(props_path) or ""
         props: dict[str, int] = {}
         for line in text.splitlines():
             parts = line.split()
@@ -244,19 +340,17 @@ def _kfd_nodes(host: HostRoot) -> dict[str, tuple[str, str]]:
             continue
         loc, domain = props.get("location_id", 0), props.get("domain", 0)
         bus = f"{domain:04x}:{loc >> 8:02x}:{(loc >> 3) & 0x1F:02x}.{loc & 0x7:x}"
-        nodes[bus] = (gfx, host.show(props_path))
+        nodes[bus] = (gfx, props_path)
     return nodes
 
 
-def _sysfs_firmware(dev: Path) -> dict[str, str]:
+def _sysfs_firmware(host: HostRoot, base: str) -> dict[str, str]:
+    """Per-block firmware versions from ``<device>/fw_version/*_fw_version`` (FACTS.md §2.6)."""
     out = {}
-    for f in sorted((dev / "fw_version").glob("*_fw_version")):
-        try:
-            value = f.read_text().strip()
-        except OSError:
-            continue
+    for f in host.glob(f"{base}/fw_version/*_fw_version"):
+        value = host.read_line(f)
         if value:
-            out[f.name.removesuffix("_fw_version")] = value
+            out[f.rsplit("/", 1)[-1].removesuffix("_fw_version")] = value[:64]
     return out
 
 
@@ -286,7 +380,6 @@ def _amd_gpus(
             fw_why = exc.message
     gpus = []
     for n, (bus, _vendor, device) in enumerate(devices):
-        dev = host.path(f"/sys/bus/pci/devices/{bus}")
         base = f"/sys/bus/pci/devices/{bus}"
         # amd-smi numbers GPUs in PCI bus order, as sorted here.
         static = next((s for s in statics if s.gpu == n), None)
@@ -315,7 +408,7 @@ def _amd_gpus(
             memory = Reading.of(str(static.vram_mib), "amd-smi static")
         else:
             memory = Reading.missing(f"no {base}/mem_info_vram_total")
-        firmware = _sysfs_firmware(dev)
+        firmware = _sysfs_firmware(host, base)
         fw_source = f"{base}/fw_version" if firmware else None
         if fw is not None:
             firmware.update({k: v for k, v in fw.firmware.items() if k != "PLDM_BUNDLE"})
@@ -362,7 +455,7 @@ def _amd_gpus(
 
 
 def _bdfid(bus: str) -> int | None:
-    """rocminfo's ``BDFID`` of a PCI address ``0000:05:00.0``: bus << 8 | device << 3 | fn."""
+    """The rocminfo ``BDFID`` of a PCI address ``0000:05:00.0``: bus << 8 | device << 3 | fn."""
     m = re.fullmatch(r"[0-9a-f]{4}:([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])", bus)
     if not m:
         return None
@@ -418,21 +511,27 @@ def _nvidia_gpus(
         if row is None and len(rows) == len(devices):
             row = rows[n]
 
-        def pick(value: str | None, what: str) -> Reading:
+        def pick(value: str | None, what: str, field: str, row: Any = row) -> Reading:
             if value:
                 return Reading.of(value, src)
+            raw = row.fields.get(field) if row is not None else None
+            if raw:
+                return Reading.missing(f"nvidia-smi printed {raw} for {field}", src)
             return Reading.missing(f"{what} comes from nvidia-smi: {why or 'not shown'}")
 
         gpus.append(
             GpuFacts(
                 index=start + n, vendor="nvidia", pci_bus=bus, pci_device_id=device,
                 product=identify(device),
-                name=pick(row.name if row else None, "the name"),
-                compute_capability=pick(row.compute_cap if row else None, "compute capability"),
+                name=pick(row.name if row else None, "the name", "name"),
+                compute_capability=pick(row.compute_cap if row else None, "compute capability",
+                                        "compute_cap"),
                 memory_mib=pick(
-                    str(row.memory_mib) if row and row.memory_mib is not None else None, "memory"
+                    str(row.memory_mib) if row and row.memory_mib is not None else None, "memory",
+                    "memory.total",
                 ),
-                vbios=pick(row.vbios_version if row else None, "the VBIOS version"),
+                vbios=pick(row.vbios_version if row else None, "the VBIOS version",
+                           "vbios_version"),
             )
         )
     return gpus, driver
@@ -456,7 +555,9 @@ def _probe_amd_software(host: HostRoot, env: Mapping[str, str], tool: Reading,
             if kernel.known else Reading.missing(reason)
         kind = "inbox"
     else:
-        driver, kind = Reading.missing("the amdgpu kernel module is not loaded"), "not-loaded"
+        driver = Reading.missing("the amdgpu kernel module is not loaded (no /sys/module/amdgpu)",
+                                 absent=True)
+        kind = "not-loaded"
     rocm_path = env.get("ROCM_PATH") or "/opt/rocm"
     info = f"{rocm_path.rstrip('/')}/.info/version"
     line = host.read_line(info)
@@ -466,7 +567,8 @@ def _probe_amd_software(host: HostRoot, env: Mapping[str, str], tool: Reading,
     elif line:
         rocm = Reading.missing(f"{info} does not start with MAJOR.MINOR.PATCH: {line[:60]!r}", info)
     else:
-        rocm = Reading.missing(f"no ROCm user space at {rocm_path} ({info} absent)")
+        rocm = Reading.missing(f"no ROCm user space at {rocm_path} ({host.why(info)})",
+                               absent=not host.exists(info))
     return AmdFacts(driver=driver, driver_kind=kind, rocm=rocm, rocm_path=rocm_path, amd_smi=tool)
 
 
@@ -476,17 +578,24 @@ def _probe_nvidia_software(host: HostRoot, smi_driver: str | None) -> NvidiaFact
     path = "/proc/driver/nvidia/version"
     text = host.read(path)
     kind = None
+    driver: Reading | None = None
+    proc_problem = None
     if text:
         try:
             module = parse_proc_driver_nvidia_version(text, source=path)
             driver, kind = Reading.of(module.version, path), module.kind
         except PinError as exc:
-            driver = Reading.missing(exc.message, path)
-    elif smi_driver:
+            proc_problem = exc.message
+    if driver is None and smi_driver:
         driver = Reading.of(smi_driver, "nvidia-smi --query-gpu")
-    else:
-        driver = Reading.missing(f"{path} is absent: the NVIDIA kernel module is not loaded")
-    toolkit = Reading.missing("no CUDA toolkit at /usr/local/cuda (version.json / version.txt)")
+    if driver is None:
+        if proc_problem:
+            driver = Reading.missing(proc_problem, path)
+        else:
+            driver = Reading.missing(f"{path} is absent: the NVIDIA kernel module is not loaded",
+                                     absent=True)
+    toolkit = Reading.missing("no CUDA toolkit at /usr/local/cuda (version.json / version.txt)",
+                              absent=True)
     raw = host.read("/usr/local/cuda/version.json")
     if raw:
         try:
@@ -506,20 +615,48 @@ def _probe_nvidia_software(host: HostRoot, smi_driver: str | None) -> NvidiaFact
 
 
 def _site_dirs(host: HostRoot, env: Mapping[str, str], live: bool,
-               explicit: Sequence[Path]) -> list[Path]:
+               explicit: Sequence[str]) -> tuple[list[str], str | None]:
+    """Host paths of the site-packages to read, and why none were found.
+
+    Raises :class:`~pinning.errors.UsageError` (exit 2) for an explicit directory that does
+    not exist on the host (under the root).
+    """
     if explicit:
-        return [p for p in explicit if p.is_dir()]
-    dirs: list[Path] = []
+        for d in explicit:
+            if not host.is_dir(d):
+                where = "" if host.live else f" under {host.root}"
+                raise UsageError(f"--site-packages {d}: no such directory on the host{where}.",
+                                 hint="Give the site-packages path as the host sees it.")
+        return list(explicit), None
+    dirs: list[str] = []
+    looked: list[str] = []
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         prefix = env.get(var)
         if prefix:
+            looked.append(f"{var}={prefix}")
             dirs += host.glob(f"{prefix}/lib/python3*/site-packages")
     if dirs:
-        return dirs
+        return dirs, None
+    if looked:
+        return [], (f"{' and '.join(looked)} has no lib/python3*/site-packages on the host; "
+                    "pass --site-packages DIR")
     if live:
         paths = sysconfig.get_paths()
-        return sorted({Path(paths["purelib"]), Path(paths["platlib"])})
-    return [d for pattern in _SITE_GLOBS for d in host.glob(pattern)]
+        return sorted({paths["purelib"], paths["platlib"]}), None
+    dirs = [d for pattern in _SITE_GLOBS for d in host.glob(pattern)]
+    why = None if dirs else ("no site-packages in the usual places (" + ", ".join(
+        "/" + g for g in _SITE_GLOBS) + "); pass --site-packages DIR")
+    return dirs, why
+
+
+def _read_regular(path: Path) -> str | None:
+    """Text of a regular file (bounded, undecodable bytes replaced), else ``None``."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None
+        return _read_bounded(path).decode("utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def _torch_build(dist_dir: Path, version: str, location: str) -> TorchBuild:
@@ -527,9 +664,10 @@ def _torch_build(dist_dir: Path, version: str, location: str) -> TorchBuild:
     path = dist_dir / "torch" / "version.py"
     src = f"{location}/torch/version.py"
     values: dict[str, object] = {}
+    text = _read_regular(path)
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(text) if text is not None else None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         tree = None
     if tree is not None:
         for node in tree.body:
@@ -558,7 +696,8 @@ def _torch_build(dist_dir: Path, version: str, location: str) -> TorchBuild:
     return TorchBuild(version=version, kind=kind, hip=hip_s, cuda=cuda_s, source=src)
 
 
-def _probe_python(host: HostRoot, dirs: list[Path], why_none: str | None) -> PythonFacts:
+def _probe_python(host: HostRoot, dirs: list[str], why_none: str | None,
+                  notes: list[str]) -> PythonFacts:
     from importlib import metadata
 
     if not dirs:
@@ -566,29 +705,30 @@ def _probe_python(host: HostRoot, dirs: list[Path], why_none: str | None) -> Pyt
     dists: dict[str, Distribution] = {}
     tritons: list[TritonDist] = []
     torch: TorchBuild | None = None
-    for dist in metadata.distributions(path=[str(d) for d in dirs]):
+    real_dirs = []
+    for d in dirs:
         try:
-            name, version = dist.name, dist.version
-        except (KeyError, AttributeError):  # METADATA without Name/Version
+            real_dirs.append(str(host.path(d)))
+        except OSError:
+            notes.append(f"{d}: {host.why(d)}")
+    for dist in metadata.distributions(path=real_dirs):
+        try:
+            got = _read_distribution(dist)
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            where = getattr(dist, "_path", "a dist-info")
+            notes.append(f"skipped unreadable Python metadata {host.show(Path(str(where)))}: "
+                         f"{type(exc).__name__}")
             continue
-        if not name or not version:
+        if got is None:
             continue
+        name, version, installer, direct_url, record = got
         key = normalize_name(name)
         if key in dists:  # first on the path wins, as for the import system
             continue
-        installer = (dist.read_text("INSTALLER") or "").strip() or None
-        direct_url = None
-        raw = dist.read_text("direct_url.json")
-        if raw:
-            try:
-                direct_url = str(json.loads(raw).get("url")) or None
-            except (ValueError, AttributeError):
-                direct_url = None
         dists[key] = Distribution(name=key, version=version, installer=installer,
                                   direct_url=direct_url)
         location = Path(str(dist.locate_file("")))
         if key in TRITON_DISTRIBUTIONS:
-            record = dist.read_text("RECORD") or ""
             tritons.append(TritonDist(
                 name=key, version=version, installer=installer, direct_url=direct_url,
                 owns_import="triton/__init__.py," in record if record else None,
@@ -596,11 +736,34 @@ def _probe_python(host: HostRoot, dirs: list[Path], why_none: str | None) -> Pyt
         if key == "torch":
             torch = _torch_build(location, version, host.show(location))
     return PythonFacts(
-        site_packages=[host.show(d) for d in dirs],
+        site_packages=list(dirs),
         distributions=sorted(dists.values(), key=lambda d: d.name),
         torch=torch,
         tritons=sorted(tritons, key=lambda t: t.name),
     )
+
+
+def _read_distribution(
+    dist: Any,
+) -> tuple[str, str, str | None, str | None, str] | None:
+    """``(name, version, installer, direct_url, RECORD text)`` of one dist-info, or ``None``
+    when its METADATA names no Name/Version. Raises ``OSError`` / ``ValueError`` (undecodable
+    or unreadable metadata) for the caller to skip it.
+    """
+    name, version = dist.name, dist.version
+    if not isinstance(name, str) or not isinstance(version, str) or not name or not version:
+        return None
+    installer = ((dist.read_text("INSTALLER") or "").strip() or None)
+    direct_url = None
+    raw = dist.read_text("direct_url.json")
+    if raw:
+        try:
+            url = json.loads(raw).get("url")
+            direct_url = str(url) if url else None
+        except (ValueError, AttributeError):
+            direct_url = None
+    record = dist.read_text("RECORD") or ""
+    return name, version, installer, direct_url, record
 
 
 # --- container and model --------------------------------------------------------------------
@@ -655,9 +818,9 @@ def hf_cache_dir(env: Mapping[str, str]) -> str:
 def probe_model(host: HostRoot, env: Mapping[str, str], model_id: str) -> ModelFacts:
     """Revisions of ``model_id`` cached locally, by huggingface_hub's cache scan (offline)."""
     cache = hf_cache_dir(env)
-    real = host.path(cache)
-    if not real.is_dir():
+    if not host.is_dir(cache):
         return ModelFacts(id=model_id, cache=cache, reason=f"no Hugging Face cache at {cache}")
+    real = host.path(cache)
     from huggingface_hub import scan_cache_dir
     from huggingface_hub.errors import CacheNotFound
 
@@ -669,6 +832,11 @@ def probe_model(host: HostRoot, env: Mapping[str, str], model_id: str) -> ModelF
         if repo.repo_type == "model" and repo.repo_id == model_id:
             revs = sorted(r.commit_hash for r in repo.revisions)
             return ModelFacts(id=model_id, cache=cache, revisions=revs)
+    folder = "models--" + model_id.replace("/", "--")
+    problems = [str(w) for w in info.warnings if folder in str(w)]
+    if problems:
+        return ModelFacts(id=model_id, cache=cache,
+                          reason=f"the cache entry for {model_id} is unreadable: {problems[0]}")
     return ModelFacts(id=model_id, cache=cache, reason=f"{model_id} is not in the cache at {cache}")
 
 
@@ -680,7 +848,7 @@ def probe_host(
     runner: Runner | None = None,
     *,
     environ: Mapping[str, str] | None = None,
-    site_packages: Sequence[Path] = (),
+    site_packages: Sequence[str] = (),
     model_id: str | None = None,
     replay: str | None = None,
     identify: Callable[[str], str | None] | None = None,
@@ -725,8 +893,8 @@ def probe_host(
     if not gpus:
         notes.append("no GPU found: no AMD or NVIDIA display controller under /sys/bus/pci/devices")
 
-    dirs = _site_dirs(host, env, live, site_packages)
-    python = _probe_python(host, dirs, None)
+    dirs, why = _site_dirs(host, env, live, site_packages)
+    python = _probe_python(host, dirs, why, notes)
     environment = {k: env[k] for k in BEHAVIOUR_ENV if k in env}
     model = probe_model(host, env, model_id) if model_id else None
     return HostFacts(

@@ -43,6 +43,14 @@ BEHAVIOUR_ENV: tuple[str, ...] = (
     "LD_LIBRARY_PATH",
 )
 
+# Variables that pick devices or library paths for one run: recorded, never frozen or judged.
+RUN_SCOPED_ENV: tuple[str, ...] = (
+    "LD_LIBRARY_PATH",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+)
+
 # Distribution names that install the `triton` import package (FACTS.md §3.1, §3.3).
 TRITON_DISTRIBUTIONS: tuple[str, ...] = (
     "triton",
@@ -56,11 +64,15 @@ TRITON_DISTRIBUTIONS: tuple[str, ...] = (
 class Reading(Strict):
     """One probed value: ``value`` and its ``source`` (a path or a command), or ``None``
     with ``reason`` saying why it could not be read (shown as ``not-probed``).
+
+    ``absent`` marks a known absence: the probe looked where the fact lives and found it
+    is not there (amdgpu not loaded, no ROCm installed), as opposed to "could not tell".
     """
 
     value: str | None = None
     source: str | None = None
     reason: str | None = None
+    absent: bool | None = None
 
     @model_validator(mode="after")
     def _explained(self) -> Reading:
@@ -74,9 +86,9 @@ class Reading(Strict):
         return cls(value=value, source=source)
 
     @classmethod
-    def missing(cls, reason: str, source: str | None = None) -> Reading:
-        """A fact that could not be read, with the reason."""
-        return cls(reason=reason, source=source)
+    def missing(cls, reason: str, source: str | None = None, *, absent: bool = False) -> Reading:
+        """A fact that could not be read, with the reason (``absent``: known not there)."""
+        return cls(reason=reason, source=source, absent=True if absent else None)
 
     @property
     def known(self) -> bool:

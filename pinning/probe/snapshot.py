@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pinning._io import atomic_write_bytes
-from pinning.errors import ProbeError
+from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts
 
 
@@ -19,8 +19,16 @@ def snapshot_text(facts: HostFacts) -> str:
 
 
 def write_snapshot(facts: HostFacts, path: Path) -> None:
-    """Write ``facts`` to ``path`` atomically (temp file, then rename)."""
-    atomic_write_bytes(path, snapshot_text(facts).encode())
+    """Write ``facts`` to ``path`` atomically (temp file, then rename).
+
+    Raises :class:`~pinning.errors.UsageError` (exit 2) when ``path`` cannot be written;
+    an existing file is then left as it was.
+    """
+    try:
+        atomic_write_bytes(path, snapshot_text(facts).encode())
+    except OSError as exc:
+        raise UsageError(f"-o {path}: cannot write the snapshot ({exc.strerror or exc}).",
+                         hint="Choose a writable file path (its folder must exist).") from exc
 
 
 def read_snapshot(path: Path) -> HostFacts:
