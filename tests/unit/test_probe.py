@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from pinning._proc import NoRunner, ReplayRunner, SystemRunner
 from pinning.errors import ProbeError
-from pinning.probe.host import gfx_from_target_version, parse_os_release, probe_host, probe_model
+from pinning.probe.gpus import gfx_from_target_version
+from pinning.probe.host import parse_os_release, probe_host, probe_model
 from pinning.probe.models import snapshot_hash
 from pinning.probe.snapshot import read_snapshot, snapshot_text, write_snapshot
 
@@ -186,7 +187,7 @@ def _hf_cache(hub: Path, repo: str, rev: str) -> None:
 
 
 def test_model_revision_from_the_hf_cache(tmp_path):
-    from pinning.probe.host import HostRoot
+    from pinning.probe.root import HostRoot
 
     rev = "0123456789abcdef0123456789abcdef01234567"
     _hf_cache(tmp_path / "root/.cache/huggingface/hub", "org/model", rev)

@@ -16,7 +16,8 @@ from pinning.checks import EnvView, PackageView, check_distributions
 from pinning.doctor import doctor
 from pinning.errors import ProbeError
 from pinning.lockfile.freeze import freeze
-from pinning.probe.host import HostRoot, probe_host
+from pinning.probe.host import probe_host
+from pinning.probe.root import HostRoot
 from pinning.verify import verify
 
 MI300X = HOSTS / "mi300x-rocm7.1"
