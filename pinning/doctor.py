@@ -217,7 +217,7 @@ def doctor(files: Sequence[tuple[str, str]], matrix: Matrix) -> DoctorReport:
     Raises :class:`~pinning.errors.FormatError` (exit 7) naming the file when one contains
     no recognisable dump.
     """
-    from pinning.probe.formats.dumps import parse_section, split_dump
+    from pinning.probe.formats.split import parse_section, split_dump
 
     merger = _Merger()
     dumps: list[DumpInfo] = []

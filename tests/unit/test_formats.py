@@ -28,9 +28,7 @@ from pinning.probe.formats.dumps import (
     SglangCheckEnv,
     parse_collect_env,
     parse_pip_list,
-    parse_section,
     parse_sglang_check_env,
-    split_dump,
 )
 from pinning.probe.formats.nvidia import (
     NvidiaKernelModule,
@@ -40,6 +38,7 @@ from pinning.probe.formats.nvidia import (
 )
 from pinning.probe.formats.rocm_smi import RocmSmiReport, parse_rocm_smi
 from pinning.probe.formats.rocminfo import Rocminfo, parse_rocminfo
+from pinning.probe.formats.split import parse_section, split_dump
 
 DUMPS = Path(__file__).resolve().parents[1] / "data" / "dumps"
 FIXTURES = sorted(DUMPS.glob("*.json"))

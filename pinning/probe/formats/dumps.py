@@ -1,13 +1,11 @@
-"""Parsers for pasted environment dumps: PyTorch/vLLM ``collect_env``, SGLang ``check_env``,
-``pip list``/``pip freeze``, and :func:`split_dump`, which finds every known tool output in
-one pasted file (FACTS.md §2.9, §2.10; the tool formats of §2.1-§2.7).
+"""Parsers for pasted environment dumps: PyTorch/vLLM ``collect_env``, SGLang ``check_env``
+and ``pip list``/``pip freeze`` (FACTS.md §2.9, §2.10). Finding the dumps inside one pasted
+file is :mod:`pinning.probe.formats.split`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -19,15 +17,10 @@ from pinning.probe.models import normalize_name
 __all__ = [
     "CollectEnv",
     "CondaPackage",
-    "DumpKind",
-    "DumpSection",
     "SglangCheckEnv",
-    "normalize_name",
     "parse_collect_env",
     "parse_pip_list",
-    "parse_section",
     "parse_sglang_check_env",
-    "split_dump",
 ]
 
 _MISSING = {"", "none", "n/a", "na", "could not collect", "no cuda", "not available"}
@@ -136,7 +129,7 @@ _CE_TITLES = {"system info", "pytorch info", "python environment", "cuda / gpu i
               "cpu info", "versions of relevant libraries", "vllm info",
               "environment variables"}
 _KEY_LINE = re.compile(r"^\s*([^:：]+?)\s*[:：](.*)$")
-_PURE_RULER = re.compile(r"^\s*=+\s*$")
+PURE_RULER = re.compile(r"^\s*=+\s*$")
 _GPU_N = re.compile(r"^\s*GPU\s*(\d+)\s*[:：]\s*(.*?)\s*$")
 _LIB_LINE = re.compile(r"^\s*\[(pip\d*|conda)\]\s*(.*?)\s*$")
 _ENV_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
@@ -201,7 +194,7 @@ def parse_collect_env(text: str, *, source: str = "collect_env") -> CollectEnv:
                 in_smi = True
             elif "end of rocm smi log" in low:
                 in_smi = False
-            elif (_PURE_RULER.match(line) and not in_smi) or low == "environment variables":
+            elif (PURE_RULER.match(line) and not in_smi) or low == "environment variables":
                 mode = "env" if low == "environment variables" else "main"
             continue
         if not stripped:
@@ -213,7 +206,7 @@ def parse_collect_env(text: str, *, source: str = "collect_env") -> CollectEnv:
             cont = None
             mode = {"cpu info": "cpu", "environment variables": "env"}.get(low, "main")
             continue
-        if _PURE_RULER.match(line):
+        if PURE_RULER.match(line):
             cont = None
             continue
         lib = _LIB_LINE.match(line)
@@ -414,8 +407,8 @@ def parse_sglang_check_env(text: str, *, source: str = "sglang check_env") -> Sg
 # -------------------------------------------------------------------------- pip list
 
 
-_PIP_RULER = re.compile(r"^-{3,}(\s+-{3,})*\s*$")
-_PIP_HEADER = re.compile(r"^Package\s+Version\b")
+PIP_RULER = re.compile(r"^-{3,}(\s+-{3,})*\s*$")
+PIP_HEADER = re.compile(r"^Package\s+Version\b")
 
 
 def parse_pip_list(text: str, *, source: str = "pip list") -> dict[str, str]:
@@ -430,7 +423,7 @@ def parse_pip_list(text: str, *, source: str = "pip list") -> dict[str, str]:
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", "-e ", "--")):
             continue
-        if _PIP_HEADER.match(stripped) or _PIP_RULER.match(stripped):
+        if PIP_HEADER.match(stripped) or PIP_RULER.match(stripped):
             continue
         lib = _LIB_LINE.match(stripped)
         if lib:
@@ -446,319 +439,3 @@ def parse_pip_list(text: str, *, source: str = "pip list") -> dict[str, str]:
             "'name  version' or `pip freeze` lines 'name==version')"
         )
     return out
-
-
-# -------------------------------------------------------------------------- split_dump
-
-
-DumpKind = Literal[
-    "collect_env",
-    "sglang_check_env",
-    "pip_list",
-    "amd_smi_version",
-    "amd_smi_firmware",
-    "amd_smi_static",
-    "rocm_smi",
-    "rocminfo",
-    "nvidia_smi_query",
-    "nvidia_smi",
-    "nvidia_proc_version",
-]
-
-
-class DumpSection(Strict):
-    """One tool output found by :func:`split_dump`: its kind, text, and 1-based first line."""
-
-    kind: DumpKind
-    text: str
-    first_line: int
-
-
-_QUERY_FIELDS = {
-    "name", "gpu_name", "driver_version", "vbios_version", "compute_cap", "pci.bus_id",
-    "gpu_bus_id", "pci.device_id", "memory.total", "uuid", "gpu_uuid", "index", "serial",
-    "pstate", "memory.used", "memory.free", "temperature.gpu", "utilization.gpu",
-    "power.draw", "power.limit", "clocks.sm", "clocks.max.sm", "count",
-}
-_PIP_LIKE = re.compile(
-    r"^[A-Za-z][A-Za-z0-9._-]*(?:\s*===?\s*[0-9]\S*|\s+[0-9][^\s]*(?:\s+\S.*)?)\s*$"
-)
-_DATE_LINE = re.compile(r"^\w{3} \w{3}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}\s*$")
-_NV_RULER = re.compile(r"^\+[-=+]+\+\s*$")
-
-
-def _query_header(line: str) -> bool:
-    cells = [c.strip() for c in line.split(",")]
-    if len(cells) < 2:
-        return False
-    names = [re.sub(r"\s*\[[^\]]*\]$", "", c).lower() for c in cells]
-    return all(re.fullmatch(r"[a-z][a-z0-9_.]*", n) for n in names) and any(
-        n in _QUERY_FIELDS for n in names
-    )
-
-
-class _Splitter:
-    """Line-by-line state machine behind :func:`split_dump`."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.lines = text.splitlines()
-        self.starts: list[tuple[int, DumpKind]] = []
-        self.kind: DumpKind | None = None
-        self.ended = True
-        self.flags: set[str] = set()
-        self.absorb = False
-        self.json_end = -1
-
-    def start(self, idx: int, kind: DumpKind, *flags: str) -> None:
-        if self.starts and idx <= self.starts[-1][0]:
-            idx = self.starts[-1][0] + 1
-        self.starts.append((idx, kind))
-        self.kind, self.ended, self.flags, self.absorb = kind, False, set(flags), False
-
-    def next_nonblank(self, idx: int) -> str:
-        for line in self.lines[idx + 1 : idx + 6]:
-            if line.strip():
-                return line
-        return ""
-
-    def idle(self) -> bool:
-        return self.kind is None or self.ended
-
-    def run(self) -> list[tuple[int, DumpKind]]:
-        offsets: list[int] = []
-        pos = 0
-        for line in self.text.splitlines(keepends=True):
-            offsets.append(pos)
-            pos += len(line)
-        for i, line in enumerate(self.lines):
-            if i <= self.json_end:
-                if i == self.json_end:
-                    self.ended = True
-                continue
-            self.step(i, line, offsets[i])
-        return self.starts
-
-    def step(self, i: int, line: str, offset: int) -> None:
-        s = line.strip()
-        low = s.lower()
-        if self.absorb:
-            if ("end of rocm smi log" in low or low == "environment variables"
-                    or re.match(r"^(hypervisor vendor|ulimit soft)\s*:", low)):
-                self.absorb = False
-            return
-        kind = self.kind
-        if kind in ("collect_env", "sglang_check_env") and re.match(
-            r"^(gpu|amd|nvidia) topology\s*:", low
-        ):
-            self.absorb = True
-            return
-        if "collecting environment information" in low:
-            self.start(i, "collect_env")
-            return
-        if re.match(r"^pytorch version\b", low) and not s.startswith("PyTorch:"):
-            if kind == "collect_env" and "torch" not in self.flags and not self.ended:
-                self.flags.add("torch")
-            else:
-                start = i
-                if i >= 3 and self.lines[i - 2].strip().lower() == "system info" and (
-                    _PURE_RULER.match(self.lines[i - 3])
-                ):
-                    start = i - 3
-                self.start(start, "collect_env", "torch")
-            return
-        if low == "system info" and i + 1 < len(self.lines) and _PURE_RULER.match(
-            self.lines[i + 1]
-        ):
-            if not (kind == "collect_env" and not self.flags):
-                start = i - 1 if i >= 1 and _PURE_RULER.match(self.lines[i - 1]) else i
-                self.start(start, "collect_env", "system")
-            else:
-                self.flags.add("system")
-            return
-        if re.match(r"^python: \d", low):
-            self.start(i, "sglang_check_env", "python")
-            return
-        if re.match(r"^(cuda|rocm) available\s*:", low):
-            if kind == "sglang_check_env" and "avail" not in self.flags:
-                self.flags.add("avail")
-            else:
-                self.start(i, "sglang_check_env", "avail")
-            return
-        if "ROCk module" in s:
-            self.start(i, "rocminfo", "rock")
-            return
-        if s == "HSA System Attributes":
-            if kind == "rocminfo" and "hsa" not in self.flags and not self.ended:
-                self.flags.add("hsa")
-            else:
-                start = i - 1 if i >= 1 and _PURE_RULER.match(self.lines[i - 1]) else i
-                self.start(start, "rocminfo", "hsa")
-            return
-        if re.match(r"^\*+\s*done\s*\*+$", low):
-            if kind == "rocminfo":
-                self.ended = True
-            return
-        if re.match(r"^\*{3,}$", s):
-            if kind != "rocminfo" or self.ended:
-                nxt = self.next_nonblank(i).strip()
-                if re.match(r"^Agent\s+\d+$", nxt) or re.match(r"^Name\s*:", nxt):
-                    self.start(i, "rocminfo")
-            return
-        if re.match(r"^rocm-smi version\s*:", low):
-            self.start(i, "rocm_smi", "smiver")
-            return
-        if re.match(r"^rocm-smi-lib version\s*:", low):
-            if kind != "rocm_smi" or self.ended:
-                self.start(i, "rocm_smi", "smiver")
-            return
-        if "rocm system management interface" in low:
-            if kind == "rocm_smi" and "banner" not in self.flags and not self.ended:
-                self.flags.add("banner")
-            else:
-                self.start(i, "rocm_smi", "banner")
-            return
-        if "end of rocm smi log" in low:
-            if kind == "rocm_smi":
-                self.ended = True
-            return
-        if re.search(r"amdsmi tool\s*:", low) or (
-            low.startswith("amd system management interface") and "|" in s
-        ):
-            self.start(i, "amd_smi_version")
-            self.ended = True
-            return
-        m = re.match(r"^GPU\s*:\s*(\d+)\s*$", s)
-        if m:
-            nxt = self.next_nonblank(i).strip()
-            sub: DumpKind | None = None
-            if nxt.startswith(("FW_LIST", "UCODE_LIST", "FW ", "FW_")):
-                sub = "amd_smi_firmware"
-            elif re.fullmatch(r"[A-Z][A-Z0-9_]*\s*:", nxt):
-                sub = "amd_smi_static"
-            if sub is not None and not (kind == sub and not self.ended and m.group(1) != "0"):
-                self.start(i, sub)
-            return
-        if line[:1] in ("[", "{") and self.idle() and self.try_json(i, offset):
-            return
-        if "NVRM version" in s:
-            self.start(i, "nvidia_proc_version", "nvrm")
-            return
-        if "NVIDIA-SMI" in s and "Driver Version" in s:
-            start = i
-            for back in (1, 2):
-                j = i - back
-                if j < 0 or (self.starts and j <= self.starts[-1][0] and not self.idle()):
-                    break
-                prev = self.lines[j].strip()
-                if _NV_RULER.match(prev) or _DATE_LINE.match(prev):
-                    start = j
-                else:
-                    break
-            self.start(start, "nvidia_smi")
-            return
-        if _PIP_HEADER.match(s):
-            self.start(i, "pip_list")
-            return
-        if self.idle() and _query_header(s):
-            self.start(i, "nvidia_smi_query")
-            return
-        if kind == "nvidia_proc_version" and not self.ended:
-            if low.startswith("gcc version"):
-                self.ended = True
-            return
-        if kind == "nvidia_smi_query" and not self.ended:
-            if s and "," not in s:
-                self.ended = True
-            return
-        if kind == "pip_list" and not self.ended:
-            if s and not (_PIP_LIKE.match(s) or _PIP_RULER.match(s) or "==" in s or " @ " in s):
-                self.ended = True
-            return
-        if self.idle() and _PIP_LIKE.match(s) and not re.match(r"^GPU\b", s):
-            nxt = self.next_nonblank(i).strip()
-            if "==" in s or _PIP_LIKE.match(nxt):
-                self.start(i, "pip_list")
-            return
-        if self.idle() and re.match(r"^GPU\[\d+\]\s*:", s):
-            self.start(i, "rocm_smi")
-
-    def try_json(self, i: int, offset: int) -> bool:
-        try:
-            data, end = json.JSONDecoder().raw_decode(self.text, offset)
-        except (ValueError, RecursionError):
-            return False
-        blob = json.dumps(data)[:200000].lower()
-        kind: DumpKind | None = None
-        if '"fw_list"' in blob:
-            kind = "amd_smi_firmware"
-        elif '"asic"' in blob or '"vram"' in blob or '"vbios"' in blob:
-            kind = "amd_smi_static"
-        if kind is None:
-            return False
-        self.start(i, kind)
-        self.json_end = self.text.count("\n", 0, max(offset, end - 1))
-        if self.json_end <= i:
-            self.ended = True
-        return True
-
-
-def split_dump(text: str, *, source: str = "dump") -> list[DumpSection]:
-    """Find every known tool output in one pasted file, in order (FACTS.md §2.1-§2.10).
-
-    Start markers: collect_env banner / ``PyTorch version`` / vLLM ``System Info``; SGLang
-    ``Python:`` / ``ROCM available:``; ``ROCk module`` / ``HSA System Attributes`` / an
-    agent ruler (rocminfo); ``ROCM-SMI version:`` / the rocm-smi banner / ``GPU[i] :``;
-    ``AMDSMI Tool:`` or the amd-smi banner; ``GPU: N`` + ``FW_LIST`` (firmware) or a section
-    (static) and amd-smi ``--json``; ``NVRM version``; the ``NVIDIA-SMI`` banner; a
-    ``--query-gpu`` CSV header; ``pip list``/``pip freeze`` lines. Topology tables inside
-    collect_env/check_env stay in their dump. A section runs to the next start. Raises
-    ``FormatError`` naming ``source`` when nothing is recognised.
-    """
-    starts = _Splitter(text).run()
-    if not starts:
-        raise FormatError(
-            f"{source}: no known tool output found (expected collect_env, sglang check_env, "
-            "pip list, amd-smi, rocm-smi, rocminfo or nvidia-smi output)"
-        )
-    lines = text.splitlines()
-    out: list[DumpSection] = []
-    for n, (idx, kind) in enumerate(starts):
-        end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
-        out.append(DumpSection(kind=kind, text="\n".join(lines[idx:end]), first_line=idx + 1))
-    return out
-
-
-def parse_section(section: DumpSection, *, source: str | None = None) -> Any:
-    """Parse one :class:`DumpSection` with the parser of its kind; returns that parser's model.
-
-    ``source`` defaults to ``"<kind> at line N"``.
-    """
-    from pinning.probe.formats.amd_smi import (
-        parse_amd_smi_firmware,
-        parse_amd_smi_static,
-        parse_amd_smi_version,
-    )
-    from pinning.probe.formats.nvidia import (
-        parse_nvidia_smi_banner,
-        parse_nvidia_smi_query,
-        parse_proc_driver_nvidia_version,
-    )
-    from pinning.probe.formats.rocm_smi import parse_rocm_smi
-    from pinning.probe.formats.rocminfo import parse_rocminfo
-
-    parsers: dict[str, Callable[..., Any]] = {
-        "collect_env": parse_collect_env,
-        "sglang_check_env": parse_sglang_check_env,
-        "pip_list": parse_pip_list,
-        "amd_smi_version": parse_amd_smi_version,
-        "amd_smi_firmware": parse_amd_smi_firmware,
-        "amd_smi_static": parse_amd_smi_static,
-        "rocm_smi": parse_rocm_smi,
-        "rocminfo": parse_rocminfo,
-        "nvidia_smi_query": parse_nvidia_smi_query,
-        "nvidia_smi": parse_nvidia_smi_banner,
-        "nvidia_proc_version": parse_proc_driver_nvidia_version,
-    }
-    src = source or f"{section.kind} at line {section.first_line}"
-    return parsers[section.kind](section.text, source=src)
