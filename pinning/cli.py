@@ -72,6 +72,10 @@ def main(debug: bool) -> None:
       pin resolve --gpu mi300x --framework pytorch==2.13.0   # write pin.lock
       pin lock show pin.lock
       pin matrix list                                       # what the matrix validates
+      pin probe -o host.json                                # read this host
+      pin freeze pin.lock --host host.json                  # pin the trial host's values
+      pin verify pin.lock                                   # does this host still match?
+      pin doctor collect_env.txt                            # diagnose a pasted dump
 
     Exit codes: 0 ok, 1 bug, 2 usage, 3 matrix data invalid, 4 no validated combination,
     5 lockfile invalid, 6 drift, 7 probe failed, 8 build/registry, 9 signature, 10 guard.

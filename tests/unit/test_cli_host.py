@@ -115,3 +115,24 @@ def test_host_commands_have_help():
         r = pin(cmd, "--help")
         assert r.returncode == 0
         assert "exit" in r.stdout.lower() and "--format" in r.stdout
+
+
+def test_probe_and_verify_the_lock_model(tmp_path):
+    rev = "0123456789abcdef0123456789abcdef01234567"
+    lock = tmp_path / "pin.lock"
+    r = pin("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.7", "--rocm", "7.1.1",
+            "--model", f"org/model@{rev}", "-o", str(lock))
+    assert r.returncode == 0, r.stderr
+    host = tmp_path / "host"
+    shutil.copytree(MI300X, host)
+    r = pin("probe", *host_args(host), "--lock", str(lock))
+    assert "Model org/model" in r.stdout and "not cached" in r.stdout
+    snap = host / "root/root/.cache/huggingface/hub/models--org--model/snapshots" / rev
+    snap.mkdir(parents=True)
+    (snap.parent.parent / "refs").mkdir()
+    (snap.parent.parent / "refs/main").write_text(rev)
+    r = pin("probe", *host_args(host), "--lock", str(lock))
+    line = next(x for x in r.stdout.splitlines() if x.startswith("Model org/model"))
+    assert line.split()[-1] == rev
+    v = pin("verify", str(lock), *host_args(host), "-v")
+    assert "model.revision" in v.stdout and rev in v.stdout
