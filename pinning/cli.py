@@ -207,6 +207,16 @@ def _summary(lock: Lockfile) -> str:
     ]
     if lock.model:
         rows.append(("Model", f"{lock.model.id}@{lock.model.revision}"))
+    if lock.packages is not None:
+        from pinning.probe.models import TRITON_DISTRIBUTIONS
+
+        tritons = [f"{n}=={v}" for n, v in lock.packages.items() if n in TRITON_DISTRIBUTIONS]
+        rows.append(("Python packages", f"{len(lock.packages)} frozen"
+                     + (f" (Triton: {', '.join(tritons)})" if tritons else "")))
+    if lock.frozen is not None:
+        fz = lock.frozen
+        forced = f"; forced, {len(fz.deviations)} deviation(s)" if fz.forced else ""
+        rows.append(("Frozen from", f"{lock.frozen.host} ({lock.frozen.snapshot}{forced})"))
     width = max(len(k) for k, _ in rows)
     out = [f"{k:<{width}}  {v}" for k, v in rows]
     out.append("Sources:")
