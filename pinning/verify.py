@@ -302,7 +302,8 @@ class _Verifier:
         kd = self.lock.kernel_driver
         facts = self.facts
         if kd.name == "amdgpu":
-            reading = facts.amd.driver if facts.amd else Reading.missing("no amdgpu on the host")
+            reading = facts.amd.driver if facts.amd else Reading.missing(
+                "no AMD GPU or amdgpu module on the host", absent=True)
             kind = facts.amd.driver_kind if facts.amd else None
             if kind == "inbox" and kd.version.origin != "host" and kd.version.allowed:
                 self.add("inbox-driver", "kernel_driver.version", "outside-validated",
@@ -317,7 +318,7 @@ class _Verifier:
                          comparable=False)
         else:
             reading = facts.nvidia.driver if facts.nvidia else Reading.missing(
-                "no NVIDIA kernel module on the host")
+                "no NVIDIA GPU or kernel module on the host", absent=True)
             self.compare("kernel_driver.version", "NVIDIA driver", kd.version, reading)
 
     def os_and_kernel(self) -> None:
@@ -346,12 +347,14 @@ class _Verifier:
         rt = self.lock.runtime
         facts = self.facts
         if rt.name == "rocm":
-            reading = facts.amd.rocm if facts.amd else Reading.missing("no ROCm on the host")
+            reading = facts.amd.rocm if facts.amd else Reading.missing(
+                "no AMD GPU or ROCm on the host", absent=True)
             self.compare("runtime.version", "ROCm user space", rt.version, reading)
             return
         torch = facts.python.torch
         if torch is None or torch.cuda is None or rt.version.value is None:
-            reading = facts.nvidia.cuda_toolkit if facts.nvidia else Reading.missing("no CUDA")
+            reading = facts.nvidia.cuda_toolkit if facts.nvidia else Reading.missing(
+                "no NVIDIA GPU, CUDA build of torch or CUDA toolkit on the host", absent=True)
             self.compare("runtime.version", "CUDA", rt.version, reading)
             return
         # A CUDA wheel carries its CUDA runtime; torch.version.cuda is major.minor.
