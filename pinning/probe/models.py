@@ -178,6 +178,8 @@ class TorchBuild(Strict):
     """PyTorch's accelerator build, read from ``torch/version.py`` without importing torch.
 
     ``kind``: ``rocm`` (``hip`` set), ``cuda`` (``cuda`` set), ``cpu`` or ``unknown``.
+    ``files_version`` is ``__version__`` in ``torch/version.py``; it differs from ``version``
+    (the dist-info) when another torch was copied over the installed one.
     """
 
     version: str
@@ -185,6 +187,7 @@ class TorchBuild(Strict):
     hip: str | None = None
     cuda: str | None = None
     source: str
+    files_version: str | None = None
 
 
 class TritonDist(Strict):

@@ -9,8 +9,6 @@ import ast
 import json
 import sysconfig
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 from pinning.errors import UsageError
 from pinning.probe.models import (
@@ -21,7 +19,7 @@ from pinning.probe.models import (
     TritonDist,
     normalize_name,
 )
-from pinning.probe.root import HostRoot, read_regular
+from pinning.probe.root import HostRoot
 
 # Where Python environments live on common images when no VIRTUAL_ENV/CONDA_PREFIX is set.
 _SITE_GLOBS: tuple[str, ...] = (
@@ -69,12 +67,13 @@ def site_dirs(host: HostRoot, env: Mapping[str, str], live: bool,
     return dirs, why
 
 
-def _torch_build(dist_dir: Path, version: str, location: str) -> TorchBuild:
-    """Read ``torch/version.py`` literals (``__version__``, ``cuda``, ``hip``) with :mod:`ast`."""
-    path = dist_dir / "torch" / "version.py"
-    src = f"{location}/torch/version.py"
+def _torch_build(host: HostRoot, site: str, version: str) -> TorchBuild:
+    """Read ``<site>/torch/version.py`` literals (``__version__``, ``cuda``, ``hip``) with
+    :mod:`ast`, through the host root (FACTS.md §2.8).
+    """
+    src = f"{site}/torch/version.py"
     values: dict[str, object] = {}
-    text = read_regular(path)
+    text = host.read(src)
     try:
         tree = ast.parse(text) if text is not None else None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -100,55 +99,57 @@ def _torch_build(dist_dir: Path, version: str, location: str) -> TorchBuild:
             kind = "rocm"
         elif "+cu" in version:
             kind = "cuda"
-        src = f"{location} (dist-info version; torch/version.py unreadable)"
+        src = f"{site} (dist-info version; torch/version.py unreadable)"
     else:
         kind = "rocm" if hip_s else "cuda" if cuda_s else "cpu"
-    return TorchBuild(version=version, kind=kind, hip=hip_s, cuda=cuda_s, source=src)
+    files = values.get("__version__")
+    return TorchBuild(version=version, kind=kind, hip=hip_s, cuda=cuda_s, source=src,
+                      files_version=files if isinstance(files, str) else None)
+
+
+_METADATA_FILES = (("{}.dist-info", "METADATA"), ("{}.egg-info", "PKG-INFO"))
 
 
 def probe_python(host: HostRoot, dirs: list[str], why_none: str | None,
                  notes: list[str]) -> PythonFacts:
     """Distributions in the site-packages ``dirs`` (host paths; the first copy of a name on
-    the path wins), the torch build and every Triton distribution. Unreadable metadata is
-    skipped with a line in ``notes``; no ``dirs`` gives facts with ``reason`` = ``why_none``.
-    """
-    from importlib import metadata
+    the path wins, as for the import system), the torch build and every Triton distribution.
 
+    Every file is read through ``host`` (links stay inside the root, only regular files, a
+    bounded size). Unreadable metadata is skipped with a line in ``notes``; several copies of
+    one name are noted; no ``dirs`` gives facts with ``reason`` = ``why_none``.
+    """
     if not dirs:
         return PythonFacts(reason=why_none or "no Python site-packages directory found")
     dists: dict[str, Distribution] = {}
+    copies: dict[str, list[str]] = {}
     tritons: list[TritonDist] = []
     torch: TorchBuild | None = None
-    real_dirs = []
-    for d in dirs:
-        try:
-            real_dirs.append(str(host.path(d)))
-        except OSError:
-            notes.append(f"{d}: {host.why(d)}")
-    for dist in metadata.distributions(path=real_dirs):
-        try:
-            got = _read_distribution(dist)
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
-            where = getattr(dist, "_path", "a dist-info")
-            notes.append(f"skipped unreadable Python metadata {host.show(Path(str(where)))}: "
-                         f"{type(exc).__name__}")
-            continue
-        if got is None:
-            continue
-        name, version, installer, direct_url, record = got
-        key = normalize_name(name)
-        if key in dists:  # first on the path wins, as for the import system
-            continue
-        dists[key] = Distribution(name=key, version=version, installer=installer,
-                                  direct_url=direct_url)
-        location = Path(str(dist.locate_file("")))
-        if key in TRITON_DISTRIBUTIONS:
-            tritons.append(TritonDist(
-                name=key, version=version, installer=installer, direct_url=direct_url,
-                owns_import="triton/__init__.py," in record if record else None,
-            ))
-        if key == "torch":
-            torch = _torch_build(location, version, host.show(location))
+    for site in dirs:
+        for pattern, meta_name in _METADATA_FILES:
+            for info in host.glob(f"{site}/{pattern.format('*')}"):
+                got = _read_distribution(host, info, meta_name)
+                if got is None:
+                    notes.append(f"skipped {info}: no readable {meta_name} with Name and Version")
+                    continue
+                name, version, installer, direct_url, record = got
+                key = normalize_name(name)
+                copies.setdefault(key, []).append(version)
+                if key in dists:
+                    continue
+                dists[key] = Distribution(name=key, version=version, installer=installer,
+                                          direct_url=direct_url)
+                if key in TRITON_DISTRIBUTIONS:
+                    tritons.append(TritonDist(
+                        name=key, version=version, installer=installer, direct_url=direct_url,
+                        owns_import="triton/__init__.py," in record if record else None,
+                    ))
+                if key == "torch":
+                    torch = _torch_build(host, site, version)
+    for key, versions in sorted(copies.items()):
+        if len(versions) > 1:
+            notes.append(f"several metadata copies of {key} ({', '.join(versions)}); the first "
+                         f"on the path ({versions[0]}) is the one recorded")
     return PythonFacts(
         site_packages=list(dirs),
         distributions=sorted(dists.values(), key=lambda d: d.name),
@@ -158,23 +159,31 @@ def probe_python(host: HostRoot, dirs: list[str], why_none: str | None,
 
 
 def _read_distribution(
-    dist: Any,
+    host: HostRoot, info: str, meta_name: str,
 ) -> tuple[str, str, str | None, str | None, str] | None:
-    """``(name, version, installer, direct_url, RECORD text)`` of one dist-info, or ``None``
-    when its METADATA names no Name/Version. Raises ``OSError`` / ``ValueError`` (undecodable
-    or unreadable metadata) for the caller to skip it.
+    """``(name, version, installer, direct_url, RECORD text)`` of the dist-info (or
+    egg-info) folder ``info``, or ``None`` when its metadata names no Name/Version.
     """
-    name, version = dist.name, dist.version
-    if not isinstance(name, str) or not isinstance(version, str) or not name or not version:
+    from email.parser import HeaderParser
+
+    text = host.read(f"{info}/{meta_name}")
+    if not text:
         return None
-    installer = ((dist.read_text("INSTALLER") or "").strip() or None)
+    headers = HeaderParser().parsestr(text)
+    name, version = headers.get("Name"), headers.get("Version")
+    if not isinstance(name, str) or not isinstance(version, str):
+        return None
+    name, version = name.strip(), version.strip()
+    if not name or not version or len(name) > 200 or len(version) > 200:
+        return None
+    installer = ((host.read(f"{info}/INSTALLER") or "").strip()[:100] or None)
     direct_url = None
-    raw = dist.read_text("direct_url.json")
+    raw = host.read(f"{info}/direct_url.json")
     if raw:
         try:
             url = json.loads(raw).get("url")
             direct_url = str(url) if url else None
         except (ValueError, AttributeError):
             direct_url = None
-    record = dist.read_text("RECORD") or ""
+    record = host.read(f"{info}/RECORD") or ""
     return name, version, installer, direct_url, record

@@ -158,12 +158,3 @@ def run_tool(runner: Runner, argv: Sequence[str]) -> tuple[CommandResult | None,
         return None, result.describe()
     return result, ""
 
-
-def read_regular(path: Path) -> str | None:
-    """Text of a regular file (bounded, undecodable bytes replaced), else ``None``."""
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            return None
-        return _read_bounded(path).decode("utf-8", errors="replace")
-    except OSError:
-        return None
