@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import tempfile
 import tomllib
 from pathlib import Path
@@ -40,6 +41,28 @@ def sha256_hex(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+MAX_INPUT_BYTES = 64 * 1024 * 1024  # lockfiles, matrix files, snapshots, recordings
+
+
+def read_regular_bytes(path: Path, error: type[PinError], *, label: str,
+                       hint: str | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (at most 64 MiB).
+
+    Raises ``error`` naming ``label`` when it is absent, unreadable, not a regular file (a
+    FIFO or device would block or never end) or larger than the limit.
+    """
+    try:
+        st = Path(path).stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{label}: not a regular file.", hint=hint)
+        if st.st_size > MAX_INPUT_BYTES:
+            raise error(f"{label}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB.",
+                        hint=hint)
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise error(f"{label}: cannot be read ({exc.strerror or exc}).", hint=hint) from exc
+
+
 def read_toml(
     path: Path,
     error: type[PinError],
@@ -54,11 +77,7 @@ def read_toml(
     ``PinError`` subclass) when the file cannot be read or is not UTF-8 TOML, naming the
     line and column tomllib reports.
     """
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise error(f"{label}: cannot be read ({exc.strerror or exc}).",
-                    hint=unreadable_hint) from exc
+    raw = read_regular_bytes(path, error, label=label, hint=unreadable_hint)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

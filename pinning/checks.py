@@ -80,6 +80,7 @@ class EnvView:
     torch_kind: Literal["rocm", "cuda", "cpu", "unknown"] | None = None
     torch_cuda: str | None = None
     torch_hip: str | None = None
+    torch_files_version: str | None = None
     nvidia_driver: str | None = None
     rocm_version: str | None = None
     amdgpu_version: str | None = None
@@ -117,6 +118,7 @@ def view_from_facts(facts: HostFacts) -> EnvView:
         torch_kind=torch.kind if torch else None,
         torch_cuda=torch.cuda if torch else None,
         torch_hip=torch.hip if torch else None,
+        torch_files_version=torch.files_version if torch else None,
         nvidia_driver=facts.nvidia.driver.value if facts.nvidia else None,
         rocm_version=facts.amd.rocm.value if facts.amd else None,
         amdgpu_version=facts.amd.driver.value if facts.amd else None,
@@ -242,6 +244,14 @@ def check_torch_vendor(view: EnvView) -> list[Finding]:
     if view.torch_kind is None or view.torch_version is None:
         return []
     out: list[Finding] = []
+    if view.torch_files_version and view.torch_files_version != view.torch_version:
+        out.append(Finding(
+            code="torch-files-differ-from-metadata", fact="frameworks.pytorch.version",
+            status="hazard", severity="error", expected=view.torch_version,
+            actual=view.torch_files_version, source="torch/version.py vs its dist-info METADATA",
+            message=f"torch's files say {view.torch_files_version} but its metadata says "
+                    f"{view.torch_version}: another torch was copied over the installed one. "
+                    "Reinstall torch."))
     if view.torch_kind == "cuda" and view.amd and not view.nvidia:
         out.append(Finding(
             code="cuda-torch-on-amd", fact="frameworks.pytorch.build", status="hazard",

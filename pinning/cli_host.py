@@ -217,7 +217,9 @@ def verify_text(report: VerifyReport, *, verbose: bool) -> str:
     head = (f"pin verify {report.lock} against {report.host}: "
             f"{'MATCH' if report.result == 'match' else 'DRIFT'}")
     counts = ", ".join(f"{n} {k}" for k, n in report.counts.items())
-    lines = [head, *(_finding_line(f) for f in shown), f"Summary: {counts}."]
+    sev = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning")}
+    lines = [head, *(_finding_line(f) for f in shown),
+             f"Summary: {sev['error']} error(s), {sev['warning']} warning(s); {counts}."]
     if not verbose and report.counts.get("match"):
         lines.append("(matches hidden; -v lists them)")
     return "\n".join(lines)
@@ -341,6 +343,8 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     from pinning.matrix.load import load_matrix
 
     limit = 64 * 1024 * 1024
+    if paths.count("-") > 1:
+        raise UsageError("'-' (stdin) can be given once.")
     files: list[tuple[str, str]] = []
     for path in paths:
         if path == "-":

@@ -17,6 +17,7 @@ from pydantic import Field
 
 from pinning._model import Strict
 from pinning.checks import (
+    HAZARDS_SOURCE,
     Finding,
     Severity,
     Status,
@@ -267,7 +268,7 @@ class _Verifier:
         for g in gpus:
             if ids and g.pci_device_id not in ids:
                 self.add("gpu-mismatch", "target.gpu", "mismatch",
-                         f"GPU {g.index} is PCI device {g.pci_device_id}"
+                         f"GPU {g.index} is PCI device {g.pci_device_id or '(unknown)'}"
                          + (f" ({g.name.value})" if g.name.value else "") + ", "
                          f"not one of {', '.join(sorted(ids))} "
                          f"({lock.target.gpu.value}).", expected=", ".join(sorted(ids)),
@@ -283,6 +284,9 @@ class _Verifier:
             if lock.target.compute_capability is not None:
                 self.compare("target.compute_capability", "compute capability",
                              lock.target.compute_capability, g.compute_capability, gpu=g.index)
+        if lock.target.count is not None:
+            self.compare("target.count", f"number of {lock.target.vendor.upper()} GPUs",
+                         lock.target.count, Reading.of(str(len(gpus)), "/sys/bus/pci/devices"))
 
     def firmware(self) -> None:
         fw = self.lock.firmware
@@ -294,6 +298,28 @@ class _Verifier:
             comparable = fw.kind in ("pldm-bundle", "vbios") or fw.version.origin == "host"
             self.compare("firmware.version", label, fw.version, reading, gpu=g.index,
                          comparable=comparable)
+            if fw.vbios is not None:
+                self.compare("firmware.vbios", "VBIOS/IFWI", fw.vbios, g.vbios, gpu=g.index)
+            if fw.blocks:
+                self._blocks(fw.blocks, g)
+
+    def _blocks(self, blocks: dict[str, str], g: GpuFacts) -> None:
+        src = self.source_of(Pinned(origin="host", reason="-"))
+        changed = [(k, v, g.firmware.get(k)) for k, v in blocks.items() if g.firmware.get(k) != v]
+        if not g.firmware:
+            self.add("not-probed", "firmware.blocks", "not-probed",
+                     f"Firmware blocks (GPU {g.index}) could not be read (no sysfs fw_version "
+                     "and no amd-smi firmware).", gpu=g.index, source=src)
+        elif changed:
+            text = ", ".join(f"{k} {have or 'absent'} (lock {want})" for k, want, have in changed)
+            self.add("firmware-blocks", "firmware.blocks", "mismatch",
+                     f"Firmware blocks (GPU {g.index}) differ: {text}.",
+                     expected=", ".join(f"{k}={w}" for k, w, _ in changed),
+                     actual=", ".join(f"{k}={h}" for k, _, h in changed), gpu=g.index,
+                     source=src)
+        else:
+            self.add("firmware-blocks", "firmware.blocks", "match",
+                     f"{len(blocks)} firmware blocks (GPU {g.index}) match.", gpu=g.index)
 
     def _locked_gpus(self) -> list[GpuFacts]:
         return [g for g in self.facts.gpus if g.vendor == self.lock.target.vendor]
@@ -305,7 +331,10 @@ class _Verifier:
             reading = facts.amd.driver if facts.amd else Reading.missing(
                 "no AMD GPU or amdgpu module on the host", absent=True)
             kind = facts.amd.driver_kind if facts.amd else None
-            if kind == "inbox" and kd.version.origin != "host" and kd.version.allowed:
+            if kd.flavor is not None:
+                self.compare("kernel_driver.flavor", "amdgpu flavor", kd.flavor,
+                             Reading.of(kind, "/sys/module/amdgpu") if kind else None)
+            if kind == "inbox" and kd.version.allowed:
                 self.add("inbox-driver", "kernel_driver.version", "outside-validated",
                          f"amdgpu is the kernel's inbox driver ({reading.value}), not one of the "
                          f"AMD GPU Driver releases the matrix validates "
@@ -320,6 +349,11 @@ class _Verifier:
             reading = facts.nvidia.driver if facts.nvidia else Reading.missing(
                 "no NVIDIA GPU or kernel module on the host", absent=True)
             self.compare("kernel_driver.version", "NVIDIA driver", kd.version, reading)
+            if kd.flavor is not None:
+                flavor = facts.nvidia.module_kind if facts.nvidia else None
+                self.compare("kernel_driver.flavor", "NVIDIA kernel module", kd.flavor,
+                             Reading.of(flavor, "/proc/driver/nvidia/version") if flavor
+                             else Reading.missing("module kind not shown"))
 
     def os_and_kernel(self) -> None:
         facts = self.facts
@@ -351,6 +385,10 @@ class _Verifier:
                 "no AMD GPU or ROCm on the host", absent=True)
             self.compare("runtime.version", "ROCm user space", rt.version, reading)
             return
+        if rt.toolkit is not None:
+            toolkit = facts.nvidia.cuda_toolkit if facts.nvidia else Reading.missing(
+                "no CUDA toolkit on the host", absent=True)
+            self.compare("runtime.toolkit", "CUDA toolkit", rt.toolkit, toolkit)
         torch = facts.python.torch
         if torch is None or torch.cuda is None or rt.version.value is None:
             reading = facts.nvidia.cuda_toolkit if facts.nvidia else Reading.missing(
@@ -395,13 +433,28 @@ class _Verifier:
                 pinned = pinned.model_copy(update={"value": None,
                                                    "allowed": [pinned.value + ".x"]})
             self.compare(fact, fw.name, pinned, Reading.of(public, "dist-info"))
-            build = fw.build
-            if build.ref is None:
-                build = build.model_copy(update={"ref": fw.version.ref})
-            if local or build.value or build.allowed:
-                reading = (Reading.of(local, "dist-info local version") if local else
-                           Reading.missing(f"{dist} {installed} has no local version label"))
-                self.compare(f"frameworks.{fw.name}.build", f"{fw.name} build", build, reading)
+            self._build(fw.name, dist, installed, local, fw.build)
+
+    def _build(self, name: str, dist: str, installed: str, local: str, build: Pinned) -> None:
+        """The framework build: the local version label (``rocm6.3``, ``cu130``), or for torch
+        without one, its kind from ``torch/version.py`` (``cpu``, ``rocm``, ``cuda``).
+        """
+        fact = f"frameworks.{name}.build"
+        if build.origin == "unknown" and build.value is None:
+            # The lock only lists what upstream publishes: a hint, not a validated set.
+            shown = local or "no local version label"
+            self.add("not-locked", fact, "not-locked",
+                     f"{name} build is {shown}; the lock leaves it open "
+                     f"({build.reason or 'unknown'}).", actual=local or None)
+            return
+        torch = self.facts.python.torch
+        if local:
+            reading = Reading.of(local, "dist-info local version")
+        elif dist == "torch" and torch is not None and torch.kind != "unknown":
+            reading = Reading.of(torch.kind, torch.source)
+        else:
+            reading = Reading.missing(f"{dist} {installed} has no local version label")
+        self.compare(fact, f"{name} build", build, reading)
 
     def packages(self) -> None:
         locked = self.lock.packages
@@ -478,7 +531,8 @@ class _Verifier:
                      expected=model.revision, actual=model.revision)
         elif not cached.revisions:
             self.add("model-missing", "model.revision", "missing",
-                     f"{model.id}: {cached.reason or 'not cached'}.", expected=model.revision)
+                     f"{model.id}: {(cached.reason or 'not cached').rstrip('.')}.",
+                     expected=model.revision)
         else:
             self.add("model-mismatch", "model.revision", "mismatch",
                      f"{model.id} is cached at {', '.join(cached.revisions)}, the lock has "
@@ -500,8 +554,9 @@ class _Verifier:
                 self.add("env", f"environment.{name}", "match", f"{name}={value}.",
                          expected=value, actual=have)
             else:
+                now = f"is {have!r}" if have is not None else "is not set"
                 self.add("env-mismatch", f"environment.{name}", "mismatch" if have else "missing",
-                         f"{name} is {have!r} on the host, the lock has {value!r}.",
+                         f"{name} {now} on the host, the lock has {value!r}.",
                          expected=value, actual=have)
         if self.lock.frozen is None:
             return
@@ -510,7 +565,7 @@ class _Verifier:
                 continue
             self.add("env-extra", f"environment.{name}", "mismatch",
                      f"{name}={value} is set on the host but not in the lock; it changes kernels "
-                     "or numerics.", actual=value, severity="warning")
+                     "or numerics.", actual=value, source=HAZARDS_SOURCE)
 
 
 def _allowed_text(pinned: Pinned) -> str:

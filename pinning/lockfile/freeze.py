@@ -1,10 +1,15 @@
 """``pin freeze``: write a trial host's exact values into a lock (pure; the CLI writes).
 
 Frozen values get ``origin = "host"``; the matrix's ``allowed`` / ``constraint`` stay beside
-them so ``pin verify`` can still say when a later host leaves the validated set. The lock
-records the snapshot hash it was frozen from (``[frozen]``) and the host's exact Python
-distributions (``[packages]``). A host outside what the lock validated is refused
-(:class:`~pinning.errors.DriftError`, exit 6) unless ``force``, which records each deviation.
+them so ``pin verify`` can still say when a later host leaves the validated set. What is
+frozen: GPU count, firmware (PLDM bundle / VBIOS / IFWI, the VBIOS string and per-engine
+microcode), kernel driver version and flavour, OS, kernel, the CUDA toolkit (NVIDIA), each
+framework's exact version and build, every Python distribution (``[packages]``) and the
+variables that change kernels or numerics (``[environment]``). The ROCm / CUDA release stays
+the matrix's: a host on another release is a deviation, not a new value.
+
+A host outside what the lock validated is refused (:class:`~pinning.errors.DriftError`,
+exit 6) unless ``force``, which records each deviation under ``[frozen]``.
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from pinning import __version__
 from pinning.checks import Finding
 from pinning.errors import DriftError
 from pinning.lockfile.io import lock_json, seal
-from pinning.lockfile.models import Lockfile
+from pinning.lockfile.models import Lockfile, Pinned
 from pinning.matrix.load import Matrix
 from pinning.probe.models import (
     RUN_SCOPED_ENV,
+    GpuFacts,
     HostFacts,
     Reading,
     normalize_name,
@@ -26,36 +32,46 @@ from pinning.probe.models import (
 )
 from pinning.verify import FRAMEWORK_DISTRIBUTIONS, host_os_text, verify
 
+# Recorded by probe, but where things are rather than what they are: never frozen.
+_NOT_FROZEN_ENV = (*RUN_SCOPED_ENV, "ROCM_PATH")
+
 
 def _frozen_facts(lock: Lockfile) -> set[str]:
-    facts = set()
-    if lock.firmware.version.origin == "host":
-        facts.add("firmware.version")
-    if lock.kernel_driver.version.origin == "host":
-        facts.add("kernel_driver.version")
-    for name, pinned in (("os", lock.os), ("kernel", lock.kernel),
-                         ("runtime.version", lock.runtime.version)):
-        if pinned.origin == "host":
-            facts.add(name)
+    """Facts whose value a previous freeze set (``origin = "host"``)."""
+    pinned: list[tuple[str, Pinned | None]] = [
+        ("target.count", lock.target.count),
+        ("firmware.version", lock.firmware.version),
+        ("firmware.vbios", lock.firmware.vbios),
+        ("kernel_driver.version", lock.kernel_driver.version),
+        ("kernel_driver.flavor", lock.kernel_driver.flavor),
+        ("os", lock.os),
+        ("kernel", lock.kernel),
+        ("runtime.version", lock.runtime.version),
+        ("runtime.toolkit", lock.runtime.toolkit),
+    ]
     for fw in lock.frameworks:
-        if fw.version.origin == "host":
-            facts.add(f"frameworks.{fw.name}.version")
-        if fw.build.origin == "host":
-            facts.add(f"frameworks.{fw.name}.build")
-    return facts
+        pinned += [(f"frameworks.{fw.name}.version", fw.version),
+                   (f"frameworks.{fw.name}.build", fw.build)]
+    out = {name for name, p in pinned if p is not None and p.origin == "host"}
+    if lock.firmware.blocks is not None:
+        out.add("firmware.blocks")
+    return out
 
 
 def deviations(lock: Lockfile, facts: HostFacts, matrix: Matrix) -> list[Finding]:
-    """Error findings that put ``facts`` outside what ``lock`` validated; values previously
-    frozen, packages and environment are not counted (a freeze replaces them).
+    """Error findings that put ``facts`` outside what ``lock`` validated.
+
+    A previous freeze's exact values do not count (a freeze replaces them), nor do packages,
+    variables or the model (fetched later); whether the host is inside the matrix's sets,
+    the runtime release, hazards and absences always count.
     """
     report = verify(lock, facts, matrix, lock_name="lock", host_name="host")
     replaced = _frozen_facts(lock)
     return [
         f for f in report.findings
         if f.severity == "error"
-        and f.fact not in replaced
-        and not f.fact.startswith(("packages", "environment"))
+        and not (f.status == "mismatch" and f.fact in replaced)
+        and not f.fact.startswith(("packages", "environment", "model"))
     ]
 
 
@@ -63,19 +79,119 @@ def _set(pinned: dict[str, Any], reading: Reading | str | None) -> bool:
     value = reading.value if isinstance(reading, Reading) else reading
     if not value:
         return False
+    if pinned.get("origin") != "host":
+        pinned.pop("reason", None)  # the reason said why it was open; a re-freeze keeps notes
     pinned["value"] = value
     pinned["origin"] = "host"
-    pinned.pop("reason", None)
     return True
+
+
+def _host_pinned(value: str) -> dict[str, Any]:
+    return {"value": value, "origin": "host"}
+
+
+def _common(values: list[str | None]) -> tuple[str | None, str | None]:
+    """The one value all GPUs report, or ``(None, why)``."""
+    known = sorted({v for v in values if v})
+    if len(known) == 1 and all(values):
+        return known[0], None
+    if not known:
+        return None, "not probed"
+    return None, "GPUs report different values: " + ", ".join(known)
+
+
+def _common_blocks(gpus: list[GpuFacts]) -> dict[str, str]:
+    """Firmware blocks with the same version on every GPU."""
+    if not gpus:
+        return {}
+    first = gpus[0].firmware
+    return {k: v for k, v in sorted(first.items()) if all(g.firmware.get(k) == v for g in gpus)}
 
 
 def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
            force: bool = False) -> tuple[Lockfile, list[Finding], list[str]]:
     """Return ``(frozen lock, deviations, facts left unfrozen)``.
 
-    Raises :class:`DriftError` (exit 6) when the host deviates and ``force`` is false.
+    Raises :class:`DriftError` (exit 6), writing nothing, when the host deviates from what
+    the lock validated, or when a value a previous freeze set cannot be read on this host;
+    with ``force`` both are recorded in ``[frozen]`` instead (an unreadable value keeps its
+    previous value).
     """
     found = deviations(lock, facts, matrix)
+    data = lock_json(lock)
+    unfrozen: list[str] = []
+    gpus = [g for g in facts.gpus if g.vendor == lock.target.vendor]
+
+    if gpus:
+        data["target"]["count"] = _host_pinned(str(len(gpus)))
+    else:
+        unfrozen.append("target.count (no GPU of this vendor)")
+
+    fw = data["firmware"]
+    kind = lock.firmware.kind
+    main = [g.pldm_bundle.value if kind == "pldm-bundle" and g.pldm_bundle else g.vbios.value
+            for g in gpus]
+    value, why = _common(main)
+    if not _set(fw["version"], value):
+        unfrozen.append(f"firmware.version ({why or 'no GPU'})")
+    if kind == "pldm-bundle":
+        vbios, why = _common([g.vbios.value for g in gpus])
+        if vbios:
+            fw["vbios"] = _host_pinned(vbios)
+        else:
+            unfrozen.append(f"firmware.vbios ({why or 'no GPU'})")
+    blocks = _common_blocks(gpus)
+    if blocks:
+        fw["blocks"] = blocks
+    elif lock.firmware.blocks is not None:
+        unfrozen.append("firmware.blocks (not probed)")
+
+    kd = data["kernel-driver"]
+    flavor: str | None
+    if lock.kernel_driver.name == "amdgpu":
+        driver = facts.amd.driver if facts.amd else None
+        flavor = facts.amd.driver_kind if facts.amd else None
+    else:
+        driver = facts.nvidia.driver if facts.nvidia else None
+        flavor = facts.nvidia.module_kind if facts.nvidia else None
+    if not _set(kd["version"], driver):
+        unfrozen.append("kernel_driver.version (not probed)")
+    if flavor and flavor != "not-loaded":
+        kd["flavor"] = _host_pinned(flavor)
+    if not _set(data["os"], host_os_text(facts)):
+        unfrozen.append("os (no os-release)")
+    if not _set(data["kernel"], facts.os.kernel):
+        unfrozen.append("kernel (not probed)")
+    if lock.runtime.name == "cuda" and facts.nvidia and facts.nvidia.cuda_toolkit.known:
+        data["runtime"]["toolkit"] = _host_pinned(str(facts.nvidia.cuda_toolkit.value))
+
+    for fw_data, fwk in zip(data["frameworks"], lock.frameworks, strict=True):
+        dist = FRAMEWORK_DISTRIBUTIONS.get(fwk.name, fwk.name)
+        installed = facts.python.version_of(dist)
+        if installed is None:
+            unfrozen.append(f"frameworks.{fwk.name} ({dist} not installed)")
+            continue
+        public, _, local = installed.partition("+")
+        if fwk.version.origin != "host" and fwk.version.value:
+            # Keep what was asked (a release, or a series such as "2.7") as the allowed set.
+            fw_data["version"]["allowed"] = [fwk.version.value]
+        _set(fw_data["version"], public)
+        if local and _set(fw_data["build"], local) and fwk.build.origin == "unknown":
+            # The upstream variants were a hint, not a validated set: keep them as a note.
+            upstream = ", ".join(fwk.build.allowed or [])
+            fw_data["build"].pop("allowed", None)
+            if upstream:
+                fw_data["build"]["reason"] = f"frozen from the host; upstream publishes {upstream}"
+
+    still = _frozen_facts(lock)
+    lost = sorted(f for f in still if any(u.startswith(f + " ") for u in unfrozen))
+    lost_findings = [
+        Finding(code="not-refrozen", fact=f, status="not-probed", severity="error",
+                message=f"{f} was frozen before but cannot be read on this host; its previous "
+                        "value would be credited to the new snapshot.")
+        for f in lost
+    ]
+    found += lost_findings
     if found and not force:
         lines = "\n".join(f"  - {f.fact}: {f.message}" for f in found)
         raise DriftError(
@@ -83,42 +199,6 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
             hint="Fix the host, resolve a lock that fits it, or pass --force to record the "
                  "deviations in the lock.",
         )
-    data = lock_json(lock)
-    unfrozen: list[str] = []
-    gpus = [g for g in facts.gpus if g.vendor == lock.target.vendor]
-
-    fw_kind = lock.firmware.kind
-    readings = [g.pldm_bundle if fw_kind == "pldm-bundle" else g.vbios for g in gpus]
-    values = sorted({r.value for r in readings if r is not None and r.value})
-    if len(values) == 1:
-        _set(data["firmware"]["version"], values[0])
-    else:
-        why = "GPUs report different values: " + ", ".join(values) if values else "not probed"
-        unfrozen.append(f"firmware.version ({why})")
-
-    if lock.kernel_driver.name == "amdgpu":
-        driver = facts.amd.driver if facts.amd else None
-    else:
-        driver = facts.nvidia.driver if facts.nvidia else None
-    if not _set(data["kernel-driver"]["version"], driver):
-        unfrozen.append("kernel_driver.version (not probed)")
-    if not _set(data["os"], host_os_text(facts)):
-        unfrozen.append("os (no os-release)")
-    if not _set(data["kernel"], facts.os.kernel):
-        unfrozen.append("kernel (not probed)")
-    if lock.runtime.name == "rocm" and facts.amd is not None:
-        _set(data["runtime"]["version"], facts.amd.rocm)
-
-    for fw_data, fw in zip(data["frameworks"], lock.frameworks, strict=True):
-        dist = FRAMEWORK_DISTRIBUTIONS.get(fw.name, fw.name)
-        installed = facts.python.version_of(dist)
-        if installed is None:
-            unfrozen.append(f"frameworks.{fw.name} ({dist} not installed)")
-            continue
-        public, _, local = installed.partition("+")
-        _set(fw_data["version"], public)
-        if local:
-            _set(fw_data["build"], local)
 
     if facts.python.distributions:
         data["packages"] = {normalize_name(d.name): d.version
@@ -126,7 +206,7 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
     else:
         unfrozen.append(f"packages ({facts.python.reason or 'no Python distributions found'})")
     data["environment"] = {k: v for k, v in sorted(facts.environment.items())
-                           if k not in RUN_SCOPED_ENV}
+                           if k not in _NOT_FROZEN_ENV}
     data["frozen"] = {
         "snapshot": snapshot_hash(facts),
         "host": host_label,

@@ -98,13 +98,22 @@ class Target(Strict):
     gfx_target: Pinned | None = None
     compute_capability: Pinned | None = None
     pci_device_ids: list[str] = Field(default_factory=list)
+    count: Pinned | None = Field(
+        default=None, description="Number of GPU agents of this vendor (frozen from a host)."
+    )
 
 
 class Firmware(Strict):
-    """GPU firmware: PLDM bundle / BKC / IFWI / VBIOS (AMD) or VBIOS (NVIDIA)."""
+    """GPU firmware: PLDM bundle / BKC / IFWI / VBIOS (AMD) or VBIOS (NVIDIA).
+
+    ``vbios`` (the VBIOS/IFWI string) and ``blocks`` (per-engine microcode, block -> version
+    as the host printed it, e.g. sysfs ``mec`` or amd-smi ``CP_MEC1``) are frozen from a host.
+    """
 
     kind: str
     version: Pinned
+    vbios: Pinned | None = None
+    blocks: dict[str, str] | None = None
 
 
 class KernelDriver(Strict):
@@ -112,6 +121,10 @@ class KernelDriver(Strict):
 
     name: Literal["amdgpu", "nvidia"]
     version: Pinned
+    flavor: Pinned | None = Field(
+        default=None,
+        description="dkms or inbox (amdgpu), open or proprietary (NVIDIA); frozen from a host.",
+    )
 
 
 class Runtime(Strict):
@@ -121,6 +134,9 @@ class Runtime(Strict):
     version: Pinned
     hip: Pinned | None = None
     toolkit_driver: Pinned | None = None
+    toolkit: Pinned | None = Field(
+        default=None, description="The system CUDA toolkit (/usr/local/cuda), frozen from a host."
+    )
 
 
 class Framework(Strict):

@@ -240,6 +240,11 @@ def probe_host(
         notes.append("no GPU found: no AMD or NVIDIA display controller under /sys/bus/pci/devices")
 
     dirs, why = site_dirs(host, env, live, site_packages)
+    if live and not site_packages and not (env.get("VIRTUAL_ENV") or env.get("CONDA_PREFIX")):
+        import sys
+
+        notes.append(f"read the Python environment pin runs in ({sys.prefix}); if the workload "
+                     "uses another, pass --site-packages DIR or activate it first")
     python = probe_python(host, dirs, why, notes)
     environment = {k: env[k] for k in BEHAVIOUR_ENV if k in env}
     model = probe_model(host, env, model_id) if model_id else None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pinning._io import atomic_write_bytes
+from pinning._io import atomic_write_bytes, read_regular_bytes
 from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts
 
@@ -38,10 +38,11 @@ def read_snapshot(path: Path) -> HostFacts:
     cannot be read, is not JSON, or does not match ``schemas/host.schema.json``.
     """
     hint = "Write a fresh snapshot with `pin probe -o FILE` on the host."
+    data_bytes = read_regular_bytes(path, ProbeError, label=f"Host snapshot {path}", hint=hint)
     try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeError(f"Host snapshot {path}: cannot be read ({exc}).", hint=hint) from exc
+        raw = data_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProbeError(f"Host snapshot {path}: not UTF-8 ({exc}).", hint=hint) from exc
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:

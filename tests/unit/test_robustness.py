@@ -21,6 +21,7 @@ from pinning.probe.root import HostRoot
 from pinning.verify import verify
 
 MI300X = HOSTS / "mi300x-rocm7.1"
+ROOT_LOCK = HOSTS.parents[2] / "lockfiles" / "h200-pytorch-2.13.0.lock"
 SITE = "root/opt/venv/lib/python3.12/site-packages"
 
 
@@ -179,3 +180,162 @@ def test_cli_bad_paths_and_flag_combinations(tmp_path):
     assert r.returncode == 5 and "empty" in r.stderr
     r = pin("doctor", "/dev/zero")
     assert r.returncode == 2 and "not a regular file" in r.stderr
+
+
+# --- second review round ---------------------------------------------------------------------
+
+
+def test_refreeze_checks_the_new_host(matrix, frozen, host_copy):
+    from pinning.errors import DriftError
+
+    other = host_copy("mi300x-rocm7.1")
+    (other / "root/opt/rocm/.info/version").write_text("6.4.0-47\n")
+    with pytest.raises(DriftError) as exc:
+        freeze(frozen, recorded("", other), matrix, host_label="other")
+    assert "runtime.version" in exc.value.message
+    forced = freeze(frozen, recorded("", other), matrix, host_label="other", force=True)[0]
+    assert forced.runtime.version.value == "7.1.1"  # the validated release stays
+    report = verify(forced, recorded("", other), matrix, lock_name="l", host_name="h")
+    assert "runtime.version" in {f.fact for f in report.drift}
+    shutil.rmtree(other / "root/opt/rocm")
+    with pytest.raises(DriftError):
+        freeze(frozen, recorded("", other), matrix, host_label="gone")
+
+
+def test_refreeze_refuses_to_credit_unread_values(matrix, frozen, tmp_path):
+    from pinning.errors import DriftError
+
+    host = tmp_path / "h"
+    shutil.copytree(MI300X, host)
+    rec = host / "commands.toml"
+    rec.write_text(rec.read_text().replace('argv = ["amd-smi", "firmware"]',
+                                           'argv = ["amd-smi", "firmware", "--gone"]'))
+    with pytest.raises(DriftError) as exc:
+        freeze(frozen, recorded("", host), matrix, host_label="h")
+    assert "firmware.version" in exc.value.message and "cannot be read" in exc.value.message
+
+
+def test_amd_wheel_builds_freeze_and_verify(matrix, host_copy):
+    lock = lock_for(matrix, "mi300x", "pytorch==2.9.1", rocm="7.2.0")
+    host = host_copy("mi300x-rocm7.1")
+    (host / "root/opt/rocm/.info/version").write_text("7.2.0\n")
+    site = host / SITE
+    build = "2.9.1+rocm7.2.0.lw.git7e1940d4"
+    shutil.move(site / "torch-2.7.0+rocm6.3.dist-info", site / f"torch-{build}.dist-info")
+    (site / f"torch-{build}.dist-info/METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: torch\nVersion: {build}\n")
+    vpy = site / "torch/version.py"
+    vpy.write_text(vpy.read_text().replace("2.7.0+rocm6.3", build))
+    fz, found, _ = freeze(lock, recorded("", host), matrix, host_label="h")
+    assert found == []
+    assert fz.frameworks[0].build.value == "rocm7.2.0.lw.git7e1940d4"
+    assert "upstream publishes" in fz.frameworks[0].build.reason
+    assert verify(fz, recorded("", host), matrix, lock_name="l", host_name="h").result == "match"
+
+
+@pytest.mark.parametrize(("change", "fact"), [
+    ("gpu", "target.count"),
+    ("vbios", "firmware.vbios"),
+    ("sos", "firmware.blocks"),
+])
+def test_hardware_changes_are_drift(matrix, frozen, host_copy, change, fact):
+    host = host_copy("mi300x-rocm7.1")
+    dev = host / "root/sys/bus/pci/devices/0000:26:00.0"
+    if change == "gpu":
+        shutil.rmtree(dev)
+    elif change == "vbios":
+        (dev / "vbios_version").write_text("022.040.003.041.000001\n")
+    else:
+        (dev / "fw_version/sos_fw_version").write_text("0x00360259\n")
+    report = check(frozen, host, matrix)
+    assert fact in {f.fact for f in report.drift}
+
+
+def test_nvidia_module_flavor_and_toolkit_are_frozen(matrix, host_copy):
+    lock = lock_for(matrix, "h200", "pytorch==2.13.0")
+    fz = freeze(lock, recorded("h200-cuda13"), matrix, host_label="h")[0]
+    assert (fz.kernel_driver.flavor.value, fz.runtime.toolkit.value) == ("open", "13.0.2")
+    host = host_copy("h200-cuda13")
+    proc = host / "root/proc/driver/nvidia/version"
+    proc.write_text(proc.read_text().replace("Open Kernel Module for x86_64", "x86_64 Kernel Module"))
+    (host / "root/usr/local/cuda/version.json").write_text('{"cuda": {"version": "12.8.1"}}')
+    report = check(fz, host, matrix)
+    assert {f.fact for f in report.drift} == {"kernel_driver.flavor", "runtime.toolkit"}
+
+
+def test_python_reads_stay_inside_the_root(tmp_path, host_copy):
+    outside = tmp_path / "outside/torch"
+    outside.mkdir(parents=True)
+    (outside / "version.py").write_text("__version__ = 'x'\nhip = 'OUTSIDE-HIP'\n")
+    host = host_copy("mi300x-rocm7.1")
+    site = host / SITE
+    shutil.rmtree(site / "torch")
+    (site / "torch").symlink_to(outside)  # absolute: means <root>/tmp/..., which is absent
+    meta = site / "numpy-2.1.2.dist-info/METADATA"
+    meta.unlink()
+    os.mkfifo(meta)
+    f = recorded("", host)
+    assert f.python.torch.hip is None and "torch/version.py unreadable" in f.python.torch.source
+    assert f.python.version_of("numpy") is None
+
+
+def test_environment_is_judged_both_ways(matrix, frozen, host_copy):
+    host = host_copy("mi300x-rocm7.1")
+    rec = host / "commands.toml"
+    rec.write_text(rec.read_text() + 'HIPBLASLT_ALLOW_TF32 = "1"\nROCM_PATH = "/opt/rocm"\n')
+    report = check(frozen, host, matrix)
+    assert {f.fact for f in report.drift} == {"environment.HIPBLASLT_ALLOW_TF32"}
+    fz = freeze(frozen, recorded("", host), matrix, host_label="h")[0]
+    assert fz.environment == {"HIPBLASLT_ALLOW_TF32": "1"}  # ROCM_PATH is a location
+    plain = check(fz, MI300X, matrix)
+    msg = next(f.message for f in plain.drift if f.fact == "environment.HIPBLASLT_ALLOW_TF32")
+    assert "is not set on the host" in msg
+
+
+def test_cpu_torch_build_is_a_mismatch(matrix, frozen, host_copy):
+    host = host_copy("mi300x-rocm7.1")
+    site = host / SITE
+    shutil.move(site / "torch-2.7.0+rocm6.3.dist-info", site / "torch-2.7.0.dist-info")
+    (site / "torch-2.7.0.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.7.0\n")
+    (site / "torch/version.py").write_text("__version__ = '2.7.0'\ncuda = None\nhip = None\n")
+    report = check(frozen, host, matrix)
+    build = next(f for f in report.drift if f.fact == "frameworks.pytorch.build")
+    assert (build.status, build.expected, build.actual) == ("mismatch", "rocm6.3", "cpu")
+
+
+def test_torch_files_overwritten_is_a_hazard(matrix, frozen, host_copy):
+    host = host_copy("mi300x-rocm7.1")
+    vpy = host / SITE / "torch/version.py"
+    vpy.write_text(vpy.read_text().replace("__version__ = '2.7.0+rocm6.3'",
+                                           "__version__ = '2.8.0+rocm6.4'"))
+    codes = {f.code for f in check(frozen, host, matrix).drift}
+    assert "torch-files-differ-from-metadata" in codes
+
+
+def test_duplicate_metadata_is_noted(host_copy):
+    host = host_copy("mi300x-rocm7.1")
+    info = host / SITE / "numpy-2.2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: numpy\nVersion: 2.2.0\n")
+    f = recorded("", host)
+    assert any("several metadata copies of numpy" in n for n in f.notes)
+
+
+def test_freeze_does_not_need_the_model_cached(matrix):
+    rev = "0123456789abcdef0123456789abcdef01234567"
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1", model=f"org/m@{rev}")
+    _, found, _ = freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="h")
+    assert found == []
+
+
+def test_fifo_inputs_do_not_hang(tmp_path):
+    fifo = tmp_path / "lock.fifo"
+    os.mkfifo(fifo)
+    args = ["--root", str(MI300X / "root"), "--replay", str(MI300X / "commands.toml")]
+    r = pin("verify", str(fifo), *args)
+    assert r.returncode == 5 and "not a regular file" in r.stderr
+    r = pin("verify", str(ROOT_LOCK), "--host", str(fifo))
+    assert r.returncode == 7 and "not a regular file" in r.stderr
+    r = pin("doctor", "-", "-")
+    assert r.returncode == 2
