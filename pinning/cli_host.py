@@ -31,9 +31,9 @@ def _host_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--root", metavar="DIR", type=click.Path(file_okay=False),
                      help="Probe a recorded host tree read exactly as / (default: this machine)."),
         click.option("--replay", metavar="FILE", type=click.Path(dir_okay=False),
-                     help="Answer tool commands (amd-smi, nvidia-smi, ldd) from this recording "
-                          "(commands.toml) instead of running them; also gives the host's "
-                          "environment. Without it a --root probe runs no tools."),
+                     help="Answer tool commands (amd-smi, rocminfo, nvidia-smi, ldd) from this "
+                          "recording (commands.toml) instead of running them; also gives the "
+                          "host's environment. Without it a --root probe runs no tools."),
         click.option("--site-packages", "site_packages", multiple=True, metavar="DIR",
                      help="Python site-packages to read (default: VIRTUAL_ENV/CONDA_PREFIX, "
                           "else this interpreter's, or the usual places under --root)."),
