@@ -82,4 +82,6 @@ def read_toml(
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise error(f"{label}: not valid TOML: {exc}.", hint=syntax_hint) from exc
+    except RecursionError as exc:
+        raise error(f"{label}: not valid TOML: nested too deeply.", hint=syntax_hint) from exc
     return raw, data

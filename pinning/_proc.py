@@ -128,7 +128,8 @@ class ReplayRunner:
                 try:
                     if not out_path.is_file():
                         raise OSError(f"{out_path} is not a regular file")
-                    stdout = out_path.read_bytes()[:MAX_OUTPUT_BYTES].decode("utf-8", "replace")
+                    with out_path.open("rb") as fh:
+                        stdout = fh.read(MAX_OUTPUT_BYTES).decode("utf-8", "replace")
                 except OSError as exc:
                     raise ProbeError(f"{where}: cannot read stdout file {out_path}: {exc}",
                                      hint=hint) from exc

@@ -171,8 +171,6 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
                     f"{view.nvidia_driver} was not checked.")]
     rule, f = hit
     ok = version_at_least(view.nvidia_driver, rule.min_driver)
-    too_new = (rule.max_driver_below is not None
-               and version_at_least(view.nvidia_driver, rule.max_driver_below))
     if ok is False:
         return [Finding(
             code="driver-too-old-for-cuda", fact="kernel_driver.version",
@@ -182,9 +180,6 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
                     f"needs NVIDIA driver {rule.min_driver} or newer; the host has "
                     f"{view.nvidia_driver}, so CUDA initialisation fails. Upgrade the driver or "
                     "install a torch build for an older CUDA.")]
-    if too_new:
-        # Above the range is fine for running (drivers are backward compatible); say so only.
-        return []
     return []
 
 
@@ -207,9 +202,11 @@ def check_gfx_targets(view: EnvView, matrix: Matrix) -> list[Finding]:
     known = _known_targets(matrix)
     release = None
     if view.rocm_version:
+        # An exact release, or for a series ("6.3", from a HIP version) its newest release.
         release = next((rr for rr in matrix.releases()
                         if rr.release.runtime == "rocm"
-                        and rr.release.version == view.rocm_version), None)
+                        and (rr.release.version == view.rocm_version
+                             or rr.release.version.startswith(view.rocm_version + "."))), None)
     seen: set[str] = set()
     for i, gpu in enumerate(view.gpus):
         if gpu.vendor != "amd" or not gpu.gfx:
@@ -225,7 +222,7 @@ def check_gfx_targets(view: EnvView, matrix: Matrix) -> list[Finding]:
                     status="outside-validated", severity="error", actual=gfx,
                     expected=", ".join(release.release.targets),
                     source=row_source(matrix, release.file.name, release.release),
-                    message=f"{gfx} is not a target ROCm {view.rocm_version} validates; its "
+                    message=f"{gfx} is not a target ROCm {release.release.version} validates; its "
                             "libraries carry no code objects for it (hipErrorNoBinaryForGpu / "
                             "invalid device function)."))
         elif gfx not in known:
@@ -361,7 +358,9 @@ def check_host_driver(view: EnvView) -> list[Finding]:
         out.append(Finding(
             code="inbox-amdgpu-driver", fact="kernel_driver.version", status="hazard",
             severity="warning", actual=view.amdgpu_version,
-            source="ROCm SMI driver-version fallback (FACTS.md §2.4, §2.6)",
+            source="AMD ROCm 7.x release notes, firmware and driver table: ROCm is validated "
+                   "with the listed AMD GPU Driver releases (FACTS.md §1.8); inbox detection "
+                   "per FACTS.md §2.4, §2.6",
             message="The distribution's in-kernel (inbox) amdgpu is loaded instead of the AMD GPU "
                     "Driver released with ROCm; AMD's matrix validates ROCm with its own driver "
                     "releases."))
@@ -370,10 +369,11 @@ def check_host_driver(view: EnvView) -> list[Finding]:
             out.append(Finding(
                 code="sriov-guest", fact="target.gpu", gpu=i, status="hazard", severity="info",
                 actual=f"{gpu.device_id} ({SRIOV_VF_IDS[gpu.device_id]})",
-                source="pciutils pci.ids (FACTS.md §1.13)",
+                source="pciutils pci.ids (FACTS.md §1.13); ROCm/ROCm#5231",
                 message=f"Device {gpu.device_id} is an SR-IOV virtual function: this is a guest "
-                        "VM. Firmware, driver-level power caps and partitioning are managed by "
-                        "the host; the guest's SMI cannot change them."))
+                        "VM. Host-level settings such as the power cap belong to the "
+                        "hypervisor host; the SMI in the guest does not offer changing them "
+                        "(ROCm/ROCm#5231)."))
             break
     override = view.environment.get("HSA_OVERRIDE_GFX_VERSION")
     if override:

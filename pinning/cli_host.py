@@ -229,9 +229,9 @@ def verify_text(report: VerifyReport, *, verbose: bool) -> str:
 @click.argument("lock_path", metavar="LOCK", type=click.Path(dir_okay=False))
 @_host_options
 @click.option("--strict", is_flag=True,
-              help="Warnings are drift too: a locked fact not probed, an extra package or "
-                   "variable, and an amdgpu module an unfrozen lock cannot compare (freeze the "
-                   "lock first).")
+              help="Warnings are drift too: a locked fact that could not be read, packages "
+                   "beyond the lock, an amdgpu module an unfrozen lock cannot compare (freeze "
+                   "the lock first), a driver above NVIDIA's listed range.")
 @click.option("-v", "--verbose", is_flag=True, help="List matching facts too.")
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
 def verify(lock_path: str, host_file: str | None, root: str | None, replay: str | None,

@@ -88,8 +88,12 @@ class _Merger:
             self.gpus_by_source[source] = gpus
 
     def set(self, attr: str, value: Any) -> None:
-        if value and not getattr(self.view, attr):
+        current = getattr(self.view, attr)
+        if value and not current:
             setattr(self.view, attr, value)
+        elif (attr == "rocm_version" and isinstance(value, str) and isinstance(current, str)
+              and value.startswith(current + ".")):
+            setattr(self.view, attr, value)  # an exact release (amd-smi) beats a series (HIP)
 
     def add(self, kind: str, parsed: Any) -> None:
         getattr(self, f"_{kind}")(parsed)

@@ -28,7 +28,7 @@ from pinning.checks import (
 from pinning.lockfile.models import Lockfile, Pinned
 from pinning.matrix.load import Matrix
 from pinning.probe.models import (
-    RUN_SCOPED_ENV,
+    NOT_JUDGED_ENV,
     TRITON_DISTRIBUTIONS,
     GpuFacts,
     HostFacts,
@@ -56,6 +56,10 @@ class VerifyReport(Strict):
 
     ``result`` is ``match`` when no finding has severity ``error`` (with ``strict``, also no
     ``warning``), else ``drift``. ``counts`` maps each status to how many findings have it.
+    Errors: a changed or missing locked value, a value outside the matrix's set, a hazard, a
+    behaviour variable set that the lock does not have. Warnings: a locked fact that could
+    not be read, packages installed beyond the lock, an amdgpu module an unfrozen lock
+    cannot compare, a driver above the range NVIDIA lists.
     """
 
     report_version: Literal[1] = REPORT_VERSION
@@ -71,8 +75,30 @@ class VerifyReport(Strict):
     @property
     def drift(self) -> list[Finding]:
         """The findings that make the result ``drift``."""
-        bad = {"error", "warning"} if self.strict else {"error"}
-        return [f for f in self.findings if f.severity in bad]
+        return [f for f in self.findings if is_drift(f, self.strict)]
+
+
+def torch_build_label(kind: str, cuda: str | None, hip: str | None) -> str:
+    """``cu130`` for CUDA 13.0, ``rocm6.3`` for HIP ``6.3.42131-...``, else ``cpu`` / kind."""
+    if kind == "cuda" and cuda:
+        return "cu" + cuda.replace(".", "")
+    if kind == "rocm" and hip:
+        m = re.match(r"(\d+)\.(\d+)", hip)
+        if m:
+            return f"rocm{m.group(1)}.{m.group(2)}"
+    return kind
+
+
+def is_drift(finding: Finding, strict: bool) -> bool:
+    """Errors are drift; with ``strict``, warnings too."""
+    return finding.severity == "error" or (strict and finding.severity == "warning")
+
+
+# Lock-free rules kept beside a lock comparison of the same fact: they explain the cause
+# (the driver minimum of the CUDA build, a CUDA Triton shadowing ROCm's). Other rule findings
+# on a fact the comparison already judged are left out as duplicates.
+EXPLAINING_RULES = frozenset({"driver-too-old-for-cuda", "cuda-triton-with-rocm-torch",
+                              "multiple-triton-distributions"})
 
 
 SEVERITY: dict[Status, Severity] = {
@@ -130,19 +156,33 @@ def allowed_contains(allowed: Iterable[str], value: str) -> bool:
     return False
 
 
+def constraint_bounds(constraint: str) -> tuple[str | None, str | None]:
+    """``(">=" bound, "<" bound)`` of a constraint such as ``>=525,<580`` (either may be
+    ``None``); clauses of other shapes are ignored.
+    """
+    low = high = None
+    for clause in constraint.split(","):
+        m = re.fullmatch(r"\s*(>=|<)\s*([0-9][0-9.]*)\s*", clause)
+        if m and m.group(1) == ">=":
+            low = m.group(2)
+        elif m:
+            high = m.group(2)
+    return low, high
+
+
 def constraint_holds(constraint: str, value: str) -> bool | None:
-    """``>=580`` style constraints on a dotted version; ``None`` if not comparable."""
-    m = re.fullmatch(r"\s*>=\s*([0-9.]+)\s*", constraint)
-    if not m:
-        return None
-    return version_at_least(value, m.group(1))
+    """Whether dotted ``value`` meets the lower bound of ``constraint`` (``>=580``);
+    ``None`` if there is none or ``value`` is not numeric. The upper bound is separate.
+    """
+    low, _high = constraint_bounds(constraint)
+    return version_at_least(value, low) if low else None
 
 
 class _Verifier:
     """Collects findings for one lock and one host."""
 
     def __init__(self, lock: Lockfile, facts: HostFacts, matrix: Matrix) -> None:
-        self.lock, self.facts, self.matrix = lock, facts, matrix
+        self.lock, self.facts = lock, facts
         self.findings: list[Finding] = []
         self.rows = {r.ref: r for r in lock.matrix.rows}
 
@@ -165,8 +205,7 @@ class _Verifier:
             message=message, expected=expected, actual=actual, gpu=gpu, source=source))
 
     def compare(self, fact: str, label: str, pinned: Pinned, reading: Reading | None,
-                *, gpu: int | None = None, actual_override: str | None = None,
-                comparable: bool = True) -> None:
+                *, gpu: int | None = None, comparable: bool = True) -> None:
         """Compare one pinned value with one reading (see the module docstring)."""
         src = self.source_of(pinned)
         where = f" (GPU {gpu})" if gpu is not None else ""
@@ -184,7 +223,7 @@ class _Verifier:
             self.add("not-probed", fact, "not-probed", f"{label}{where} could not be read: {why}.",
                      expected=pinned.value or _allowed_text(pinned), gpu=gpu, source=src)
             return
-        actual = actual_override or reading.value or ""
+        actual = reading.value or ""
         if pinned.value is not None:
             if actual == pinned.value:
                 self.add("match", fact, "match", f"{label}{where} is {actual}.",
@@ -222,6 +261,14 @@ class _Verifier:
             ok = allowed_contains(pinned.allowed, actual)
         elif pinned.constraint:
             ok = constraint_holds(pinned.constraint, actual)
+            high = constraint_bounds(pinned.constraint)[1]
+            if ok and high and version_at_least(actual, high):
+                self.add("above-range", fact, "outside-validated",
+                         f"{label}{where} {actual} is at or above {high}, the end of the range "
+                         f"listed for {self._context(pinned.ref)}; drivers are backward "
+                         "compatible, so this is a warning.", expected=expected, actual=actual,
+                         gpu=gpu, source=src, severity="warning")
+                return
         if ok is None:
             return
         if ok:
@@ -294,8 +341,10 @@ class _Verifier:
                  "bkc": "BKC"}.get(fw.kind, fw.kind)
         for g in self._locked_gpus():
             reading = g.pldm_bundle if fw.kind == "pldm-bundle" else g.vbios
-            # IFWI/BKC/MU names (``IFWI 47``) are not what the VBIOS string shows.
-            comparable = fw.kind in ("pldm-bundle", "vbios") or fw.version.origin == "host"
+            # AMD's IFWI / BKC / MU / "VBIOS D3430401-037" labels are not what the host's VBIOS
+            # string shows; only PLDM bundles and NVIDIA VBIOS strings compare with the matrix.
+            comparable = fw.kind == "pldm-bundle" or (
+                fw.kind == "vbios" and self.lock.target.vendor == "nvidia")
             self.compare("firmware.version", label, fw.version, reading, gpu=g.index,
                          comparable=comparable)
             if fw.vbios is not None:
@@ -360,13 +409,18 @@ class _Verifier:
         os_text = host_os_text(facts)
         os_reading = Reading.of(os_text, "/etc/os-release") if os_text else facts.os.id
         pinned = self.lock.os
-        if os_text and pinned.allowed and pinned.origin != "host":
+        if os_text and pinned.allowed and pinned.origin == "host":
+            # Exact value first, then the matrix's set with its series semantics (ol-9, ...).
+            self.compare("os", "OS", pinned.model_copy(update={"allowed": None}), os_reading)
+            pinned = pinned.model_copy(update={"origin": "matrix", "value": None})
+        if os_text and pinned.allowed:
             key = host_os_key(facts)
             assert key is not None
             ok = any(os_matches(key, entry) for entry in pinned.allowed)
             if ok:
-                self.add("os", "os", "match", f"OS {os_text} is validated.",
-                         expected=_allowed_text(pinned), actual=os_text)
+                if self.lock.os.origin != "host":
+                    self.add("os", "os", "match", f"OS {os_text} is validated.",
+                             expected=_allowed_text(pinned), actual=os_text)
             else:
                 self.add("os", "os", "outside-validated",
                          f"OS {os_text} is not one the matrix validates for "
@@ -451,7 +505,10 @@ class _Verifier:
         if local:
             reading = Reading.of(local, "dist-info local version")
         elif dist == "torch" and torch is not None and torch.kind != "unknown":
-            reading = Reading.of(torch.kind, torch.source)
+            # No local label (PyPI's default wheel, a source build): name the build the way
+            # the wheel indexes do, from torch.version.cuda / .hip (FACTS.md §2.8).
+            reading = Reading.of(torch_build_label(torch.kind, torch.cuda, torch.hip),
+                                 f"{torch.source} (no local version label)")
         else:
             reading = Reading.missing(f"{dist} {installed} has no local version label")
         self.compare(fact, f"{name} build", build, reading)
@@ -485,9 +542,9 @@ class _Verifier:
                      "AITER_USE_SYSTEM_TRITON=1; a dependency can pull CUDA Triton).",
                      expected=exp, actual=act, source=src)
         elif locked_tritons:
-            self.add("triton", "packages.triton", "match",
-                     "Triton is " + ", ".join(f"{n}=={v}" for n, v in locked_tritons.items()) + ".",
-                     expected=str(locked_tritons), actual=str(host_tritons))
+            text = ", ".join(f"{n}=={v}" for n, v in sorted(locked_tritons.items()))
+            self.add("triton", "packages.triton", "match", f"Triton is {text}.",
+                     expected=text, actual=text)
         changed, gone, extra = [], [], []
         for name, version in sorted(locked.items()):
             if name in TRITON_DISTRIBUTIONS:
@@ -561,7 +618,7 @@ class _Verifier:
         if self.lock.frozen is None:
             return
         for name, value in sorted(host_env.items()):
-            if name in self.lock.environment or name in (*RUN_SCOPED_ENV, "ROCM_PATH"):
+            if name in self.lock.environment or name in NOT_JUDGED_ENV:
                 continue
             self.add("env-extra", f"environment.{name}", "mismatch",
                      f"{name}={value} is set on the host but not in the lock; it changes kernels "
@@ -579,8 +636,7 @@ def _allowed_text(pinned: Pinned) -> str:
 def _floor(pinned: Pinned) -> str | None:
     """The lowest version an ``allowed`` list or ``>=`` constraint accepts, if numeric."""
     if pinned.constraint:
-        m = re.fullmatch(r"\s*>=\s*([0-9.]+)\s*", pinned.constraint)
-        return m.group(1) if m else None
+        return constraint_bounds(pinned.constraint)[0]
     bases = [_or_later(a)[0] for a in pinned.allowed or []]
     bases = [b for b in bases if re.fullmatch(r"[0-9]+(\.[0-9]+)+", b)]
     if not bases:
@@ -592,8 +648,8 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
            strict: bool = False) -> VerifyReport:
     """Compare ``lock`` with ``facts`` (see the module docstring); pure.
 
-    ``lock_name`` / ``host_name`` label the report. With ``strict``, warnings (a locked fact
-    not probed, an extra package or variable) also count as drift.
+    ``lock_name`` / ``host_name`` label the report. With ``strict``, warnings (see
+    :class:`VerifyReport`) also count as drift.
     """
     from pinning.probe.models import snapshot_hash
 
@@ -609,14 +665,16 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     v.image()
     v.environment()
     rule_findings = run_checks(view_from_facts(facts), matrix)
-    seen = {(f.code, f.fact) for f in v.findings}
-    findings = v.findings + [f for f in rule_findings if (f.code, f.fact) not in seen]
+    judged = {(f.fact, f.gpu) for f in v.findings if f.status != "match"}
+    findings = v.findings + [
+        f for f in rule_findings
+        if (f.fact, f.gpu) not in judged or f.code in EXPLAINING_RULES
+    ]
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.status] = counts.get(f.status, 0) + 1
-    bad = {"error", "warning"} if strict else {"error"}
     result: Literal["match", "drift"] = (
-        "drift" if any(f.severity in bad for f in findings) else "match"
+        "drift" if any(is_drift(f, strict) for f in findings) else "match"
     )
     return VerifyReport(
         lock=lock_name, lock_hash=lock.content_hash, host=host_name,

@@ -23,7 +23,7 @@ from pinning.lockfile.io import lock_json, seal
 from pinning.lockfile.models import Lockfile, Pinned
 from pinning.matrix.load import Matrix
 from pinning.probe.models import (
-    RUN_SCOPED_ENV,
+    NOT_JUDGED_ENV,
     GpuFacts,
     HostFacts,
     Reading,
@@ -31,9 +31,6 @@ from pinning.probe.models import (
     snapshot_hash,
 )
 from pinning.verify import FRAMEWORK_DISTRIBUTIONS, host_os_text, verify
-
-# Recorded by probe, but where things are rather than what they are: never frozen.
-_NOT_FROZEN_ENV = (*RUN_SCOPED_ENV, "ROCM_PATH")
 
 
 def _frozen_facts(lock: Lockfile) -> set[str]:
@@ -46,7 +43,6 @@ def _frozen_facts(lock: Lockfile) -> set[str]:
         ("kernel_driver.flavor", lock.kernel_driver.flavor),
         ("os", lock.os),
         ("kernel", lock.kernel),
-        ("runtime.version", lock.runtime.version),
         ("runtime.toolkit", lock.runtime.toolkit),
     ]
     for fw in lock.frameworks:
@@ -55,6 +51,8 @@ def _frozen_facts(lock: Lockfile) -> set[str]:
     out = {name for name, p in pinned if p is not None and p.origin == "host"}
     if lock.firmware.blocks is not None:
         out.add("firmware.blocks")
+    if lock.packages is not None:
+        out.add("packages")
     return out
 
 
@@ -93,11 +91,15 @@ def _host_pinned(value: str) -> dict[str, Any]:
 def _common(values: list[str | None]) -> tuple[str | None, str | None]:
     """The one value all GPUs report, or ``(None, why)``."""
     known = sorted({v for v in values if v})
-    if len(known) == 1 and all(values):
-        return known[0], None
+    if not values:
+        return None, "no GPU of the lock's vendor"
     if not known:
         return None, "not probed"
-    return None, "GPUs report different values: " + ", ".join(known)
+    if not all(values):
+        return None, "not probed on every GPU"
+    if len(known) > 1:
+        return None, "GPUs report different values: " + ", ".join(known)
+    return known[0], None
 
 
 def _common_blocks(gpus: list[GpuFacts]) -> dict[str, str]:
@@ -133,13 +135,13 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
             for g in gpus]
     value, why = _common(main)
     if not _set(fw["version"], value):
-        unfrozen.append(f"firmware.version ({why or 'no GPU'})")
+        unfrozen.append(f"firmware.version ({why})")
     if kind == "pldm-bundle":
         vbios, why = _common([g.vbios.value for g in gpus])
         if vbios:
             fw["vbios"] = _host_pinned(vbios)
         else:
-            unfrozen.append(f"firmware.vbios ({why or 'no GPU'})")
+            unfrozen.append(f"firmware.vbios ({why})")
     blocks = _common_blocks(gpus)
     if blocks:
         fw["blocks"] = blocks
@@ -169,7 +171,7 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
         dist = FRAMEWORK_DISTRIBUTIONS.get(fwk.name, fwk.name)
         installed = facts.python.version_of(dist)
         if installed is None:
-            unfrozen.append(f"frameworks.{fwk.name} ({dist} not installed)")
+            unfrozen.append(f"frameworks.{fwk.name}.version ({dist} not installed)")
             continue
         public, _, local = installed.partition("+")
         if fwk.version.origin != "host" and fwk.version.value:
@@ -183,12 +185,18 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
             if upstream:
                 fw_data["build"]["reason"] = f"frozen from the host; upstream publishes {upstream}"
 
+    if facts.python.distributions:
+        data["packages"] = {normalize_name(d.name): d.version
+                            for d in facts.python.distributions}
+    else:  # a previous freeze's packages stay only with --force (see `lost` below)
+        unfrozen.append(f"packages ({facts.python.reason or 'no Python distributions found'})")
+
     still = _frozen_facts(lock)
     lost = sorted(f for f in still if any(u.startswith(f + " ") for u in unfrozen))
     lost_findings = [
         Finding(code="not-refrozen", fact=f, status="not-probed", severity="error",
-                message=f"{f} was frozen before but cannot be read on this host; its previous "
-                        "value would be credited to the new snapshot.")
+                message=f"{f} was frozen before but cannot be read on this host; keeping the "
+                        "old value would credit it to the new snapshot.")
         for f in lost
     ]
     found += lost_findings
@@ -200,13 +208,8 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
                  "deviations in the lock.",
         )
 
-    if facts.python.distributions:
-        data["packages"] = {normalize_name(d.name): d.version
-                            for d in facts.python.distributions}
-    else:
-        unfrozen.append(f"packages ({facts.python.reason or 'no Python distributions found'})")
     data["environment"] = {k: v for k, v in sorted(facts.environment.items())
-                           if k not in _NOT_FROZEN_ENV}
+                           if k not in NOT_JUDGED_ENV}
     data["frozen"] = {
         "snapshot": snapshot_hash(facts),
         "host": host_label,

@@ -98,7 +98,7 @@ def _sysfs_firmware(host: HostRoot, base: str) -> dict[str, str]:
 
 def amd_gpus(
     host: HostRoot, runner: Runner, devices: list[tuple[str, str, str]],
-    identify: Callable[[str], str | None], start: int,
+    identify: Callable[[str], str | None], start: int, notes: list[str],
 ) -> tuple[list[GpuFacts], Reading]:
     """AMD GPUs from sysfs + KFD, completed with ``amd-smi static`` / ``firmware``."""
     from pinning.probe.formats.amd_smi import parse_amd_smi_firmware, parse_amd_smi_static
@@ -108,13 +108,12 @@ def amd_gpus(
     static_res, static_why = run_tool(runner, ("amd-smi", "static"))
     fw_res, fw_why = run_tool(runner, ("amd-smi", "firmware"))
     statics, fws = [], []
-    notes: list[str] = []
     if static_res is not None:
         try:
             statics = parse_amd_smi_static(static_res.stdout)
         except PinError as exc:
             static_why = exc.message
-            notes.append(static_why)
+            notes.append(f"amd-smi static: {static_why}")
     if fw_res is not None:
         try:
             fws = parse_amd_smi_firmware(fw_res.stdout)
@@ -349,7 +348,7 @@ def probe_nvidia_software(host: HostRoot, smi_driver: str | None) -> NvidiaFacts
         try:
             value = json.loads(raw)["cuda"]["version"]
             toolkit = Reading.of(str(value), "/usr/local/cuda/version.json")
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             toolkit = Reading.missing("/usr/local/cuda/version.json has no cuda.version")
     else:
         line = host.read_line("/usr/local/cuda/version.txt")

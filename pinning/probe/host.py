@@ -124,7 +124,7 @@ def _probe_container(host: HostRoot) -> ContainerFacts:
         image = fields.get("image")
         image_id = fields.get("imageid")
         return ContainerFacts(
-            inside=True, runtime=fields.get("engine", "podman").split()[0] or "podman",
+            inside=True, runtime=(fields.get("engine", "").split() or ["podman"])[0][:60],
             evidence="/run/.containerenv",
             image=Reading.of(image, "/run/.containerenv") if image
             else Reading.missing("/run/.containerenv names no image"),
@@ -227,7 +227,7 @@ def probe_host(
     gpus: list[GpuFacts] = []
     amd = nvidia = None
     if amd_devices or host.exists("/sys/module/amdgpu"):
-        found, tool = amd_gpus(host, runner, amd_devices, identify, 0)
+        found, tool = amd_gpus(host, runner, amd_devices, identify, 0, notes)
         gpus += found
         amd = probe_amd_software(host, env, tool, os_facts.kernel)
     if nv_devices or host.exists("/proc/driver/nvidia/version"):

@@ -51,6 +51,9 @@ RUN_SCOPED_ENV: tuple[str, ...] = (
     "CUDA_VISIBLE_DEVICES",
 )
 
+# Recorded by probe, but they say where things are, not what they are: never frozen or judged.
+NOT_JUDGED_ENV: tuple[str, ...] = (*RUN_SCOPED_ENV, "ROCM_PATH")
+
 # Distribution names that install the `triton` import package (FACTS.md §3.1, §3.3).
 TRITON_DISTRIBUTIONS: tuple[str, ...] = (
     "triton",

@@ -88,7 +88,7 @@ def _torch_build(host: HostRoot, site: str, version: str) -> TorchBuild:
             if isinstance(target, ast.Name):
                 try:
                     values[target.id] = ast.literal_eval(value)
-                except ValueError:
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                     continue
     hip, cuda = values.get("hip"), values.get("cuda")
     hip_s = hip if isinstance(hip, str) else None
@@ -183,7 +183,7 @@ def _read_distribution(
         try:
             url = json.loads(raw).get("url")
             direct_url = str(url) if url else None
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             direct_url = None
     record = host.read(f"{info}/RECORD") or ""
     return name, version, installer, direct_url, record

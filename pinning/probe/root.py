@@ -52,6 +52,8 @@ class HostRoot:
 
         Raises ``OSError`` (ELOOP) after 40 links.
         """
+        if "\x00" in abs_path:
+            raise OSError(errno.EINVAL, "path contains a NUL byte", abs_path.replace("\x00", "\\0"))
         if self.live:
             return Path("/" + abs_path.lstrip("/"))
         parts = [x for x in abs_path.split("/") if x not in ("", ".")]

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from pinning._io import atomic_write_bytes, read_regular_bytes
 from pinning.errors import ProbeError, UsageError
-from pinning.probe.models import HostFacts
+from pinning.probe.models import HostFacts, canonical_json
 
 
 def snapshot_text(facts: HostFacts) -> str:
@@ -50,8 +50,15 @@ def read_snapshot(path: Path) -> HostFacts:
             f"Host snapshot {path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
             hint=hint,
         ) from exc
+    except RecursionError as exc:
+        raise ProbeError(f"Host snapshot {path}: JSON nested too deeply.", hint=hint) from exc
     try:
-        return HostFacts.model_validate(data)
+        facts = HostFacts.model_validate(data)
+        canonical_json(facts)  # its hash must be computable (no lone surrogates)
+        return facts
+    except UnicodeEncodeError as exc:
+        raise ProbeError(f"Host snapshot {path}: a string is not valid Unicode ({exc.reason}).",
+                         hint=hint) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(top level)"

@@ -134,5 +134,6 @@ def test_probe_and_verify_the_lock_model(tmp_path):
     r = pin("probe", *host_args(host), "--lock", str(lock))
     line = next(x for x in r.stdout.splitlines() if x.startswith("Model org/model"))
     assert line.split()[-1] == rev
-    v = pin("verify", str(lock), *host_args(host), "-v")
-    assert "model.revision" in v.stdout and rev in v.stdout
+    v = pin("verify", str(lock), *host_args(host), "-v", "--format", "json")
+    model = [f for f in json.loads(v.stdout)["findings"] if f["fact"] == "model.revision"]
+    assert [(f["status"], f["actual"]) for f in model] == [("match", rev)]

@@ -232,7 +232,11 @@ def test_broken_snapshot_names_the_field(tmp_path):
                      "sys/bus/pci/devices/0000:01:00.0/class",
                      "sys/bus/pci/devices/0000:01:00.0/device",
                      "sys/class/kfd/kfd/topology/nodes/1/properties",
-                     "usr/local/cuda/version.json", "run/.containerenv"]),
+                     "usr/local/cuda/version.json", "run/.containerenv",
+                     "usr/lib/python3/dist-packages/torch-2.0.dist-info/METADATA",
+                     "usr/lib/python3/dist-packages/torch-2.0.dist-info/direct_url.json",
+                     "usr/lib/python3/dist-packages/torch/version.py",
+                     "usr/lib/python3/dist-packages/triton-1.dist-info/RECORD"]),
     st.text(max_size=80), max_size=8))
 def test_probe_never_crashes_on_odd_files(tmp_path_factory, files):
     root = tmp_path_factory.mktemp("odd")
@@ -240,5 +244,6 @@ def test_probe_never_crashes_on_odd_files(tmp_path_factory, files):
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
-    f = probe_host(root, NoRunner())
+    # Arbitrary text as VIRTUAL_ENV too (NUL bytes, odd paths) reaches the site-packages scan.
+    f = probe_host(root, NoRunner(), environ={"VIRTUAL_ENV": files.get("etc/os-release", "")[:20]})
     assert f.vendor in ("amd", "nvidia", "mixed", "none")

@@ -339,3 +339,108 @@ def test_fifo_inputs_do_not_hang(tmp_path):
     assert r.returncode == 7 and "not a regular file" in r.stderr
     r = pin("doctor", "-", "-")
     assert r.returncode == 2
+
+
+# --- code review round ------------------------------------------------------------------------
+
+
+def test_ifwi_labelled_firmware_freezes_and_verifies(matrix, host_copy):
+    lock = lock_for(matrix, "mi250x", "pytorch==2.7", rocm="7.1.1")
+    assert lock.firmware.version.allowed == ["IFWI 47 (or later)"]
+    host = host_copy("mi250x-rocm6.3")
+    (host / "root/opt/rocm/.info/version").write_text("7.1.1\n")
+    # (the recorded torch is 2.4.1, outside this lock: forced; the firmware is the point)
+    fz, found, _ = freeze(lock, recorded("", host), matrix, host_label="h", force=True)
+    assert [f.fact for f in found] == ["frameworks.pytorch.version"]
+    assert fz.firmware.version.value == "113-D65201-042"
+    report = verify(fz, recorded("", host), matrix, lock_name="l", host_name="h")
+    assert "firmware.version" not in {f.fact for f in report.drift}
+    fw = [f for f in report.findings if f.fact == "firmware.version"]
+    assert {f.status for f in fw} == {"match", "cannot-compare"}
+
+
+def test_os_series_entries_hold_after_freeze(matrix, frozen, host_copy):
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    host = host_copy("mi300x-rocm7.1")
+    (host / "root/etc/os-release").write_text(
+        'ID="rocky"\nVERSION_ID="9.4"\nVERSION="9.4 (Blue Onyx)"\nPRETTY_NAME="Rocky Linux 9.4"\n')
+    fz, found, _ = freeze(lock, recorded("", host), matrix, host_label="h")
+    assert found == [] and fz.os.value == "rocky-9.4"
+    report = verify(fz, recorded("", host), matrix, lock_name="l", host_name="h")
+    assert report.result == "match", [f.message for f in report.drift]
+    (host / "root/etc/os-release").write_text('ID=fedora\nVERSION_ID="40"\n')
+    report = verify(fz, recorded("", host), matrix, lock_name="l", host_name="h")
+    assert {f.status for f in report.drift if f.fact == "os"} == {"mismatch", "outside-validated"}
+
+
+def test_compound_driver_constraint(matrix, host_copy):
+    lock = lock_for(matrix, "h200", "pytorch==2.13.0", cuda="<13")
+    assert lock.kernel_driver.version.constraint == ">=525,<580"
+    host = host_copy("h200-cuda13")
+    proc = host / "root/proc/driver/nvidia/version"
+    text = proc.read_text()
+    proc.write_text(text.replace("580.95.05", "470.256.02"))
+    drv = [f for f in check(lock, host, matrix).findings if f.fact == "kernel_driver.version"]
+    assert any(f.status == "outside-validated" and f.severity == "error"
+               and "below 525" in f.message for f in drv)
+    proc.write_text(text)  # 580.95.05: above the 12.x range, still runs (warning)
+    drv = [f for f in check(lock, host, matrix).findings if f.fact == "kernel_driver.version"]
+    assert [(f.code, f.severity) for f in drv] == [("above-range", "warning")]
+
+
+def test_untagged_torch_wheel_build(matrix, host_copy):
+    lock = lock_for(matrix, "h200", "pytorch==2.13.0")
+    host = host_copy("h200-cuda13")
+    site = host / "root/usr/local/lib/python3.12/dist-packages"
+    shutil.move(site / "torch-2.13.0+cu130.dist-info", site / "torch-2.13.0.dist-info")
+    (site / "torch-2.13.0.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0\n")
+    vpy = site / "torch/version.py"
+    vpy.write_text(vpy.read_text().replace("2.13.0+cu130", "2.13.0"))
+    build = [f for f in check(lock, host, matrix).findings
+             if f.fact == "frameworks.pytorch.build"]
+    assert [(f.status, f.actual) for f in build] == [("match", "cu130")]
+
+
+@pytest.mark.parametrize("case", ["engine", "literal", "nul", "deep-json"])
+def test_odd_host_content_never_escapes_as_a_bug(host_copy, case):
+    host = host_copy("mi300x-rocm7.1")
+    if case == "engine":
+        (host / "root/run").mkdir()
+        (host / "root/run/.containerenv").write_text('engine=""\n')
+    elif case == "literal":
+        (host / SITE / "torch/version.py").write_text("x = {[1]: 2}\nhip = '6.3'\n")
+    elif case == "nul":
+        rec = host / "commands.toml"
+        rec.write_text(rec.read_text().replace('VIRTUAL_ENV = "/opt/venv"',
+                                               'VIRTUAL_ENV = "/opt/\\u0000venv"'))
+    else:
+        (host / "root/usr/local/cuda").mkdir(parents=True)
+        (host / "root/usr/local/cuda/version.json").write_text("[" * 100000 + "]" * 100000)
+    f = recorded("", host)
+    assert f.os.id.value == "ubuntu"
+
+
+def test_odd_inputs_are_pin_errors(tmp_path):
+    from pinning.errors import LockfileError
+    from pinning.lockfile.io import read_lock
+    from pinning.probe.snapshot import read_snapshot, snapshot_text
+
+    deep = tmp_path / "deep.lock"
+    deep.write_text("a = " + "[" * 100000 + "]" * 100000 + "\n")
+    with pytest.raises(LockfileError):
+        read_lock(deep)
+    snap = tmp_path / "host.json"
+    snap.write_text(snapshot_text(recorded("no-gpu")).replace('"debian"', '"\\ud800"'))
+    with pytest.raises(ProbeError) as exc:
+        read_snapshot(snap)
+    assert "Unicode" in exc.value.message
+
+
+def test_doctor_hip_series_uses_its_newest_release(matrix):
+    from pinning.checks import GpuView, check_gfx_targets
+
+    view = EnvView(rocm_version="6.3", gpus=[GpuView(vendor="amd", gfx="gfx1012")])
+    found = check_gfx_targets(view, matrix)
+    assert [f.code for f in found] == ["unsupported-gfx-target"]
+    assert "ROCm 6.3.3" in found[0].message
