@@ -28,6 +28,10 @@ SRIOV_VF_IDS: dict[str, str] = {"0x74b5": "Instinct MI300X VF", "0x74b9": "Insti
 
 HAZARDS_SOURCE = "pin FACTS.md §3 (install hazards)"
 
+# NVIDIA Data Center GPUs in the matrix's identity table: cuda-compat forward compatibility
+# applies to them (NVIDIA CUDA Compatibility, forward compatibility; FACTS.md §1.12).
+DATACENTER_NVIDIA: frozenset[str] = frozenset({"a100", "h100", "h200", "b200", "gb200"})
+
 
 class Finding(Strict):
     """One judged fact.
@@ -60,6 +64,7 @@ class GpuView:
     device_id: str | None = None
     gfx: str | None = None
     compute_capability: str | None = None
+    product: str | None = None
 
 
 @dataclass
@@ -82,6 +87,7 @@ class EnvView:
     torch_hip: str | None = None
     torch_files_version: str | None = None
     nvidia_driver: str | None = None
+    cuda_compat: bool = False
     rocm_version: str | None = None
     amdgpu_version: str | None = None
     amdgpu_kind: Literal["dkms", "inbox", "not-loaded"] | None = None
@@ -108,6 +114,7 @@ def view_from_facts(facts: HostFacts) -> EnvView:
             device_id=g.pci_device_id,
             gfx=g.gfx_target.value if g.gfx_target else None,
             compute_capability=g.compute_capability.value if g.compute_capability else None,
+            product=g.product,
         )
         for g in facts.gpus
     ]
@@ -120,6 +127,7 @@ def view_from_facts(facts: HostFacts) -> EnvView:
         torch_hip=torch.hip if torch else None,
         torch_files_version=torch.files_version if torch else None,
         nvidia_driver=facts.nvidia.driver.value if facts.nvidia else None,
+        cuda_compat=bool(facts.nvidia and facts.nvidia.cuda_compat),
         rocm_version=facts.amd.rocm.value if facts.amd else None,
         amdgpu_version=facts.amd.driver.value if facts.amd else None,
         amdgpu_kind=facts.amd.driver_kind if facts.amd else None,
@@ -171,6 +179,19 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
                     f"{view.nvidia_driver} was not checked.")]
     rule, f = hit
     ok = version_at_least(view.nvidia_driver, rule.min_driver)
+    nvidia = [g for g in view.gpus if g.vendor == "nvidia"]
+    if ok is False and view.cuda_compat and nvidia and all(
+            g.product in DATACENTER_NVIDIA for g in nvidia):
+        return [Finding(
+            code="driver-below-cuda-with-compat", fact="kernel_driver.version",
+            status="hazard", severity="warning", expected=f">={rule.min_driver}",
+            actual=view.nvidia_driver,
+            source=row_source(matrix, f.name, rule) + "; NVIDIA CUDA forward compatibility "
+                   "(cuda-compat, Data Center GPUs), FACTS.md §1.12",
+            message=f"torch {view.torch_version} is built with CUDA {view.torch_cuda}, which "
+                    f"needs NVIDIA driver {rule.min_driver} or newer; the host has "
+                    f"{view.nvidia_driver} with the cuda-compat libraries on a Data Center GPU, "
+                    "which NVIDIA supports (they must be on LD_LIBRARY_PATH).")]
     if ok is False:
         return [Finding(
             code="driver-too-old-for-cuda", fact="kernel_driver.version",
@@ -268,11 +289,11 @@ def check_torch_vendor(view: EnvView) -> list[Finding]:
             source="PyTorch build metadata (torch.version.cuda and torch.version.hip are None)",
             message=f"torch {view.torch_version} is built with neither CUDA nor ROCm, so no GPU "
                     "can be used; install a CUDA or ROCm build of PyTorch."))
-    if view.torch_kind == "cuda" and view.amd:
+    if view.torch_kind in ("cuda", "rocm") and view.amd and not view.nvidia:
         cu = sorted(p.name for p in view.packages if re.fullmatch(r"nvidia-.*-cu1\d", p.name))
         if cu:
             out.append(Finding(
-                code="cuda-libraries-on-amd", fact="packages", status="hazard",
+                code="cuda-libraries-on-amd", fact="packages.nvidia-cuda", status="hazard",
                 severity="warning", actual=", ".join(cu[:5]), source=HAZARDS_SOURCE + ", §3.2",
                 message="NVIDIA CUDA wheels are installed beside torch on an AMD host."))
     return out

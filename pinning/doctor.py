@@ -79,21 +79,27 @@ def _torch_kind(version: str) -> Literal["rocm", "cuda", "cpu"] | None:
 class _Merger:
     """Folds parsed sections into one :class:`EnvView` (first non-empty value wins)."""
 
+    # Where the host's ROCm release is read from, most trusted first: amd-smi reports the
+    # installed release; SGLang's HIPCC and vLLM's "ROCM Version" the host toolchain; torch's
+    # "ROCM used to build" only says what the wheel was built against.
+    _ROCM_PRIORITY = ("amd-smi", "sglang", "vllm", "torch-build")
+
     def __init__(self) -> None:
         self.view = EnvView()
         self.gpus_by_source: dict[str, list[GpuView]] = {}
+        self.rocm: dict[str, str] = {}
+
+    def rocm_from(self, source: str, value: str | None) -> None:
+        if value and source not in self.rocm:
+            self.rocm[source] = value
 
     def gpus(self, source: str, gpus: list[GpuView]) -> None:
         if gpus and source not in self.gpus_by_source:
             self.gpus_by_source[source] = gpus
 
     def set(self, attr: str, value: Any) -> None:
-        current = getattr(self.view, attr)
-        if value and not current:
+        if value and not getattr(self.view, attr):
             setattr(self.view, attr, value)
-        elif (attr == "rocm_version" and isinstance(value, str) and isinstance(current, str)
-              and value.startswith(current + ".")):
-            setattr(self.view, attr, value)  # an exact release (amd-smi) beats a series (HIP)
 
     def add(self, kind: str, parsed: Any) -> None:
         getattr(self, f"_{kind}")(parsed)
@@ -105,10 +111,10 @@ class _Merger:
             self.set("torch_cuda", _version_like(c.cuda_built))
         if c.torch_build == "rocm":
             self.set("torch_hip", c.rocm_built)
-            self.set("rocm_version", _rocm_from_hip(c.rocm_built))
+            self.rocm_from("torch-build", _rocm_from_hip(c.rocm_built))
         self.set("nvidia_driver", _version_like(c.nvidia_driver_version))
         if c.vllm_rocm_version:
-            self.set("rocm_version", _rocm_from_hip(c.vllm_rocm_version))
+            self.rocm_from("vllm", _rocm_from_hip(c.vllm_rocm_version))
         self.gpus("collect_env", [_gpu_from_name(n) for n in c.gpus])
         for name, version in (c.pip_packages or {}).items():
             self.view.packages.append(PackageView(name, version, "pip"))
@@ -124,7 +130,7 @@ class _Merger:
         if torch:
             self.set("torch_version", torch)
             self.set("torch_kind", _torch_kind(torch))
-        self.set("rocm_version", _rocm_from_hip(s.hip_version or s.hipcc))
+        self.rocm_from("sglang", _rocm_from_hip(s.hip_version or s.hipcc))
         if s.rocm_driver_version:
             self.set("amdgpu_version", s.rocm_driver_version)
             self.set("amdgpu_kind", "dkms")
@@ -144,7 +150,8 @@ class _Merger:
     def _amd_smi_version(self, v: Any) -> None:
         from pinning.probe.formats.amd_smi import is_inbox_driver_string
 
-        self.set("rocm_version", v.rocm)
+        if v.rocm and v.rocm != "N/A":
+            self.rocm_from("amd-smi", v.rocm)
         if v.amdgpu and v.amdgpu != "N/A":
             self.set("amdgpu_version", v.amdgpu)
             self.set("amdgpu_kind", "inbox" if is_inbox_driver_string(v.amdgpu) else "dkms")
@@ -198,6 +205,10 @@ class _Merger:
         self.set("nvidia_driver", module.version)
 
     def finish(self) -> EnvView:
+        for source in self._ROCM_PRIORITY:
+            if source in self.rocm:
+                self.view.rocm_version = self.rocm[source]
+                break
         # The richest GPU list wins: tools that print device IDs and targets over names.
         order = ["amd-smi static", "rocminfo", "nvidia-smi", "rocm-smi", "sglang", "collect_env"]
         for source in order:

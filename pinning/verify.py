@@ -17,6 +17,7 @@ from pydantic import Field
 
 from pinning._model import Strict
 from pinning.checks import (
+    DATACENTER_NVIDIA,
     HAZARDS_SOURCE,
     Finding,
     Severity,
@@ -95,10 +96,13 @@ def is_drift(finding: Finding, strict: bool) -> bool:
 
 
 # Lock-free rules kept beside a lock comparison of the same fact: they explain the cause
-# (the driver minimum of the CUDA build, a CUDA Triton shadowing ROCm's). Other rule findings
+# (the driver minimum of the CUDA build, a CUDA Triton shadowing ROCm's, a torch for the other
+# vendor, an amdgpu module older than the user space). Other rule findings
 # on a fact the comparison already judged are left out as duplicates.
 EXPLAINING_RULES = frozenset({"driver-too-old-for-cuda", "cuda-triton-with-rocm-torch",
-                              "multiple-triton-distributions"})
+                              "multiple-triton-distributions", "kmd-older-than-user-space",
+                              "cuda-torch-on-amd", "rocm-torch-on-nvidia",
+                              "driver-below-cuda-with-compat"})
 
 
 SEVERITY: dict[Status, Severity] = {
@@ -397,7 +401,21 @@ class _Verifier:
         else:
             reading = facts.nvidia.driver if facts.nvidia else Reading.missing(
                 "no NVIDIA GPU or kernel module on the host", absent=True)
+            before = len(self.findings)
             self.compare("kernel_driver.version", "NVIDIA driver", kd.version, reading)
+            gpus = self._locked_gpus()
+            if (facts.nvidia and facts.nvidia.cuda_compat and gpus
+                    and all(g.product in DATACENTER_NVIDIA for g in gpus)):
+                # Forward compatibility: cuda-compat on a Data Center GPU runs newer CUDA on
+                # an older driver branch (NVIDIA CUDA Compatibility; FACTS.md §1.12).
+                for i in range(before, len(self.findings)):
+                    f = self.findings[i]
+                    if f.status == "outside-validated":
+                        self.findings[i] = f.model_copy(update={
+                            "severity": "warning",
+                            "message": f.message + " cuda-compat is present "
+                                       f"({facts.nvidia.cuda_compat}) on a Data Center GPU, "
+                                       "which NVIDIA supports."})
             if kd.flavor is not None:
                 flavor = facts.nvidia.module_kind if facts.nvidia else None
                 self.compare("kernel_driver.flavor", "NVIDIA kernel module", kd.flavor,
@@ -665,7 +683,10 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     v.image()
     v.environment()
     rule_findings = run_checks(view_from_facts(facts), matrix)
-    judged = {(f.fact, f.gpu) for f in v.findings if f.status != "match"}
+    # A rule finding repeats the comparison when that already judged the fact (changed,
+    # missing, outside the matrix); it stays when the comparison could not judge it.
+    judged = {(f.fact, f.gpu) for f in v.findings
+              if f.status in ("mismatch", "missing", "outside-validated")}
     findings = v.findings + [
         f for f in rule_findings
         if (f.fact, f.gpu) not in judged or f.code in EXPLAINING_RULES

@@ -59,9 +59,10 @@ def _frozen_facts(lock: Lockfile) -> set[str]:
 def deviations(lock: Lockfile, facts: HostFacts, matrix: Matrix) -> list[Finding]:
     """Error findings that put ``facts`` outside what ``lock`` validated.
 
-    A previous freeze's exact values do not count (a freeze replaces them), nor do packages,
-    variables or the model (fetched later); whether the host is inside the matrix's sets,
-    the runtime release, hazards and absences always count.
+    A previous freeze's exact values do not count (a freeze replaces them), nor do changed
+    packages, variables or the model (fetched later); whether the host is inside the matrix's
+    sets, the runtime release, hazards (two Tritons, a torch for the other vendor) and
+    absences always count.
     """
     report = verify(lock, facts, matrix, lock_name="lock", host_name="host")
     replaced = _frozen_facts(lock)
@@ -69,7 +70,7 @@ def deviations(lock: Lockfile, facts: HostFacts, matrix: Matrix) -> list[Finding
         f for f in report.findings
         if f.severity == "error"
         and not (f.status == "mismatch" and f.fact in replaced)
-        and not f.fact.startswith(("packages", "environment", "model"))
+        and not (f.status != "hazard" and f.fact.startswith(("packages", "environment", "model")))
     ]
 
 
@@ -102,12 +103,19 @@ def _common(values: list[str | None]) -> tuple[str | None, str | None]:
     return known[0], None
 
 
-def _common_blocks(gpus: list[GpuFacts]) -> dict[str, str]:
-    """Firmware blocks with the same version on every GPU."""
+def _common_blocks(gpus: list[GpuFacts]) -> tuple[dict[str, str], list[str]]:
+    """Firmware blocks with the same version on every GPU, and the blocks that differ."""
     if not gpus:
-        return {}
-    first = gpus[0].firmware
-    return {k: v for k, v in sorted(first.items()) if all(g.firmware.get(k) == v for g in gpus)}
+        return {}, []
+    names = sorted({k for g in gpus for k in g.firmware})
+    same, differ = {}, []
+    for k in names:
+        values = [g.firmware.get(k) for g in gpus]
+        if len(set(values)) == 1 and values[0] is not None:
+            same[k] = values[0]
+        else:
+            differ.append(f"{k} " + "/".join(v or "absent" for v in values))
+    return same, differ
 
 
 def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
@@ -142,7 +150,10 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
             fw["vbios"] = _host_pinned(vbios)
         else:
             unfrozen.append(f"firmware.vbios ({why})")
-    blocks = _common_blocks(gpus)
+    blocks, differ = _common_blocks(gpus)
+    if differ:
+        unfrozen.append("firmware blocks that differ between GPUs (left out of the lock): "
+                        + ", ".join(differ))
     if blocks:
         fw["blocks"] = blocks
     elif lock.firmware.blocks is not None:

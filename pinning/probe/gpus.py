@@ -355,4 +355,7 @@ def probe_nvidia_software(host: HostRoot, smi_driver: str | None) -> NvidiaFacts
         m = re.search(r"CUDA Version\s+(\d+(?:\.\d+)*)", line or "")
         if m:
             toolkit = Reading.of(m.group(1), "/usr/local/cuda/version.txt")
-    return NvidiaFacts(driver=driver, module_kind=kind, cuda_toolkit=toolkit)
+    compat = "/usr/local/cuda/compat"
+    has_compat = bool(host.glob(f"{compat}/libcuda.so*"))
+    return NvidiaFacts(driver=driver, module_kind=kind, cuda_toolkit=toolkit,
+                       cuda_compat=compat if has_compat else None)

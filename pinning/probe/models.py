@@ -164,6 +164,10 @@ class NvidiaFacts(Strict):
     driver: Reading
     module_kind: Literal["proprietary", "open"] | None = None
     cuda_toolkit: Reading
+    cuda_compat: str | None = Field(
+        default=None,
+        description="Folder of the cuda-compat forward-compatibility libraries, when present.",
+    )
 
 
 class Distribution(Strict):

@@ -444,3 +444,105 @@ def test_doctor_hip_series_uses_its_newest_release(matrix):
     found = check_gfx_targets(view, matrix)
     assert [f.code for f in found] == ["unsupported-gfx-target"]
     assert "ROCm 6.3.3" in found[0].message
+
+
+# --- realistic-scenario round -------------------------------------------------------------------
+
+
+def _set_module(host, version):
+    (host / "root/sys/module/amdgpu/version").write_text(version + "\n")
+
+
+def test_old_kmd_is_reported_against_an_unfrozen_lock(matrix, host_copy):
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    host = host_copy("mi300x-rocm7.1")
+    _set_module(host, "6.8.5")
+    report = check(lock, host, matrix)
+    kmd = [f for f in report.findings if f.code == "kmd-older-than-user-space"]
+    assert len(kmd) == 1 and kmd[0].severity == "warning"
+    assert check(lock, host, matrix, strict=True).result == "drift"
+
+
+def _cuda_torch(host):
+    site = host / SITE
+    shutil.move(site / "torch-2.7.0+rocm6.3.dist-info", site / "torch-2.7.0+cu126.dist-info")
+    (site / "torch-2.7.0+cu126.dist-info/METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.7.0+cu126\n")
+    (site / "torch/version.py").write_text(
+        "__version__ = '2.7.0+cu126'\ncuda = '12.6'\nhip = None\n")
+
+
+def test_cuda_torch_on_amd_is_drift_and_refused_by_freeze(matrix, host_copy):
+    from pinning.errors import DriftError
+
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    host = host_copy("mi300x-rocm7.1")
+    _cuda_torch(host)
+    report = check(lock, host, matrix)
+    assert "cuda-torch-on-amd" in {f.code for f in report.drift}
+    with pytest.raises(DriftError) as exc:
+        freeze(lock, recorded("", host), matrix, host_label="h")
+    assert "frameworks.pytorch.build" in exc.value.message
+
+
+def test_two_tritons_are_refused_by_freeze(matrix, host_copy):
+    from pinning.errors import DriftError
+
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    host = host_copy("mi300x-rocm7.1")
+    info = host / SITE / "triton-3.4.0+git1234.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: triton\nVersion: 3.4.0+git1234\n")
+    with pytest.raises(DriftError) as exc:
+        freeze(lock, recorded("", host), matrix, host_label="h")
+    assert "packages.triton" in exc.value.message
+
+
+def test_blocks_that_differ_between_gpus_are_noted(matrix, host_copy):
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    host = host_copy("mi300x-rocm7.1")
+    (host / "root/sys/bus/pci/devices/0000:26:00.0/fw_version/mec_fw_version").write_text(
+        "0x000080c5\n")
+    fz, _, unfrozen = freeze(lock, recorded("", host), matrix, host_label="h")
+    assert "mec" not in fz.firmware.blocks and "mec2" in fz.firmware.blocks
+    assert any("mec 0x000080bf/0x000080c5" in u for u in unfrozen)
+    assert any("left out of the lock" in n for n in fz.notes)
+
+
+def test_doctor_host_rocm_does_not_depend_on_paste_order(matrix):
+    env = ("PyTorch version: 2.7.0+rocm6.3\nCUDA used to build PyTorch: N/A\n"
+           "ROCM used to build PyTorch: 6.3.42131-fa1d09cbd\n")
+    pip = "jax 0.7.1\njaxlib 0.7.1\njax-rocm7-plugin 0.7.1\njax-rocm7-pjrt 0.7.1\n"
+    smi = ("AMDSMI Tool: 26.2.0+021c61fc | AMDSMI Library version: 26.2.0 | ROCm version: 7.1.1 "
+           "| amdgpu version: 6.16.6 | amd_hsmp version: N/A\n")
+    for order in ((env, pip, smi), (smi, env, pip)):
+        report = doctor([(f"d{i}", t) for i, t in enumerate(order)], matrix)
+        assert report.environment["rocm"] == "7.1.1"
+        assert report.findings == []
+
+
+def test_cuda_compat_on_a_datacenter_gpu_is_a_warning(matrix, host_copy):
+    lock = lock_for(matrix, "h200", "pytorch==2.13.0")
+    host = host_copy("h200-cuda13")
+    proc = host / "root/proc/driver/nvidia/version"
+    proc.write_text(proc.read_text().replace("580.95.05", "575.57.08"))
+    findings = check(lock, host, matrix).findings
+    assert "driver-too-old-for-cuda" in {f.code for f in findings}
+    compat = host / "root/usr/local/cuda/compat"
+    compat.mkdir()
+    (compat / "libcuda.so.1").write_text("")
+    findings = check(lock, host, matrix).findings
+    rule = [f for f in findings if f.code.startswith("driver-")]
+    assert [(f.code, f.severity) for f in rule] == [("driver-below-cuda-with-compat", "warning")]
+    assert check(lock, host, matrix).result == "match"  # warnings; --strict would drift
+
+
+def test_nvidia_wheels_beside_rocm_torch(matrix, host_copy):
+    host = host_copy("mi300x-rocm7.1")
+    info = host / SITE / "nvidia_cuda_runtime_cu13-13.0.96.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: nvidia-cuda-runtime-cu13\nVersion: 13.0.96\n")
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    codes = {f.code for f in check(lock, host, matrix).findings}
+    assert "cuda-libraries-on-amd" in codes
