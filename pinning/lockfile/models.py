@@ -158,11 +158,26 @@ class Model(Strict):
 
 
 class Image(Strict):
-    """The container image: base reference and digest, and the built manifest digest."""
+    """The container image: base reference and digest, and the built manifest digest.
+
+    ``ref`` is where ``pin build`` pushed it (``host/repo@sha256:...``); ``epoch`` the fixed
+    time (seconds since 1970) written into every file and the config of the image.
+    """
 
     base: Pinned
     base_digest: Pinned
     digest: Pinned
+    ref: Pinned | None = None
+    epoch: int | None = None
+
+
+class Wheel(Strict):
+    """One wheel the image installs, by file name and sha256 (``pip --require-hashes``)."""
+
+    name: str
+    version: str
+    filename: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
 class Frozen(Strict):
@@ -206,4 +221,7 @@ class Lockfile(Strict):
         description="Exact Python distributions (PEP 503 name -> version), frozen from a host.",
     )
     frozen: Frozen | None = None
+    wheels: list[Wheel] | None = Field(
+        default=None, description="The wheels the image installs, recorded by the first pin build."
+    )
     notes: list[str] = Field(default_factory=list)

@@ -24,6 +24,30 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
+# Real PyPI wheels, downloaded by `make wheelhouse` (part of `make test`).
+WHEELS = ROOT / ".wheelhouse"
+SMALL_PACKAGES = {"idna": "3.10", "packaging": "24.2", "six": "1.16.0"}
+
+
+def small_lock():  # type: ignore[no-untyped-def]
+    """A resolved MI300X lock whose [packages] are three small pure-Python wheels."""
+    from pinning.lockfile.build import lock_from_resolution
+    from pinning.lockfile.io import lock_json, seal
+    from pinning.matrix.load import load_matrix
+    from pinning.resolve import Constraints, parse_framework, parse_runtime_spec, resolve
+
+    if not WHEELS.is_dir():
+        pytest.fail(f"{WHEELS} is missing: run `make wheelhouse`")
+    m = load_matrix()
+    c = Constraints(gpu="mi300x", frameworks=(parse_framework("pytorch==2.7"),),
+                    rocm=parse_runtime_spec("--rocm", "7.1.1"))
+    data = lock_json(lock_from_resolution(resolve(m, c), m))
+    data["packages"] = dict(SMALL_PACKAGES)
+    data["environment"] = {"PIN_TRIAL": "1"}
+    data.pop("content-hash")
+    return seal(data)
+
 
 def _unavailable(reason: str) -> None:
     if os.environ.get("PIN_REQUIRE_DOCKER") == "1":
@@ -44,7 +68,7 @@ def _wait(check, what: str, timeout: float = 60.0) -> None:  # type: ignore[no-u
         try:
             if check():
                 return
-        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
+        except Exception as exc:
             last = exc
         time.sleep(0.2)
     pytest.fail(f"{what} did not come up in {timeout:g} s ({last})")

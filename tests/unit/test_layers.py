@@ -90,3 +90,31 @@ def test_normalisation_is_idempotent_and_order_free(files, mtime, uid):
     assert once == again
     rev = normalize_layer(io.BytesIO(make_tar(files, mtime=0, uid=0, reverse=True)), epoch=EPOCH)
     assert once == rev
+
+
+def _layer(files: dict[str, bytes | None]) -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+def test_squash_applies_whiteouts_and_drops_volatile():
+    from pinning.build.layers import squash_layers
+
+    one = _layer({"tmp/wheels/a.whl": b"w", "usr/local/lib/x.py": b"1", "opt/d": None,
+                  "opt/d/old": b"o"})
+    two = _layer({"tmp/.wh.wheels": b"", "usr/local/lib/x.py": b"2", "opt/d/.wh..wh..opq": b"",
+                  "opt/d/new": b"n", "var/log/pip.log": b"l"})
+    out = squash_layers([one, two], epoch=EPOCH)
+    with tarfile.open(fileobj=io.BytesIO(out)) as t:
+        names = {m.name: t.extractfile(m).read() if m.isreg() else None for m in t}
+    assert names == {"opt/d": None, "opt/d/new": b"n", "usr/local/lib/x.py": b"2"}
