@@ -431,9 +431,11 @@ def lock_validate(paths: tuple[str, ...]) -> None:
 
 
 def _register_host_commands() -> None:
+    from pinning.cli_build import register as register_build
     from pinning.cli_host import register
 
     register(main)
+    register_build(main)
 
 
 _register_host_commands()
