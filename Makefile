@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench schemas lockfiles matrix-data clean
+.PHONY: install wheelhouse demo test lint bench schemas lockfiles matrix-data clean
 
 install: $(STAMP)
 
@@ -29,7 +29,17 @@ demo: install
 	@echo "--- a pasted collect_env from pytorch/pytorch#37320 (pin doctor exits 6 on a problem):"
 	$(BIN)/pin doctor tests/data/dumps/pytorch-pytorch-37320.txt; test $$? -eq 6
 
-test: install
+# Real PyPI wheels the image-build tests install (pure Python, any platform).
+WHEELHOUSE := .wheelhouse
+TEST_WHEELS := idna==3.10 packaging==24.2 six==1.16.0
+
+wheelhouse: $(WHEELHOUSE)/.stamp
+
+$(WHEELHOUSE)/.stamp: Makefile | install
+	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d $(WHEELHOUSE) $(TEST_WHEELS)
+	touch $@
+
+test: install wheelhouse
 	$(BIN)/python -m pytest -q
 
 lint: install
@@ -58,4 +68,4 @@ matrix-data: install
 	$(BIN)/pin matrix import-pytorch tests/data/release-compatibility-matrix.md --checked 2026-11-29 -o pinning/matrix/data/pytorch-wheels.toml
 
 clean:
-	rm -rf $(VENV) pin.lock demo-out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) pin.lock demo-out $(WHEELHOUSE) .pytest_cache .mypy_cache .ruff_cache .hypothesis

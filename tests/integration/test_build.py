@@ -8,7 +8,8 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import WHEELS, small_lock
+
+from integration.components import WHEELS, small_lock
 
 pytestmark = pytest.mark.docker
 

@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import WHEELS, small_lock
 
+from integration.components import WHEELS, small_lock
 from pinning.lockfile.io import read_lock, write_lock
 
 pytestmark = pytest.mark.docker
