@@ -49,6 +49,7 @@ lint: install
 bench: install
 	$(BIN)/python bench/bench_resolve.py
 	$(BIN)/python bench/bench_probe.py
+	$(BIN)/python bench/bench_build.py
 
 schemas: install
 	$(BIN)/python -c "from pathlib import Path; from pinning.schemas import write; [print('wrote', p) for p in write(Path('schemas'))]"
