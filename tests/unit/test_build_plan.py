@@ -1,0 +1,104 @@
+"""Build planning without an engine: wheels and their hashes, the inputs hash, the epoch,
+the rendered Dockerfile, deterministic OCI documents, and the errors a user sees (exit 8)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from conftest import ROOT
+
+from pinning.build.image import build_inputs_hash, default_epoch, plan_build, render_context
+from pinning.build.layers import gzip_layer
+from pinning.build.oci import LOCK_LABEL, image_docs
+from pinning.errors import BuildError
+from pinning.lockfile.io import lock_json, read_lock, seal
+
+BASE = "127.0.0.1:5000/pin/base@sha256:" + "a" * 64
+
+
+def lock_with(packages, **extra):
+    data = lock_json(read_lock(ROOT / "lockfiles/mi300x-pytorch-2.13.0.lock"))
+    data["packages"] = packages
+    data.update(extra)
+    data.pop("content-hash")
+    return seal(data)
+
+
+@pytest.fixture
+def wheelhouse(tmp_path):
+    for name in ("six-1.16.0-py2.py3-none-any.whl", "idna-3.10-py3-none-any.whl"):
+        (tmp_path / name).write_bytes(name.encode())
+    return tmp_path
+
+
+def test_first_build_hashes_wheels_and_rebuild_checks_them(wheelhouse):
+    lock = lock_with({"six": "1.16.0", "idna": "3.10"})
+    plan = plan_build(lock, BASE, wheelhouse)
+    assert [(w.name, w.filename) for w in plan.wheels] == [
+        ("idna", "idna-3.10-py3-none-any.whl"), ("six", "six-1.16.0-py2.py3-none-any.whl")]
+    assert plan.wheels[1].sha256 == hashlib.sha256(
+        b"six-1.16.0-py2.py3-none-any.whl").hexdigest()
+    recorded = lock.model_copy(update={"wheels": list(plan.wheels)})
+    assert plan_build(recorded, BASE, wheelhouse).input_hash == plan.input_hash
+    (wheelhouse / "six-1.16.0-py2.py3-none-any.whl").write_bytes(b"other")
+    with pytest.raises(BuildError) as exc:
+        plan_build(recorded, BASE, wheelhouse)
+    assert exc.value.exit_code == 8 and "does not match the lock" in exc.value.message
+
+
+def test_plan_errors(wheelhouse, tmp_path):
+    with pytest.raises(BuildError, match="not pinned by digest"):
+        plan_build(lock_with({"six": "1.16.0"}), "127.0.0.1:5000/pin/base:latest", wheelhouse)
+    with pytest.raises(BuildError, match="No wheel for numpy==2.1.2"):
+        plan_build(lock_with({"numpy": "2.1.2"}), BASE, wheelhouse)
+    with pytest.raises(BuildError, match="names no Python packages"):
+        plan_build(lock_with(None), BASE, wheelhouse)
+    with pytest.raises(BuildError, match="is not a directory"):
+        plan_build(lock_with({"six": "1.16.0"}), BASE, tmp_path / "absent")
+
+
+def test_inputs_hash_ignores_what_a_build_records(wheelhouse):
+    lock = lock_with({"six": "1.16.0"})
+    data = lock_json(lock)
+    data["image"]["digest"] = {"value": "sha256:" + "b" * 64, "origin": "derived"}
+    data["image"]["epoch"] = 1
+    data.pop("content-hash")
+    assert build_inputs_hash(seal(data)) == build_inputs_hash(lock)
+    assert build_inputs_hash(lock_with({"six": "1.16.0"}, environment={"X": "1"})) != \
+        build_inputs_hash(lock)
+
+
+def test_epoch_is_fixed_by_the_lock():
+    lock = lock_with({"six": "1.16.0"})
+    assert default_epoch(lock) == default_epoch(lock)
+    assert default_epoch(lock) % 86400 == 0
+
+
+def test_rendered_dockerfile(wheelhouse, tmp_path):
+    lock = lock_with({"six": "1.16.0"}, environment={"HIPBLASLT_ALLOW_TF32": "1"})
+    plan = plan_build(lock, BASE, wheelhouse)
+    ctx = render_context(plan, wheelhouse, tmp_path / "ctx")
+    text = (ctx / "Dockerfile").read_text()
+    assert f"FROM {BASE}" in text and 'ENV HIPBLASLT_ALLOW_TF32="1"' in text
+    assert "--require-hashes" in text and "--no-deps" in text and "--no-index" in text
+    assert f'{LOCK_LABEL}="{plan.input_hash}"' in text
+    req = (ctx / "wheels/requirements.txt").read_text()
+    assert req == f"six==1.16.0 --hash=sha256:{plan.wheels[0].sha256}\n"
+
+
+def test_oci_documents_are_deterministic():
+    layer = gzip_layer(b"tar bytes")
+    a = image_docs([layer], epoch=1700000000, env={"B": "2", "A": "1"}, labels={"k": "v"})
+    b = image_docs([layer], epoch=1700000000, env={"A": "1", "B": "2"}, labels={"k": "v"})
+    assert a.manifest == b.manifest and a.digest == b.digest
+    config = json.loads(a.config)
+    assert config["created"] == "2023-11-14T22:13:20Z"
+    assert config["config"]["Env"] == ["A=1", "B=2"]
+    assert config["rootfs"]["diff_ids"] == [layer.diff_id]
+    manifest = json.loads(a.manifest)
+    assert manifest["config"]["digest"] == a.config_digest
+    assert manifest["layers"][0] == {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                                     "digest": layer.digest, "size": layer.size}
+    assert image_docs([layer], epoch=1700000001).digest != a.digest
