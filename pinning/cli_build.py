@@ -147,8 +147,12 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
             mark = "identical" if built.docs.digest == want else "DIFFERENT"
             click.echo(f"run {i + 1}/{runs}: {built.docs.digest} {mark}")
         if built.docs.digest != want:
-            if registry_url and lock.image.ref and lock.image.ref.value:
-                expected = fetch_docs(registry_url, lock.image.ref.value)
+            if lock.image.ref and lock.image.ref.value:
+                from pinning.build.run import registry_url as url_for
+                from pinning.build.run import split_ref
+
+                url = registry_url or url_for(split_ref(lock.image.ref.value)[0])
+                expected = fetch_docs(url, lock.image.ref.value)
             elif first is not None:
                 expected = first
             else:

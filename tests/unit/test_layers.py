@@ -117,4 +117,38 @@ def test_squash_applies_whiteouts_and_drops_volatile():
     out = squash_layers([one, two], epoch=EPOCH)
     with tarfile.open(fileobj=io.BytesIO(out)) as t:
         names = {m.name: t.extractfile(m).read() if m.isreg() else None for m in t}
-    assert names == {"opt/d": None, "opt/d/new": b"n", "usr/local/lib/x.py": b"2"}
+    # The opaque marker stays: it also hides what the base had in opt/d.
+    assert names == {"opt/d": None, "opt/d/.wh..wh..opq": b"", "opt/d/new": b"n",
+                     "usr/local/lib/x.py": b"2"}
+
+
+def test_squash_keeps_deletions_of_base_files_and_recreations():
+    from pinning.build.layers import squash_layers
+
+    one = _layer({"etc/.wh.motd": b"", "etc/.wh.issue": b""})
+    two = _layer({"etc/issue": b"new"})
+    out = squash_layers([one, two], epoch=EPOCH)
+    with tarfile.open(fileobj=io.BytesIO(out)) as t:
+        names = sorted(m.name for m in t)
+    assert names == ["etc/.wh.motd", "etc/issue"]
+
+
+def test_hardlinks_are_written_after_their_target():
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        link = tarfile.TarInfo("a-c/g")
+        link.type, link.linkname = tarfile.LNKTYPE, "a/b/f"
+        tar.addfile(link)
+        data = tarfile.TarInfo("a/b/f")
+        data.size = 3
+        tar.addfile(data, io.BytesIO(b"abc"))
+        dropped = tarfile.TarInfo("x/link-to-log")
+        dropped.type, dropped.linkname = tarfile.LNKTYPE, "var/log/y"
+        tar.addfile(dropped)
+    out = normalize_layer(io.BytesIO(buf.getvalue()), epoch=EPOCH)
+    with tarfile.open(fileobj=io.BytesIO(out)) as t:
+        members = {m.name: m for m in t}
+        order = [m.name for m in t.getmembers()]
+        assert order == ["a/b/f", "a-c/g"]  # components sort: "a" before "a-c"
+        assert members["a-c/g"].islnk() and members["a-c/g"].linkname == "a/b/f"
+    assert "x/link-to-log" not in members  # its target is a dropped volatile path

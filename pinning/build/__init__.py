@@ -1,0 +1,1 @@
+"""Image build: context, engine, layer normalisation, registry (issue 4)."""

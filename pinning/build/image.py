@@ -1,0 +1,267 @@
+"""Build the trial image a lockfile describes, normalise it, push the exact bytes.
+
+Plan (pure): :func:`plan_build` turns a lock, a base image reference and a wheel house into a
+:class:`BuildPlan` (wheels with sha256, environment, epoch, the label holding the hash of the
+lock's build inputs). Execute: :func:`render_context` writes the Dockerfile (from
+``images/Dockerfile.tmpl``) and context; :func:`engine_build` runs it on a Docker Engine
+through the SDK with the network off and surfaces errors the SDK hides in its stream;
+:func:`export_layers` saves the image; :func:`assemble` normalises it (base layers each,
+everything above squashed into one layer) into :class:`~pinning.build.oci.ImageDocs` whose
+digest depends only on the files. Every failure is a :class:`~pinning.errors.BuildError`
+(exit 8).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import json
+import re
+import shutil
+import string
+import tarfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pinning.build.layers import LayerBlob, gzip_layer, normalize_layer, squash_layers
+from pinning.build.oci import LOCK_LABEL, ImageDocs, image_docs
+from pinning.errors import BuildError
+from pinning.lockfile.io import lock_json
+from pinning.lockfile.models import Lockfile, Wheel
+from pinning.probe.models import normalize_name
+
+def _engine_errors() -> tuple[type[BaseException], ...]:
+    """What the Docker SDK may raise when the engine fails or goes away mid-stream."""
+    import docker
+    import requests
+    import urllib3
+
+    return (docker.errors.DockerException, requests.RequestException,
+            urllib3.exceptions.HTTPError, OSError, ValueError, KeyError)
+
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "images" / "Dockerfile.tmpl"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything a build needs, decided before any side effect.
+
+    ``base_ref`` is ``host/repo@sha256:...``; ``wheels`` what pip installs (name, version,
+    file, sha256); ``env`` the lock's environment; ``epoch`` seconds since 1970;
+    ``input_hash`` the sha256 of the build inputs: the lock (without its ``[image]``
+    record), the base digest and the epoch (written as the image label).
+    """
+
+    base_ref: str
+    wheels: tuple[Wheel, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    epoch: int = 0
+    input_hash: str = ""
+
+
+def default_epoch(lock: Lockfile) -> int:
+    """The lock's fixed time: midnight UTC of the newest matrix row date it cites, so the
+    same lock always gives the same epoch (seconds since 1970).
+    """
+    dates = [r.published or r.checked for r in lock.matrix.rows]
+    newest = max((d for d in dates if d), default="2026-01-01")
+    day = dt.date.fromisoformat(str(newest))
+    return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
+
+
+def build_inputs_hash(lock: Lockfile) -> str:
+    """sha256 of the lock without its ``[image]`` table (what a build records: base, epoch,
+    digest, ref; the base is in the image as its layers) and the content hash: equal for a
+    lock before and after it records its image.
+    """
+    data = lock_json(lock)
+    data.pop("content-hash", None)
+    data.pop("image", None)
+    canon = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+
+
+_WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+
+
+def find_wheels(lock: Lockfile, wheelhouse: Path) -> tuple[Wheel, ...]:
+    """The wheels to install: the lock's recorded ``wheels`` (a rebuild), else one wheel per
+    ``[packages]`` entry found in ``wheelhouse`` with its sha256 (the first build).
+
+    Raises :class:`BuildError` when the lock names no packages, a wheel is missing, or a
+    recorded hash does not match the file.
+    """
+    if not wheelhouse.is_dir():
+        raise BuildError(f"Wheel house {wheelhouse} is not a directory.",
+                         hint="Pass --wheelhouse DIR holding the wheels of the lock's packages.")
+    files: dict[tuple[str, str], Path] = {}
+    for path in sorted(wheelhouse.glob("*.whl")):
+        m = _WHEEL.match(path.name)
+        if m:
+            files[(normalize_name(m["name"]), m["version"])] = path
+    recorded = {(normalize_name(w.name), w.version) for w in lock.wheels or []}
+    wanted = {(normalize_name(n), v) for n, v in (lock.packages or {}).items()}
+    if lock.wheels and (not lock.packages or recorded == wanted):
+        out = []
+        for w in lock.wheels:
+            path = wheelhouse / w.filename
+            if not path.is_file():
+                raise BuildError(f"Wheel {w.filename} recorded in the lock is not in {wheelhouse}.")
+            got = hashlib.sha256(path.read_bytes()).hexdigest()
+            if got != w.sha256:
+                raise BuildError(
+                    f"Wheel {w.filename}: sha256 {got} does not match the lock's {w.sha256}.",
+                    hint="The wheel house holds a different file than the one locked; fetch "
+                         "the locked wheel again.")
+            out.append(w)
+        return tuple(out)
+    if not lock.packages:
+        raise BuildError("The lock names no Python packages to install.",
+                         hint="Freeze the lock from the trial host first (pin freeze).")
+    wheels = []
+    for name, version in sorted(lock.packages.items()):
+        found = files.get((normalize_name(name), version))
+        if found is None:
+            raise BuildError(f"No wheel for {name}=={version} in {wheelhouse}.",
+                             hint="Download it (pip download --no-deps) into the wheel house.")
+        wheels.append(Wheel(name=name, version=version, filename=found.name,
+                            sha256=hashlib.sha256(found.read_bytes()).hexdigest()))
+    return tuple(wheels)
+
+
+def plan_build(lock: Lockfile, base_ref: str, wheelhouse: Path) -> BuildPlan:
+    """Decide the build (pure but for reading the wheel house). ``base_ref`` must name a
+    digest (``...@sha256:<64 hex>``); raises :class:`BuildError` otherwise.
+    """
+    if not re.search(r"@sha256:[0-9a-f]{64}$", base_ref):
+        raise BuildError(f"Base image {base_ref!r} is not pinned by digest.",
+                         hint="Give the base as HOST/REPO@sha256:<digest> (--base).")
+    wheels = find_wheels(lock, wheelhouse)
+    recorded = lock.model_copy(update={"wheels": list(wheels)})
+    epoch = lock.image.epoch if lock.image.epoch is not None else default_epoch(lock)
+    base_digest = base_ref.rsplit("@", 1)[1]
+    inputs = hashlib.sha256(
+        f"{build_inputs_hash(recorded)}\n{base_digest}\n{epoch}".encode()).hexdigest()
+    return BuildPlan(base_ref=base_ref, wheels=wheels, env=dict(lock.environment),
+                     epoch=epoch, input_hash="sha256:" + inputs)
+
+
+def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
+    """Write the Dockerfile, ``wheels/`` and ``wheels/requirements.txt`` into ``dest``."""
+    wheels_dir = dest / "wheels"
+    wheels_dir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for w in plan.wheels:
+        shutil.copyfile(wheelhouse / w.filename, wheels_dir / w.filename)
+        lines.append(f"{w.name}=={w.version} --hash=sha256:{w.sha256}")
+    (wheels_dir / "requirements.txt").write_text("\n".join(lines) + "\n")
+    env_lines = "\n".join(f"ENV {k}={_dockerfile_quote(v)}" for k, v in sorted(plan.env.items()))
+    text = string.Template(TEMPLATE.read_text()).substitute(
+        base_ref=plan.base_ref, env_lines=env_lines, label_key=LOCK_LABEL,
+        label_value=plan.input_hash)
+    (dest / "Dockerfile").write_text(text)
+    return dest
+
+
+def _dockerfile_quote(value: str) -> str:
+    """A double-quoted Dockerfile word that means ``value`` exactly (``\\``, ``"`` and ``$``
+    escaped; Dockerfile quoting has no ``\\u`` escapes)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
+                 progress: Callable[[str], None] | None = None) -> str:
+    """Build ``context`` on the engine (network off); return the image ID.
+
+    The SDK reports build errors inside its JSON stream, not as exceptions: they become a
+    :class:`BuildError` naming the failing step with its last log lines.
+    """
+    import docker
+
+    step = "?"
+    tail: list[str] = []
+    image_id = None
+    try:
+        stream: Iterator[dict[str, Any]] = client.api.build(
+            path=str(context), tag=tag, rm=True, forcerm=True, nocache=nocache,
+            network_mode="none", decode=True, pull=False)
+        for chunk in stream:
+            text = str(chunk.get("stream", "")).rstrip()
+            if text:
+                for line in text.splitlines():
+                    if line.startswith("Step "):
+                        step = line
+                    tail = [*tail, line][-12:]
+                    if progress:
+                        progress(line)
+            if "error" in chunk or "errorDetail" in chunk:
+                msg = chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")
+                raise BuildError(
+                    f"Image build failed at {step}: {str(msg).strip()}\n" + "\n".join(tail[-8:]),
+                    hint="Fix the failing step (a missing wheel, a hash mismatch) and build again.")
+            aux = chunk.get("aux")
+            if isinstance(aux, dict) and "ID" in aux:
+                image_id = str(aux["ID"])
+    except _engine_errors() as exc:
+        raise BuildError(f"Docker Engine: {exc}",
+                         hint="Check the engine is running (DOCKER_HOST / --engine).") from exc
+    if image_id is None:
+        raise BuildError("Image build ended without an image ID.\n" + "\n".join(tail[-8:]))
+    return image_id
+
+
+def export_layers(client: Any, image_id: str) -> list[bytes]:
+    """The image's layer tars, bottom first, from ``docker save``."""
+    import docker
+
+    try:
+        raw = b"".join(client.api.get_image(image_id))
+    except _engine_errors() as exc:
+        raise BuildError(f"Docker Engine: cannot export {image_id}: {exc}") from exc
+    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+        manifest_file = tar.extractfile("manifest.json")
+        if manifest_file is None:
+            raise BuildError(f"docker save of {image_id} has no manifest.json")
+        manifest = json.loads(manifest_file.read())
+        layers = []
+        for path in manifest[0]["Layers"]:
+            fh = tar.extractfile(path)
+            if fh is None:
+                raise BuildError(f"docker save of {image_id}: layer {path} missing")
+            layers.append(fh.read())
+    return layers
+
+
+def assemble(plan: BuildPlan, layers: list[bytes], base_layers: int,
+             base_blobs: Sequence[LayerBlob] = (), architecture: str = "amd64") -> ImageDocs:
+    """Normalise ``layers`` (the first ``base_layers`` each on their own, the rest squashed
+    into one) and build the OCI documents with the plan's epoch, env and label.
+
+    ``base_blobs`` are the base image's own layer blobs (from its registry): a base layer
+    whose tar is byte-identical to one of them (same diff ID) is reused as it is, which
+    skips re-compressing a large base.
+    """
+    if len(layers) <= base_layers:
+        raise BuildError("The build added no layer above the base image.")
+    known = {b.diff_id: b for b in base_blobs}
+    blobs = []
+    for data in layers[:base_layers]:
+        diff_id = "sha256:" + hashlib.sha256(data).hexdigest()
+        if diff_id in known:
+            blobs.append(known[diff_id])
+        else:
+            blobs.append(gzip_layer(normalize_layer(io.BytesIO(data), epoch=plan.epoch)))
+    top = squash_layers((io.BytesIO(d) for d in layers[base_layers:]), epoch=plan.epoch)
+    blobs.append(gzip_layer(top))
+    env = {"PATH": DEFAULT_PATH, **plan.env}
+    base_digest = plan.base_ref.rsplit("@", 1)[1]
+    history = [f"base {base_digest}"] * base_layers + [
+        f"pip install --require-hashes {len(plan.wheels)} wheels"]
+    return image_docs(blobs, epoch=plan.epoch, env=env, labels={LOCK_LABEL: plan.input_hash},
+                      history=history, architecture=architecture,
+                      annotations={"org.opencontainers.image.base.digest": base_digest})
