@@ -136,3 +136,19 @@ def test_registry_dying_mid_push(dockerd, registry, base_image, lock_file):
     ok = pin("build", str(lock_file), "--base", base_image.ref, "--registry", registry.url,
              "--wheelhouse", str(WHEELS), "--engine", dockerd.url)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_failing_build_step_is_exit_8(dockerd, registry, base_image, tmp_path):
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for whl in WHEELS.glob("*.whl"):
+        shutil.copy(whl, wheels)
+    bad = next(wheels.glob("six-*.whl"))
+    bad.write_bytes(b"not a zip file")  # hashed as is on the first build; pip rejects it
+    lock = tmp_path / "bad.lock"
+    write_lock(small_lock(), lock)
+    before = lock.read_bytes()
+    r = pin("build", str(lock), "--base", base_image.ref, "--registry", registry.url,
+            "--wheelhouse", str(wheels), "--engine", dockerd.url)
+    assert r.returncode == 8 and "Image build failed at Step" in r.stderr
+    assert "Traceback" not in r.stderr and lock.read_bytes() == before

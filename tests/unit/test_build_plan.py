@@ -102,3 +102,59 @@ def test_oci_documents_are_deterministic():
     assert manifest["layers"][0] == {"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
                                      "digest": layer.digest, "size": layer.size}
     assert image_docs([layer], epoch=1700000001).digest != a.digest
+
+
+def test_inputs_hash_covers_base_and_epoch(wheelhouse):
+    lock = lock_with({"six": "1.16.0"})
+    a = plan_build(lock, BASE, wheelhouse).input_hash
+    other_base = BASE[:-64] + "b" * 64
+    assert plan_build(lock, other_base, wheelhouse).input_hash != a
+    data = lock_json(lock)
+    data["image"]["epoch"] = 5
+    data.pop("content-hash")
+    assert plan_build(seal(data), BASE, wheelhouse).input_hash != a
+
+
+def test_engine_stream_errors_name_the_step():
+    from pinning.build.image import engine_build
+
+    class Api:
+        def build(self, **kw):
+            yield {"stream": "Step 1/4 : FROM base\n"}
+            yield {"stream": "Step 3/4 : RUN python3 -m pip install ...\n"}
+            yield {"stream": "ERROR: six-1.16.0.whl is not a valid wheel\n"}
+            yield {"errorDetail": {"message": "returned a non-zero code: 1"},
+                   "error": "The command '/bin/sh -c python3 -m pip install' returned a "
+                            "non-zero code: 1"}
+
+    class Client:
+        api = Api()
+
+    with pytest.raises(BuildError) as exc:
+        engine_build(Client(), ROOT, tag="t")
+    assert "Step 3/4" in exc.value.message and "not a valid wheel" in exc.value.message
+    assert exc.value.exit_code == 8
+
+
+def test_rebuild_diff_names_the_changed_file():
+    import io
+    import tarfile
+
+    from pinning.build.run import diff_images
+
+    def tar(files):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        return gzip_layer(buf.getvalue())
+
+    a = image_docs([tar({"usr/a": b"1", "usr/b": b"2"})], epoch=1)
+    b = image_docs([tar({"usr/a": b"1", "usr/b": b"3"})], epoch=1)
+    lines = diff_images(a, b)
+    assert lines[0].startswith("layer 0 differs")
+    assert len(lines) == 2 and lines[1].startswith("  usr/b: size 1")
+    c = image_docs([tar({"usr/a": b"1", "usr/b": b"2"})], epoch=2)
+    assert any(line.startswith("  created:") for line in diff_images(a, c))
