@@ -433,9 +433,11 @@ def lock_validate(paths: tuple[str, ...]) -> None:
 def _register_host_commands() -> None:
     from pinning.cli_build import register as register_build
     from pinning.cli_host import register
+    from pinning.cli_sign import register as register_sign
 
     register(main)
     register_build(main)
+    register_sign(main)
 
 
 _register_host_commands()

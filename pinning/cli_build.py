@@ -52,9 +52,12 @@ def _end_progress() -> None:
 @click.option("--no-cache", is_flag=True, help="Build from scratch even if the lock's image "
               "is already in the registry.")
 @click.option("-o", "--output", metavar="FILE", help="Write the updated lock here instead.")
+@click.option("--sign", "sign_key", metavar="KEY", type=click.Path(dir_okay=False),
+              help="Sign the image and attest the lock and the build with this private key.")
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
 def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, repo: str,
-          engine: str | None, no_cache: bool, output: str | None, fmt: str) -> None:
+          engine: str | None, no_cache: bool, output: str | None, sign_key: str | None,
+          fmt: str) -> None:
     """Build the trial image LOCK describes, normalise it, push it, record its digest.
 
     The image is the base (by digest) plus the lock's Python packages installed from the
@@ -79,6 +82,10 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     registry.ping()
     if not no_cache and already_built(registry, lock, repo, plan.input_hash):
         digest = lock.image.digest.value
+        if sign_key and lock.image.ref and lock.image.ref.value:
+            from pinning.cli_sign import sign_and_attest
+
+            sign_and_attest(lock.image.ref.value, Path(sign_key), Path(lock_path), registry_url)
         if fmt == "json":
             click.echo(json.dumps({"lockfile": lock_path, "digest": digest, "built": False}))
         else:
@@ -98,12 +105,18 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     new = record(lock, built, ref)
     dest = Path(output or lock_path)
     write_lock(new, dest)
+    if sign_key:
+        from pinning.cli_sign import sign_and_attest
+
+        sign_and_attest(ref, Path(sign_key), dest, registry_url)
     if fmt == "json":
         click.echo(json.dumps({"lockfile": str(dest), "digest": digest, "ref": ref,
-                               "built": True, "layers": len(built.docs.layers)}))
+                               "built": True, "signed": bool(sign_key),
+                               "layers": len(built.docs.layers)}))
     else:
         click.echo(f"Built and pushed {ref} ({len(built.docs.layers)} layers); recorded in "
-                   f"{dest}.")
+                   f"{dest}." + (" Signed, with lock and build attestations." if sign_key
+                                 else ""))
 
 
 @click.command()

@@ -33,6 +33,7 @@ from pinning.lockfile.io import lock_json
 from pinning.lockfile.models import Lockfile, Wheel
 from pinning.probe.models import normalize_name
 
+
 def _engine_errors() -> tuple[type[BaseException], ...]:
     """What the Docker SDK may raise when the engine fails or goes away mid-stream."""
     import docker
@@ -144,11 +145,27 @@ def plan_build(lock: Lockfile, base_ref: str, wheelhouse: Path) -> BuildPlan:
     wheels = find_wheels(lock, wheelhouse)
     recorded = lock.model_copy(update={"wheels": list(wheels)})
     epoch = lock.image.epoch if lock.image.epoch is not None else default_epoch(lock)
-    base_digest = base_ref.rsplit("@", 1)[1]
-    inputs = hashlib.sha256(
-        f"{build_inputs_hash(recorded)}\n{base_digest}\n{epoch}".encode()).hexdigest()
     return BuildPlan(base_ref=base_ref, wheels=wheels, env=dict(lock.environment),
-                     epoch=epoch, input_hash="sha256:" + inputs)
+                     epoch=epoch, input_hash=inputs_label(recorded, base_ref.rsplit("@", 1)[1],
+                                                          epoch))
+
+
+def inputs_label(lock: Lockfile, base_digest: str, epoch: int) -> str:
+    """The value of the image's lock label: sha256 over the lock's build inputs (with its
+    wheels), the base digest and the epoch.
+    """
+    text = f"{build_inputs_hash(lock)}\n{base_digest}\n{epoch}"
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def expected_label(lock: Lockfile) -> str | None:
+    """The label a lock's recorded image must carry, or ``None`` when the lock records no
+    build (no wheels, base digest or epoch).
+    """
+    base_digest = lock.image.base_digest.value
+    if not lock.wheels or not base_digest or lock.image.epoch is None:
+        return None
+    return inputs_label(lock, base_digest, lock.image.epoch)
 
 
 def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
@@ -170,7 +187,8 @@ def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
 
 def _dockerfile_quote(value: str) -> str:
     """A double-quoted Dockerfile word that means ``value`` exactly (``\\``, ``"`` and ``$``
-    escaped; Dockerfile quoting has no ``\\u`` escapes)."""
+    escaped; Dockerfile quoting has no ``\\u`` escapes).
+    """
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
 
@@ -181,8 +199,6 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
     The SDK reports build errors inside its JSON stream, not as exceptions: they become a
     :class:`BuildError` naming the failing step with its last log lines.
     """
-    import docker
-
     step = "?"
     tail: list[str] = []
     image_id = None
@@ -217,8 +233,6 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
 
 def export_layers(client: Any, image_id: str) -> list[bytes]:
     """The image's layer tars, bottom first, from ``docker save``."""
-    import docker
-
     try:
         raw = b"".join(client.api.get_image(image_id))
     except _engine_errors() as exc:

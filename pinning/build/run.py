@@ -117,7 +117,8 @@ def registry_url(host: str) -> str:
 def base_blobs_of(base_ref: str) -> tuple[Any, ...]:
     """The base image's own layer blobs, read from its registry. They are reused as they
     are, so the image never depends on re-compressing the base; an unreadable base is a
-    :class:`BuildError` rather than a silently different image."""
+    :class:`BuildError` rather than a silently different image.
+    """
     return fetch_docs(registry_url(split_ref(base_ref)[0]), base_ref).layers
 
 
@@ -138,7 +139,8 @@ def record(lock: Lockfile, built: Built, ref: str) -> Lockfile:
 
 def already_built(registry: Registry, lock: Lockfile, repo: str, plan_hash: str) -> bool:
     """True when the lock's recorded image is in ``repo`` and carries this input hash (the
-    lock, base digest and epoch it was built from)."""
+    lock, base digest and epoch it was built from).
+    """
     digest = lock.image.digest.value
     if not digest or not lock.wheels:
         return False

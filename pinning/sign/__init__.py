@@ -1,0 +1,1 @@
+"""Signing: keys, cosign-compatible signatures, DSSE / in-toto attestations, verification."""

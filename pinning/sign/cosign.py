@@ -1,0 +1,213 @@
+"""Signatures and attestations in cosign's tag layout (FACTS.md §4.2, §4.4, §4.7, §4.8).
+
+For an image with manifest digest ``sha256:<hex>`` in ``repo``: the ``sha256-<hex>.sig``
+manifest holds one layer per simple-signing payload with its base64 signature in the
+``dev.cosignproject.cosign/signature`` annotation; ``sha256-<hex>.att`` holds one DSSE
+envelope per in-toto statement. Adding one is read-modify-write: existing layers are kept.
+Verification works on the exact bytes fetched (:mod:`pinning.sign.crypto`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from pinning import __version__
+from pinning.build.oci import MEDIA_CONFIG, MEDIA_MANIFEST, canonical, sha256_digest
+from pinning.build.registry import Registry
+from pinning.errors import BuildError, SignatureError
+from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope, sign, verify
+
+SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
+DSSE_MEDIA = "application/vnd.dsse.envelope.v1+json"
+SIG_ANNOTATION = "dev.cosignproject.cosign/signature"
+COSIGN_TYPE = "cosign container image signature"
+STATEMENT_V1 = "https://in-toto.io/Statement/v1"
+LOCK_PREDICATE = "https://pin.dev/attestation/lockfile/v1"
+SLSA_PREDICATE = "https://slsa.dev/provenance/v1"
+BUILD_TYPE = "https://pin.dev/build/v1"
+BUILDER_ID = "https://pin.dev/builder"
+
+
+def sig_tag(digest: str, suffix: str) -> str:
+    """``sha256:<hex>`` -> ``sha256-<hex>.sig`` (or ``.att``)."""
+    return digest.replace(":", "-") + suffix
+
+
+def payload_bytes(reference: str, digest: str, optional: dict[str, Any] | None = None) -> bytes:
+    """The simple-signing payload, serialised once (these exact bytes are signed and stored).
+
+    ``reference`` is the repository without tag or digest (``127.0.0.1:5000/pin/trial``).
+    """
+    doc = {"critical": {"identity": {"docker-reference": reference},
+                        "image": {"docker-manifest-digest": digest},
+                        "type": COSIGN_TYPE},
+           "optional": optional or None}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _config(payloads: list[bytes]) -> bytes:
+    """A fixed minimal OCI config for a signature manifest (cosign never reads it)."""
+    return canonical({"architecture": "", "os": "", "config": {},
+                      "rootfs": {"type": "layers",
+                                 "diff_ids": [sha256_digest(p) for p in payloads]}})
+
+
+def _existing_layers(registry: Registry, repo: str, tag: str) -> list[dict[str, Any]]:
+    if registry.manifest_digest(repo, tag) is None:
+        return []
+    try:
+        return list(json.loads(registry.get_manifest(repo, tag)).get("layers", []))
+    except (ValueError, AttributeError) as exc:
+        raise SignatureError(f"{repo}:{tag} is not a valid signature manifest.") from exc
+
+
+def _append(registry: Registry, repo: str, tag: str, blob: bytes, layer: dict[str, Any]) -> str:
+    """Upload ``blob`` and put the manifest at ``tag`` with ``layer`` appended (kept once)."""
+    layers = _existing_layers(registry, repo, tag)
+    if layer not in layers:
+        layers.append(layer)
+    registry.put_blob(repo, blob)
+    payloads = [registry.get_blob(repo, str(x["digest"])) for x in layers]
+    config = _config(payloads)
+    registry.put_blob(repo, config)
+    manifest = canonical({"schemaVersion": 2, "mediaType": MEDIA_MANIFEST,
+                          "config": {"mediaType": MEDIA_CONFIG, "digest": sha256_digest(config),
+                                     "size": len(config)},
+                          "layers": layers})
+    return registry.put_manifest(repo, tag, manifest)
+
+
+def sign_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCurvePrivateKey,
+               *, optional: dict[str, Any] | None = None) -> str:
+    """Add a cosign signature of ``repo@digest``; return the ``.sig`` manifest digest."""
+    payload = payload_bytes(f"{registry.host}/{repo}", digest, optional)
+    layer = {"mediaType": SIMPLE_SIGNING, "digest": sha256_digest(payload),
+             "size": len(payload), "annotations": {SIG_ANNOTATION: sign(key, payload)}}
+    return _append(registry, repo, sig_tag(digest, ".sig"), payload, layer)
+
+
+def statement(digest: str, name: str, predicate_type: str, predicate: dict[str, Any]) -> bytes:
+    """An in-toto Statement v1 about the image manifest ``digest``."""
+    doc = {"_type": STATEMENT_V1,
+           "subject": [{"name": name, "digest": {"sha256": digest.split(":", 1)[1]}}],
+           "predicateType": predicate_type, "predicate": predicate}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
+def lock_predicate(lock_bytes: bytes, lock_name: str) -> dict[str, Any]:
+    """The lockfile predicate: sha256 of the lock's exact bytes, and its text."""
+    return {"lockfile": {"name": lock_name, "sha256": hashlib.sha256(lock_bytes).hexdigest(),
+                         "content": lock_bytes.decode("utf-8", errors="replace")}}
+
+
+def provenance_predicate(lock_bytes: bytes, lock_name: str, base_ref: str | None,
+                         wheels: list[dict[str, str]]) -> dict[str, Any]:
+    """SLSA Provenance v1 for a pin build: the lock as external parameter, the base image
+    and wheels as resolved dependencies, pin as the builder.
+    """
+    deps: list[dict[str, Any]] = []
+    if base_ref and "@sha256:" in base_ref:
+        deps.append({"uri": f"oci://{base_ref.split('@')[0]}",
+                     "digest": {"sha256": base_ref.rsplit(":", 1)[1]}})
+    deps += [{"name": w["filename"], "digest": {"sha256": w["sha256"]}} for w in wheels]
+    lock_digest = {"sha256": hashlib.sha256(lock_bytes).hexdigest()}
+    return {"buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": {"lockfile": {"uri": lock_name, "digest": lock_digest}},
+                "resolvedDependencies": deps},
+            "runDetails": {"builder": {"id": BUILDER_ID, "version": {"pin": __version__}}}}
+
+
+def attest_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCurvePrivateKey,
+                 predicate_type: str, predicate: dict[str, Any]) -> str:
+    """Add a DSSE-signed in-toto statement about ``repo@digest`` under the ``.att`` tag."""
+    body = statement(digest, f"{registry.host}/{repo}", predicate_type, predicate)
+    envelope = dsse_envelope(key, IN_TOTO, body)
+    layer = {"mediaType": DSSE_MEDIA, "digest": sha256_digest(envelope), "size": len(envelope),
+             "annotations": {"predicateType": predicate_type}}
+    return _append(registry, repo, sig_tag(digest, ".att"), envelope, layer)
+
+
+@dataclass
+class ImageVerification:
+    """What ``verify_image`` established: the digest, valid signatures and attestations."""
+
+    digest: str
+    signatures: int = 0
+    attestations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checks: list[str] = field(default_factory=list)
+
+
+def _layers(registry: Registry, repo: str, tag: str, what: str) -> list[dict[str, Any]]:
+    try:
+        layers = _existing_layers(registry, repo, tag)
+    except BuildError as exc:
+        raise SignatureError(f"Cannot read the {what}: {exc.message}") from exc
+    if not layers:
+        raise SignatureError(f"No {what} for this digest ({repo}:{tag} is absent).",
+                             hint="Sign the image (pin sign / pin build --sign).")
+    return layers
+
+
+def verify_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCurvePublicKey,
+                 *, need_attestations: bool = False) -> ImageVerification:
+    """Verify the cosign signatures (and attestations) of ``repo@digest`` with ``key``.
+
+    At least one signature must verify over the payload bytes fetched, with the cosign type
+    and ``docker-manifest-digest`` equal to ``digest``. Attestations must verify as DSSE,
+    be in-toto statements and name ``digest`` as a subject. Raises :class:`SignatureError`
+    (exit 9) with the first precise reason when nothing valid is found.
+    """
+    result = ImageVerification(digest=digest)
+    reasons: list[str] = []
+    for layer in _layers(registry, repo, sig_tag(digest, ".sig"), "signature"):
+        try:
+            if layer.get("mediaType") != SIMPLE_SIGNING:
+                raise SignatureError(f"signature layer of media type {layer.get('mediaType')}")
+            payload = registry.get_blob(repo, str(layer["digest"]))
+            sig = str(layer.get("annotations", {}).get(SIG_ANNOTATION, ""))
+            if not sig:
+                raise SignatureError("a signature layer without its signature annotation")
+            verify(key, payload, sig, "image")
+            doc = json.loads(payload)
+            critical = doc["critical"]
+            if critical.get("type") != COSIGN_TYPE:
+                raise SignatureError(f"payload type {critical.get('type')!r} is not "
+                                     f"{COSIGN_TYPE!r}")
+            signed = critical["image"]["docker-manifest-digest"]
+            if signed != digest:
+                raise SignatureError(f"the signature is for {signed}, the image is {digest}")
+            result.signatures += 1
+        except SignatureError as exc:
+            reasons.append(exc.message)
+        except (BuildError, ValueError, KeyError, TypeError) as exc:
+            reasons.append(f"unreadable signature ({type(exc).__name__}: {exc})")
+    if not result.signatures:
+        raise SignatureError("No valid signature for " + digest + ": " + "; ".join(reasons))
+    result.checks.append(f"{result.signatures} signature(s) verify and sign {digest}")
+    if not need_attestations:
+        return result
+    att_reasons: list[str] = []
+    for layer in _layers(registry, repo, sig_tag(digest, ".att"), "attestation"):
+        try:
+            envelope = open_envelope(key, registry.get_blob(repo, str(layer["digest"])))
+            if envelope.payload_type != IN_TOTO:
+                raise SignatureError(f"attestation payload type {envelope.payload_type!r}")
+            doc = envelope.json()
+            subjects = [s.get("digest", {}).get("sha256") for s in doc.get("subject", [])]
+            if digest.split(":", 1)[1] not in subjects:
+                raise SignatureError(f"the attestation's subject is not {digest}")
+            result.attestations[str(doc.get("predicateType"))] = doc.get("predicate") or {}
+        except SignatureError as exc:
+            att_reasons.append(exc.message)
+        except (BuildError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            att_reasons.append(f"unreadable attestation ({type(exc).__name__}: {exc})")
+    if not result.attestations:
+        raise SignatureError("No valid attestation for " + digest + ": " + "; ".join(att_reasons))
+    result.checks.append(f"attestations verify: {', '.join(sorted(result.attestations))}")
+    return result
