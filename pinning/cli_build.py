@@ -76,21 +76,29 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     from pinning.lockfile.io import read_lock, write_lock
 
     lock = read_lock(Path(lock_path))
+    signing_key = None
+    if sign_key:  # the passphrase is asked before anything is built
+        from pinning.cli_sign import password
+        from pinning.sign.crypto import load_private
+
+        signing_key = load_private(Path(sign_key), password())
     base_ref = base_of(lock, base)
     plan = plan_build(lock, base_ref, Path(wheelhouse))
     registry = Registry(registry_url)
     registry.ping()
     if not no_cache and already_built(registry, lock, repo, plan.input_hash):
         digest = lock.image.digest.value
-        if sign_key and lock.image.ref and lock.image.ref.value:
+        if signing_key is not None:
             from pinning.cli_sign import sign_and_attest
 
-            sign_and_attest(lock.image.ref.value, Path(sign_key), Path(lock_path), registry_url)
+            sign_and_attest(f"{registry.host}/{repo}@{digest}", signing_key, Path(lock_path),
+                            registry_url)
         if fmt == "json":
-            click.echo(json.dumps({"lockfile": lock_path, "digest": digest, "built": False}))
+            click.echo(json.dumps({"lockfile": lock_path, "digest": digest, "built": False,
+                                   "signed": signing_key is not None}))
         else:
             click.echo(f"{lock_path}: image {digest} is already in {registry.host}/{repo}; "
-                       "nothing to build.")
+                       "nothing to build." + (" Signed." if signing_key is not None else ""))
         return
     client = engine_client(engine)
     show = _progress(fmt)
@@ -105,10 +113,10 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     new = record(lock, built, ref)
     dest = Path(output or lock_path)
     write_lock(new, dest)
-    if sign_key:
+    if signing_key is not None:
         from pinning.cli_sign import sign_and_attest
 
-        sign_and_attest(ref, Path(sign_key), dest, registry_url)
+        sign_and_attest(ref, signing_key, dest, registry_url)
     if fmt == "json":
         click.echo(json.dumps({"lockfile": str(dest), "digest": digest, "ref": ref,
                                "built": True, "signed": bool(sign_key),

@@ -48,9 +48,14 @@ def _registry(host: str, url: str | None) -> Any:
     return Registry(url or registry_url(host))
 
 
-def sign_and_attest(ref: str, key_path: Path, lock_path: Path | None,
+def sign_and_attest(ref: str, key_path: Path | Any, lock_path: Path | None,
                     registry_url: str | None = None) -> dict[str, Any]:
-    """Sign ``ref`` (with a digest) and, with a lock, attest the lock and the build."""
+    """Sign ``ref`` (with a digest) and, with a lock, attest the lock and the build.
+
+    ``key_path`` is a private-key file, or an already loaded key. The lock is read and
+    checked (it must record this image digest) before anything is pushed.
+    """
+    from pinning._io import read_regular_bytes
     from pinning.lockfile.io import read_lock
     from pinning.sign.cosign import (
         LOCK_PREDICATE,
@@ -65,21 +70,29 @@ def sign_and_attest(ref: str, key_path: Path, lock_path: Path | None,
     host, repo, _tag, digest = parse_ref(ref)
     if digest is None:
         raise UsageError(f"{ref}: sign by digest (REF@sha256:...), never by tag.")
-    key = load_private(key_path, password())
+    raw = lock = None
+    if lock_path is not None:  # read and check the lock before anything is pushed
+        raw = read_regular_bytes(lock_path, UsageError, label=f"--lock {lock_path}")
+        lock = read_lock(lock_path)
+        if lock.image.digest.value != digest:
+            raise SignatureError(f"{lock_path} records image {lock.image.digest.value}, not "
+                                 f"{digest}; attest the lock its image was built from.")
+    key = load_private(key_path, password()) if isinstance(key_path, Path) else key_path
     registry = _registry(host, registry_url)
     if registry.manifest_digest(repo, digest) != digest:
         raise SignatureError(f"{ref} is not in the registry; nothing to sign.")
-    out: dict[str, Any] = {"image": ref, "signature": sign_image(registry, repo, digest, key)}
-    if lock_path is not None:
-        raw = lock_path.read_bytes()
-        lock = read_lock(lock_path)
+    reference = f"{host}/{repo}"
+    out: dict[str, Any] = {"image": ref, "signature": sign_image(registry, repo, digest, key,
+                                                                 reference=reference)}
+    if lock is not None and raw is not None and lock_path is not None:
         base = (f"{lock.image.base.value}@{lock.image.base_digest.value}"
                 if lock.image.base.value and lock.image.base_digest.value else None)
         wheels = [w.model_dump(mode="json") for w in lock.wheels or []]
         attest_image(registry, repo, digest, key, LOCK_PREDICATE,
-                     lock_predicate(raw, lock_path.name))
-        out["attestation"] = attest_image(registry, repo, digest, key, SLSA_PREDICATE,
-                                          provenance_predicate(raw, lock_path.name, base, wheels))
+                     lock_predicate(raw, lock_path.name), reference=reference)
+        out["attestation"] = attest_image(
+            registry, repo, digest, key, SLSA_PREDICATE,
+            provenance_predicate(raw, lock_path.name, base, wheels), reference=reference)
     return out
 
 
@@ -141,6 +154,7 @@ def verify_image(ref: str, pub_path: str, lock_path: str | None, registry_url: s
     """
     import hashlib
 
+    from pinning._io import read_regular_bytes
     from pinning.build.image import expected_label
     from pinning.build.oci import LOCK_LABEL
     from pinning.lockfile.io import read_lock
@@ -150,25 +164,41 @@ def verify_image(ref: str, pub_path: str, lock_path: str | None, registry_url: s
 
     host, repo, tag, digest = parse_ref(ref)
     key = load_public(Path(pub_path))
+    raw = None
+    if lock_path is not None:
+        raw = read_regular_bytes(Path(lock_path), UsageError, label=f"--lock {lock_path}")
+        lock = read_lock(Path(lock_path))
     registry = _registry(host, registry_url)
     served = registry.manifest_digest(repo, digest or tag or "latest")
     if served is None:
         raise SignatureError(f"{ref} is not in the registry.")
+    if digest is not None and tag is not None:
+        by_tag = registry.manifest_digest(repo, tag)
+        if by_tag != digest:
+            raise SignatureError(f"Tag {tag} names {by_tag}, not {digest}.")
     if digest is not None and served != digest:
         raise SignatureError(f"The registry serves {served} for {ref}, not {digest}.")
-    result = do_verify(registry, repo, served, key, need_attestations=lock_path is not None)
-    if lock_path is not None:
-        raw = Path(lock_path).read_bytes()
-        attested = result.attestations.get(LOCK_PREDICATE, {}).get("lockfile", {})
-        if not attested:
+    result = do_verify(registry, repo, served, key, need_attestations=lock_path is not None,
+                       reference=f"{host}/{repo}")
+    if lock_path is not None and raw is not None:
+        mine = hashlib.sha256(raw).hexdigest()
+        locks: list[dict[str, Any]] = [
+            p["lockfile"] for p in result.attestations.get(LOCK_PREDICATE, [])
+            if isinstance(p, dict) and isinstance(p.get("lockfile"), dict)]
+        if not locks:
             raise SignatureError("No lockfile attestation for this image.")
-        if attested.get("sha256") != hashlib.sha256(raw).hexdigest():
-            raise SignatureError(f"The attested lockfile ({attested.get('name')}, sha256 "
-                                 f"{str(attested.get('sha256'))[:12]}…) is not {lock_path}.")
-        want = expected_label(read_lock(Path(lock_path)))
-        manifest = json.loads(registry.get_manifest(repo, served))
-        config = json.loads(registry.get_blob(repo, manifest["config"]["digest"]))
-        label = config.get("config", {}).get("Labels", {}).get(LOCK_LABEL)
+        if not any(x.get("sha256") == mine for x in locks):
+            names = ", ".join(f"{x.get('name')} (sha256 {str(x.get('sha256'))[:12]}…)"
+                              for x in locks)
+            raise SignatureError(f"The attested lockfile ({names}) is not {lock_path}.")
+        want = expected_label(lock)
+        try:
+            manifest = json.loads(registry.get_manifest(repo, served))
+            config = json.loads(registry.get_blob(repo, manifest["config"]["digest"]))
+            labels = (config.get("config") or {}).get("Labels") or {}
+            label = labels.get(LOCK_LABEL) if isinstance(labels, dict) else None
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SignatureError(f"The image config of {served} cannot be read ({exc}).") from exc
         if want is None or label != want:
             raise SignatureError(f"The image label {LOCK_LABEL}={label} does not match the "
                                  f"lock's build inputs ({want}).")

@@ -83,12 +83,25 @@ def _append(registry: Registry, repo: str, tag: str, blob: bytes, layer: dict[st
 
 
 def sign_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCurvePrivateKey,
-               *, optional: dict[str, Any] | None = None) -> str:
-    """Add a cosign signature of ``repo@digest``; return the ``.sig`` manifest digest."""
-    payload = payload_bytes(f"{registry.host}/{repo}", digest, optional)
+               *, reference: str | None = None, optional: dict[str, Any] | None = None) -> str:
+    """Add a cosign signature of ``repo@digest`` naming ``reference`` (the repository as
+    users pull it, default ``registry.host/repo``); return the ``.sig`` manifest digest. A
+    signature of the same payload by the same key is not added twice.
+    """
+    payload = payload_bytes(reference or f"{registry.host}/{repo}", digest, optional)
+    tag = sig_tag(digest, ".sig")
+    pub = key.public_key()
+    for old in _existing_layers(registry, repo, tag):
+        if old.get("digest") == sha256_digest(payload):
+            try:
+                verify(pub, payload, str(old.get("annotations", {}).get(SIG_ANNOTATION, "")),
+                       "image", urlsafe=False)
+                return str(registry.manifest_digest(repo, tag))
+            except SignatureError:
+                continue
     layer = {"mediaType": SIMPLE_SIGNING, "digest": sha256_digest(payload),
              "size": len(payload), "annotations": {SIG_ANNOTATION: sign(key, payload)}}
-    return _append(registry, repo, sig_tag(digest, ".sig"), payload, layer)
+    return _append(registry, repo, tag, payload, layer)
 
 
 def statement(digest: str, name: str, predicate_type: str, predicate: dict[str, Any]) -> bytes:
@@ -124,13 +137,62 @@ def provenance_predicate(lock_bytes: bytes, lock_name: str, base_ref: str | None
 
 
 def attest_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCurvePrivateKey,
-                 predicate_type: str, predicate: dict[str, Any]) -> str:
-    """Add a DSSE-signed in-toto statement about ``repo@digest`` under the ``.att`` tag."""
-    body = statement(digest, f"{registry.host}/{repo}", predicate_type, predicate)
+                 predicate_type: str, predicate: dict[str, Any],
+                 *, reference: str | None = None) -> str:
+    """Add a DSSE-signed in-toto statement about ``repo@digest`` under the ``.att`` tag (not
+    again when the same statement is already there, signed by this key).
+    """
+    body = statement(digest, reference or f"{registry.host}/{repo}", predicate_type, predicate)
+    tag = sig_tag(digest, ".att")
+    for old in _existing_layers(registry, repo, tag):
+        try:
+            if open_envelope(key.public_key(),
+                             registry.get_blob(repo, str(old["digest"]))).body == body:
+                return str(registry.manifest_digest(repo, tag))
+        except (SignatureError, BuildError, KeyError, TypeError):
+            continue
     envelope = dsse_envelope(key, IN_TOTO, body)
     layer = {"mediaType": DSSE_MEDIA, "digest": sha256_digest(envelope), "size": len(envelope),
              "annotations": {"predicateType": predicate_type}}
-    return _append(registry, repo, sig_tag(digest, ".att"), envelope, layer)
+    return _append(registry, repo, tag, envelope, layer)
+
+
+def parse_payload(payload: bytes, reference: str) -> str:
+    """Check a simple-signing payload the way containers/image does (exact key sets, no
+    duplicate keys, ``optional`` null or an object, the cosign type; FACTS.md §4.10) and that
+    it names ``reference``; return the signed digest. Raises :class:`SignatureError`.
+    """
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        if len(keys) != len(set(keys)):
+            raise SignatureError("the signed payload repeats a key")
+        return dict(pairs)
+
+    try:
+        doc = json.loads(payload, object_pairs_hook=no_duplicates)
+    except ValueError as exc:
+        raise SignatureError(f"the signed payload is not JSON ({exc})") from exc
+
+    def exact(obj: Any, keys: set[str], where: str) -> dict[str, Any]:
+        if not isinstance(obj, dict) or set(obj) != keys:
+            got = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
+            raise SignatureError(f"the signed payload's {where} must have exactly "
+                                 f"{sorted(keys)}, it has {got}")
+        return obj
+
+    top = exact(doc, {"critical", "optional"}, "top level")
+    critical = exact(top["critical"], {"identity", "image", "type"}, "critical")
+    image = exact(critical["image"], {"docker-manifest-digest"}, "critical.image")
+    identity = exact(critical["identity"], {"docker-reference"}, "critical.identity")
+    if top["optional"] is not None and not isinstance(top["optional"], dict):
+        raise SignatureError("the signed payload's optional must be null or an object")
+    if critical["type"] != COSIGN_TYPE:
+        raise SignatureError(f"payload type {critical['type']!r} is not {COSIGN_TYPE!r}")
+    if identity["docker-reference"] != reference:
+        raise SignatureError(f"the signature names {identity['docker-reference']!r}, not "
+                             f"{reference!r}")
+    return str(image["docker-manifest-digest"])
 
 
 @dataclass
@@ -139,7 +201,7 @@ class ImageVerification:
 
     digest: str
     signatures: int = 0
-    attestations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    attestations: dict[str, list[Any]] = field(default_factory=dict)
     checks: list[str] = field(default_factory=list)
 
 
@@ -155,7 +217,8 @@ def _layers(registry: Registry, repo: str, tag: str, what: str) -> list[dict[str
 
 
 def verify_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCurvePublicKey,
-                 *, need_attestations: bool = False) -> ImageVerification:
+                 *, need_attestations: bool = False,
+                 reference: str | None = None) -> ImageVerification:
     """Verify the cosign signatures (and attestations) of ``repo@digest`` with ``key``.
 
     At least one signature must verify over the payload bytes fetched, with the cosign type
@@ -173,19 +236,14 @@ def verify_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCur
             sig = str(layer.get("annotations", {}).get(SIG_ANNOTATION, ""))
             if not sig:
                 raise SignatureError("a signature layer without its signature annotation")
-            verify(key, payload, sig, "image")
-            doc = json.loads(payload)
-            critical = doc["critical"]
-            if critical.get("type") != COSIGN_TYPE:
-                raise SignatureError(f"payload type {critical.get('type')!r} is not "
-                                     f"{COSIGN_TYPE!r}")
-            signed = critical["image"]["docker-manifest-digest"]
+            verify(key, payload, sig, "image", urlsafe=False)
+            signed = parse_payload(payload, reference or f"{registry.host}/{repo}")
             if signed != digest:
                 raise SignatureError(f"the signature is for {signed}, the image is {digest}")
             result.signatures += 1
         except SignatureError as exc:
             reasons.append(exc.message)
-        except (BuildError, ValueError, KeyError, TypeError) as exc:
+        except (BuildError, ValueError, KeyError, TypeError, AttributeError) as exc:
             reasons.append(f"unreadable signature ({type(exc).__name__}: {exc})")
     if not result.signatures:
         raise SignatureError("No valid signature for " + digest + ": " + "; ".join(reasons))
@@ -199,10 +257,14 @@ def verify_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCur
             if envelope.payload_type != IN_TOTO:
                 raise SignatureError(f"attestation payload type {envelope.payload_type!r}")
             doc = envelope.json()
+            if doc.get("_type") not in (STATEMENT_V1, "https://in-toto.io/Statement/v0.1"):
+                raise SignatureError(f"the attestation is not an in-toto statement "
+                                     f"({doc.get('_type')!r})")
             subjects = [s.get("digest", {}).get("sha256") for s in doc.get("subject", [])]
             if digest.split(":", 1)[1] not in subjects:
                 raise SignatureError(f"the attestation's subject is not {digest}")
-            result.attestations[str(doc.get("predicateType"))] = doc.get("predicate") or {}
+            predicate = doc.get("predicate") or {}
+            result.attestations.setdefault(str(doc.get("predicateType")), []).append(predicate)
         except SignatureError as exc:
             att_reasons.append(exc.message)
         except (BuildError, ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from pinning._io import atomic_write_bytes
 from pinning.errors import SignatureError, UsageError
 
 PASSWORD_ENV = "PIN_KEY_PASSWORD"
@@ -31,11 +30,8 @@ def generate(prefix: Path, password: bytes) -> tuple[Path, Path]:
     (SubjectPublicKeyInfo PEM) for a new ECDSA P-256 key. Refuses to overwrite either file
     (:class:`UsageError`, exit 2).
     """
-    key_path, pub_path = prefix.with_suffix(".key"), prefix.with_suffix(".pub")
-    for path in (key_path, pub_path):
-        if path.exists():
-            raise UsageError(f"{path} exists; pin keygen never overwrites a key.",
-                             hint="Choose another -o PREFIX or move the old keys away.")
+    key_path = prefix.parent / (prefix.name + ".key")
+    pub_path = prefix.parent / (prefix.name + ".pub")
     if not password:
         raise UsageError(f"An empty passphrase is not accepted (set {PASSWORD_ENV}).")
     key = ec.generate_private_key(ec.SECP256R1())
@@ -43,10 +39,28 @@ def generate(prefix: Path, password: bytes) -> tuple[Path, Path]:
                                 serialization.BestAvailableEncryption(password))
     public = key.public_key().public_bytes(serialization.Encoding.PEM,
                                            serialization.PublicFormat.SubjectPublicKeyInfo)
-    atomic_write_bytes(key_path, private)
-    os.chmod(key_path, 0o600)
-    atomic_write_bytes(pub_path, public)
+    _create(key_path, private, 0o600)
+    try:
+        _create(pub_path, public, 0o644)
+    except UsageError:
+        key_path.unlink()
+        raise
     return key_path, pub_path
+
+
+def _create(path: Path, data: bytes, mode: int) -> None:
+    """Create ``path`` with ``mode`` from the start (O_EXCL: never overwrite, no window with
+    wider permissions). :class:`UsageError` when it exists.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError as exc:
+        raise UsageError(f"{path} exists; pin keygen never overwrites a key.",
+                         hint="Choose another -o PREFIX or move the old keys away.") from exc
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be created ({exc.strerror or exc}).") from exc
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
 
 
 def load_private(path: Path, password: bytes | None) -> ec.EllipticCurvePrivateKey:
@@ -57,7 +71,7 @@ def load_private(path: Path, password: bytes | None) -> ec.EllipticCurvePrivateK
         raise SignatureError(f"Private key {path}: cannot be read ({exc}).") from exc
     try:
         key = serialization.load_pem_private_key(data, password=password or None)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise SignatureError(f"Private key {path}: cannot be loaded ({exc}).",
                              hint=f"Check the passphrase in {PASSWORD_ENV}.") from exc
     if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
@@ -72,6 +86,9 @@ def load_public(path: Path) -> ec.EllipticCurvePublicKey:
     """
     try:
         key = serialization.load_pem_public_key(path.read_bytes())
+    except UnsupportedAlgorithm as exc:
+        raise SignatureError(f"Public key {path}: unsupported key type ({exc}); pin verifies "
+                             "ECDSA P-256 signatures only.") from exc
     except (OSError, ValueError) as exc:
         raise SignatureError(f"Public key {path}: cannot be loaded ({exc}).") from exc
     if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
@@ -85,19 +102,22 @@ def sign(key: ec.EllipticCurvePrivateKey, data: bytes) -> str:
     return base64.b64encode(key.sign(data, ec.ECDSA(hashes.SHA256()))).decode()
 
 
-def b64decode(text: str, what: str) -> bytes:
-    """Decode standard or URL-safe base64; :class:`SignatureError` naming ``what``."""
+def b64decode(text: str, what: str, *, urlsafe: bool = True) -> bytes:
+    """Decode standard (or, when ``urlsafe``, URL-safe) base64; :class:`SignatureError`
+    naming ``what``. cosign reads signature annotations as standard base64 only.
+    """
     try:
-        if "-" in text or "_" in text:
+        if urlsafe and ("-" in text or "_" in text):
             return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise SignatureError(f"{what} is not valid base64.") from exc
 
 
-def verify(key: ec.EllipticCurvePublicKey, data: bytes, signature_b64: str, what: str) -> None:
+def verify(key: ec.EllipticCurvePublicKey, data: bytes, signature_b64: str, what: str,
+           *, urlsafe: bool = True) -> None:
     """Check the base64 DER signature of ``data``; :class:`SignatureError` saying ``what``."""
-    sig = b64decode(signature_b64, f"the {what} signature")
+    sig = b64decode(signature_b64, f"the {what} signature", urlsafe=urlsafe)
     try:
         key.verify(sig, data, ec.ECDSA(hashes.SHA256()))
     except InvalidSignature as exc:

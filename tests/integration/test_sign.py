@@ -155,6 +155,10 @@ def test_signature_for_another_digest_and_retag(signed, registry, base_image):
     # Retag: the tag now names the other digest; verifying the tag checks that digest.
     r = pin("verify-image", f"{host}/pin/signed:other", "--key", str(signed["pub"]))
     assert r.returncode == 9 and "the signature is for" in r.stderr
+    # A tag with a digest must name that digest.
+    r = pin("verify-image", f"{host}/pin/signed:other@{signed['digest']}", "--key",
+            str(signed["pub"]))
+    assert r.returncode == 9 and "Tag other names" in r.stderr
     # An absent digest is refused before any signature is read.
     r = pin("verify-image", f"{host}/pin/signed@sha256:{'0' * 64}", "--key", str(signed["pub"]))
     assert r.returncode == 9 and "is not in the registry" in r.stderr
@@ -200,6 +204,9 @@ def test_signing_again_appends(signed):
     assert r.returncode == 0, r.stderr
     _reg, _tag, doc = _sig_manifest(signed)
     assert len(doc["layers"]) == 2
+    # The same key again adds nothing (its signature of this payload is already there).
+    assert pin("sign", signed["ref"], "--key", str(signed["dir"] / "pin.key")).returncode == 0
+    assert len(_sig_manifest(signed)[2]["layers"]) == 2
     assert verify(signed).returncode == 0
     assert pin("verify-image", signed["ref"], "--key",
                str(signed["dir"] / "other.pub")).returncode == 0

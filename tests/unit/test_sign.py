@@ -112,3 +112,41 @@ def test_unsupported_key_types(tmp_path, make):
     with pytest.raises(SignatureError, match="unsupported key type") as exc:
         load_public(path)
     assert exc.value.exit_code == 9
+
+
+REF = "127.0.0.1:5000/pin/trial"
+
+
+def test_payload_rules_of_containers_image():
+    from pinning.sign.cosign import parse_payload
+
+    assert parse_payload(payload_bytes(REF, DIGEST), REF) == DIGEST
+    good = json.loads(payload_bytes(REF, DIGEST))
+    cases = {
+        "extra top-level key": {**good, "x": 1},
+        "extra critical key": {**good, "critical": {**good["critical"], "x": 1}},
+        "missing identity": {**good, "critical": {"image": good["critical"]["image"],
+                                                 "type": COSIGN_TYPE}},
+        "optional a list": {**good, "optional": []},
+        "other type": {**good, "critical": {**good["critical"], "type": "x"}},
+    }
+    for why, doc in cases.items():
+        with pytest.raises(SignatureError):
+            parse_payload(json.dumps(doc).encode(), REF)
+        assert why
+    with pytest.raises(SignatureError, match="names"):
+        parse_payload(payload_bytes("127.0.0.1:5000/other", DIGEST), REF)
+    dup = payload_bytes(REF, DIGEST).replace(
+        b'"docker-manifest-digest"', b'"docker-manifest-digest":"sha256:00","docker-manifest-digest"')
+    with pytest.raises(SignatureError, match="repeats a key"):
+        parse_payload(dup, REF)
+
+
+def test_cosign_annotations_are_standard_base64_only():
+    key, pub = keypair()
+    sig = sign(key, b"x")
+    urlsafe = sig.replace("+", "-").replace("/", "_")
+    verify(pub, b"x", urlsafe, "dsse")  # DSSE accepts both
+    if urlsafe != sig:
+        with pytest.raises(SignatureError, match="base64"):
+            verify(pub, b"x", urlsafe, "image", urlsafe=False)
