@@ -1,0 +1,97 @@
+"""Guard rules: load from data with strict validation, and every shipped rule fires on its
+positive case and not on its negative case."""
+
+from __future__ import annotations
+
+import pytest
+
+from pinning.checks import EnvView, GpuView, PackageView
+from pinning.errors import MatrixError
+from pinning.guards.engine import GuardContext, evaluate, load_rules
+
+RULES = {r.id: r for r in load_rules()}
+AMD = [GpuView(vendor="amd", gfx="gfx942", device_id="0x74a1")]
+MI355 = [GpuView(vendor="amd", gfx="gfx950", device_id="0x75a3")]
+NV = [GpuView(vendor="nvidia", compute_capability="9.0")]
+
+
+def ctx(gpus=AMD, packages=(), env=None, torch=None, **extra):
+    view = EnvView(gpus=list(gpus), packages=[PackageView(n, v) for n, v in packages],
+                   environment=dict(env or {}), torch_kind=torch,
+                   torch_version="2.7.0" if torch else None)
+    return GuardContext(view=view, **extra)
+
+
+CASES = {
+    "aiter-replaces-triton": (
+        ctx(packages=[("amd-aiter", "0.1.5")]),
+        ctx(packages=[("amd-aiter", "0.1.5")], env={"AITER_USE_SYSTEM_TRITON": "1"})),
+    "cuda-torch-on-amd": (ctx(torch="cuda"), ctx(torch="rocm")),
+    "cuda-wheels-on-amd": (
+        ctx(packages=[("nvidia-cuda-runtime-cu13", "13.0.96")]),
+        ctx(gpus=NV, packages=[("nvidia-cuda-runtime-cu13", "13.0.96")])),
+    "several-tritons": (
+        ctx(packages=[("triton", "3.7.1"), ("pytorch-triton-rocm", "3.3.0")]),
+        ctx(packages=[("pytorch-triton-rocm", "3.3.0")])),
+    "marlin-on-amd": (ctx(quantization="awq_marlin"), ctx(quantization="awq")),
+    "jax-rocm60-plugin-on-rocm7": (
+        ctx(packages=[("jax-rocm60-plugin", "0.5.0")], runtime_version="7.1.1"),
+        ctx(packages=[("jax-rocm60-plugin", "0.5.0")], runtime_version="6.4.1")),
+    "jax-rocm7-plugin-on-rocm6": (
+        ctx(packages=[("jax-rocm7-plugin", "0.8.2")], runtime_version="6.4.1"),
+        ctx(packages=[("jax-rocm7-plugin", "0.8.2")], runtime_version="7.2.0")),
+    "vllm-mi350-rocm-lt-7": (
+        ctx(gpus=MI355, packages=[("vllm", "0.10.1")], runtime_version="6.4.1"),
+        ctx(gpus=MI355, packages=[("vllm", "0.11.2")], runtime_version="7.0.0")),
+    "hsa-override-gfx-version": (ctx(env={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}), ctx()),
+    "tf32-on-rocm": (
+        ctx(torch="rocm", packages=[("torch", "2.7.0+rocm6.3")]),
+        ctx(torch="rocm", packages=[("torch", "2.6.0+rocm6.2.4")])),
+    "jax-rocm-on-windows": (
+        ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="windows"),
+        ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="linux")),
+    "flash-attn-ck-limits": (
+        ctx(packages=[("flash-attn", "2.8.3")], head_dim=512, dtype="bf16"),
+        ctx(packages=[("flash-attn", "2.8.3")], head_dim=128, dtype="bf16")),
+}
+
+
+def test_every_shipped_rule_has_cases():
+    assert set(CASES) == set(RULES)
+
+
+@pytest.mark.parametrize("rule_id", sorted(CASES))
+def test_rule_fires_on_positive_not_on_negative(rule_id):
+    positive, negative = CASES[rule_id]
+    fired = evaluate(RULES[rule_id], positive)
+    assert fired.status == "failed", fired.reason
+    quiet = evaluate(RULES[rule_id], negative)
+    assert quiet.status == "passed", quiet.reason
+
+
+def test_unknown_facts_skip_with_a_reason():
+    result = evaluate(RULES["marlin-on-amd"], ctx())
+    assert result.status == "skipped" and "quantization" in result.reason
+
+
+def test_every_rule_names_a_source_and_date():
+    for rule in RULES.values():
+        assert len(rule.source) > 10 and rule.date.year >= 2025 and rule.why.endswith(".")
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ('schema-version = 1\n[[rules]]\nid = "x"\nbogus = 1\n', "bogus"),
+    ('schema-version = 1\n[[rules]]\nid = "x"\ntitle = "t"\nwhy = "w."\nsource = "s source"\n'
+     'date = 2026-01-01\nphases = ["verify"]\nwhen = { gpu_color = "red" }\n'
+     'remedy = { kind = "warn", text = "t" }\n', "gpu_color"),
+    ('schema-version = 1\n[[rules]]\nid = "x"\ntitle = "t"\nwhy = "w."\nsource = "s source"\n'
+     'date = 2026-01-01\nphases = ["verify"]\nwhen = { runtime = "~~7" }\n'
+     'remedy = { kind = "warn", text = "t" }\n', "PEP 440"),
+])
+def test_bad_rule_files_fail_with_their_path(tmp_path, text, needle):
+    path = tmp_path / "rules.toml"
+    path.write_text(text)
+    with pytest.raises(MatrixError) as exc:
+        load_rules(path)
+    assert exc.value.exit_code == 3 and str(path) in exc.value.message
+    assert needle in exc.value.message
