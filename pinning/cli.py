@@ -432,12 +432,14 @@ def lock_validate(paths: tuple[str, ...]) -> None:
 
 def _register_host_commands() -> None:
     from pinning.cli_build import register as register_build
+    from pinning.cli_guard import register as register_guard
     from pinning.cli_host import register
     from pinning.cli_sign import register as register_sign
 
     register(main)
     register_build(main)
     register_sign(main)
+    register_guard(main)
 
 
 _register_host_commands()

@@ -251,8 +251,12 @@ def doctor(files: Sequence[tuple[str, str]], matrix: Matrix) -> DoctorReport:
         "nvidia-driver": view.nvidia_driver,
         "packages": len(view.packages),
     }
+    from pinning.guards.engine import GuardContext, guard_findings
+
+    findings = run_checks(view, matrix)
+    findings += guard_findings(GuardContext(view=view), "verify", {f.code for f in findings})
     return DoctorReport(
         dumps=dumps,
         environment={k: v for k, v in summary.items() if v not in (None, [], 0)},
-        findings=run_checks(view, matrix),
+        findings=findings,
     )

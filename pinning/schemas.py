@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report")
+SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards")
 
 
 def generate() -> dict[str, str]:
@@ -13,6 +13,7 @@ def generate() -> dict[str, str]:
     from pydantic import BaseModel
 
     from pinning.doctor import DoctorReport
+    from pinning.guards.models import RuleFile
     from pinning.lockfile.models import Lockfile
     from pinning.matrix.models import MatrixFile
     from pinning.probe.models import HostFacts
@@ -20,7 +21,7 @@ def generate() -> dict[str, str]:
 
     models: tuple[tuple[str, type[BaseModel]], ...] = (
         ("matrix", MatrixFile), ("lockfile", Lockfile), ("host", HostFacts),
-        ("verify-report", VerifyReport), ("doctor-report", DoctorReport),
+        ("verify-report", VerifyReport), ("doctor-report", DoctorReport), ("guards", RuleFile),
     )
     out: dict[str, str] = {}
     for name, model in models:

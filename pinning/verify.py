@@ -682,7 +682,14 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     v.model()
     v.image()
     v.environment()
-    rule_findings = run_checks(view_from_facts(facts), matrix)
+    from pinning.guards.engine import GuardContext, guard_findings
+
+    view = view_from_facts(facts)
+    rule_findings = run_checks(view, matrix)
+    rule_findings += guard_findings(
+        GuardContext(view=view, runtime_version=lock.runtime.version.value,
+                     gpu_ids=[g.product for g in facts.gpus if g.product], platform="linux"),
+        "verify", {f.code for f in rule_findings})
     # A rule finding repeats the comparison when that already judged the fact (changed,
     # missing, outside the matrix); it stays when the comparison could not judge it.
     judged = {(f.fact, f.gpu) for f in v.findings

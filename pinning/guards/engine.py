@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -204,3 +204,36 @@ def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
 def run_rules(rules: list[Rule], ctx: GuardContext, phase: str) -> list[GuardResult]:
     """Every rule acting in ``phase``, evaluated in file order."""
     return [evaluate(r, ctx) for r in rules if phase in r.phases]
+
+
+# Rules whose verdict pinning.checks already reports under its own code (same fact, same
+# source); their guard finding would only repeat it.
+COVERED_BY_CHECKS: dict[str, str] = {
+    "several-tritons": "multiple-triton-distributions",
+    "cuda-torch-on-amd": "cuda-torch-on-amd",
+    "cuda-wheels-on-amd": "cuda-libraries-on-amd",
+    "hsa-override-gfx-version": "hsa-override-gfx-version",
+    "jax-rocm60-plugin-on-rocm7": "jax-plugin-rocm-major",
+    "jax-rocm7-plugin-on-rocm6": "jax-plugin-rocm-major",
+}
+
+
+def guard_findings(ctx: GuardContext, phase: str, already: set[str],
+                   rules: list[Rule] | None = None) -> list[Any]:
+    """Findings for the rules that fire in ``phase`` (``already``: codes reported by
+    :mod:`pinning.checks`, whose rules are not repeated). Refusals and set-env remedies are
+    errors; warnings stay warnings.
+    """
+    from pinning.checks import Finding
+
+    out = []
+    for res in run_rules(rules if rules is not None else load_rules(), ctx, phase):
+        if res.status != "failed" or COVERED_BY_CHECKS.get(res.rule.id) in already:
+            continue
+        rule = res.rule
+        out.append(Finding(
+            code=f"guard:{rule.id}", fact=f"guard.{rule.id}", status="hazard",
+            severity="warning" if rule.remedy.kind == "warn" else "error",
+            message=f"{rule.title}: {res.reason}. {rule.why} {rule.remedy.text}",
+            source=f"{rule.source} ({rule.date})"))
+    return out

@@ -45,8 +45,9 @@ CASES = {
         ctx(gpus=MI355, packages=[("vllm", "0.11.2")], runtime_version="7.0.0")),
     "hsa-override-gfx-version": (ctx(env={"HSA_OVERRIDE_GFX_VERSION": "11.0.0"}), ctx()),
     "tf32-on-rocm": (
-        ctx(torch="rocm", packages=[("torch", "2.7.0+rocm6.3")]),
-        ctx(torch="rocm", packages=[("torch", "2.6.0+rocm6.2.4")])),
+        ctx(torch="rocm", packages=[("torch", "2.7.0+rocm6.3")],
+            env={"HIPBLASLT_ALLOW_TF32": "1"}),
+        ctx(torch="rocm", packages=[("torch", "2.7.0+rocm6.3")])),
     "jax-rocm-on-windows": (
         ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="windows"),
         ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="linux")),
@@ -95,3 +96,30 @@ def test_bad_rule_files_fail_with_their_path(tmp_path, text, needle):
         load_rules(path)
     assert exc.value.exit_code == 3 and str(path) in exc.value.message
     assert needle in exc.value.message
+
+
+def test_guards_run_in_verify_and_doctor(matrix, host_copy):
+    from conftest import DATA, recorded
+    from test_verify import lock_for
+
+    from pinning.doctor import doctor
+    from pinning.verify import verify
+
+    host = host_copy("mi300x-rocm7.1")
+    info = host / "root/opt/venv/lib/python3.12/site-packages/amd_aiter-0.1.5.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: amd-aiter\nVersion: 0.1.5\n")
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    report = verify(lock, recorded("", host), matrix, lock_name="l", host_name="h")
+    guard = [f for f in report.findings if f.code == "guard:aiter-replaces-triton"]
+    assert len(guard) == 1 and guard[0].severity == "error"
+    assert "AITER_USE_SYSTEM_TRITON=1" in guard[0].message and "ROCm/aiter" in guard[0].source
+    rec = host / "commands.toml"
+    rec.write_text(rec.read_text() + 'AITER_USE_SYSTEM_TRITON = "1"\n')
+    report = verify(lock, recorded("", host), matrix, lock_name="l", host_name="h")
+    assert not [f for f in report.findings if f.code.startswith("guard:aiter")]
+
+    rocminfo = (DATA / "dumps" / "rocminfo-full.txt").read_text()
+    pasted = doctor([("pip", "amd-aiter 0.1.5\ntorch 2.7.0+rocm6.3\n"), ("info", rocminfo)],
+                    matrix)
+    assert "guard:aiter-replaces-triton" in {f.code for f in pasted.findings}

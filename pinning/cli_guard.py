@@ -1,0 +1,64 @@
+"""Guard commands of the CLI: ``pin guard list`` and ``pin guard show ID``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from pinning.errors import UsageError
+
+FORMAT = click.Choice(["text", "json"])
+
+
+@click.group()
+def guard() -> None:
+    """Rules that catch installs which silently change a validated stack (AITER replacing
+    Triton, CUDA torch over ROCm torch, ...) and refuse known-broken combinations.
+    """
+
+
+@guard.command("list")
+@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+def guard_list(fmt: str) -> None:
+    """Every shipped rule: id, phases, remedy kind and title."""
+    from pinning.guards.engine import load_rules
+
+    rules = load_rules()
+    if fmt == "json":
+        click.echo(json.dumps([r.model_dump(mode="json", by_alias=True, exclude_none=True)
+                               for r in rules], indent=2))
+        return
+    width = max(len(r.id) for r in rules)
+    for r in rules:
+        click.echo(f"{r.id:<{width}}  {','.join(r.phases):<22} {r.remedy.kind:<10} {r.title}")
+
+
+@guard.command("show")
+@click.argument("rule_id", metavar="ID")
+@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+def guard_show(rule_id: str, fmt: str) -> None:
+    """One rule in full: why, source and date, conditions, remedy."""
+    import difflib
+
+    from pinning.guards.engine import load_rules
+
+    rules = {r.id: r for r in load_rules()}
+    rule = rules.get(rule_id)
+    if rule is None:
+        close = [r for r in sorted(rules) if rule_id in r][:3] or difflib.get_close_matches(
+            rule_id, sorted(rules), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise UsageError(f"No guard rule {rule_id!r}.{hint}", hint="`pin guard list` lists them.")
+    if fmt == "json":
+        click.echo(rule.model_dump_json(by_alias=True, exclude_none=True, indent=2))
+        return
+    when = rule.when.model_dump(by_alias=True, exclude_none=True)
+    click.echo(f"{rule.id}: {rule.title}\n  why:    {rule.why}\n  source: {rule.source} "
+               f"({rule.date})\n  phases: {', '.join(rule.phases)}\n  when:   "
+               f"{json.dumps(when)}\n  remedy: {rule.remedy.kind}: {rule.remedy.text}")
+
+
+def register(group: click.Group) -> None:
+    """Add the guard commands to the ``pin`` group."""
+    group.add_command(guard)
