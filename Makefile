@@ -32,11 +32,14 @@ demo: install
 # Real PyPI wheels the image-build tests install (pure Python, any platform).
 WHEELHOUSE := .wheelhouse
 TEST_WHEELS := idna==3.10 packaging==24.2 six==1.16.0
+# An older six, which the build-guard tests install over the locked one.
+GUARD_WHEELS := six==1.15.0
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
 $(WHEELHOUSE)/.stamp: Makefile | install
 	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d $(WHEELHOUSE) $(TEST_WHEELS)
+	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d $(WHEELHOUSE)/guard $(GUARD_WHEELS)
 	touch $@
 
 test: install wheelhouse

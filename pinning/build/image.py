@@ -28,7 +28,7 @@ from typing import Any
 
 from pinning.build.layers import LayerBlob, gzip_layer, normalize_layer, squash_layers
 from pinning.build.oci import LOCK_LABEL, ImageDocs, image_docs
-from pinning.errors import BuildError
+from pinning.errors import BuildError, GuardRefused
 from pinning.lockfile.io import lock_json
 from pinning.lockfile.models import Lockfile, Wheel
 from pinning.probe.models import normalize_name
@@ -63,6 +63,7 @@ class BuildPlan:
     env: dict[str, str] = field(default_factory=dict)
     epoch: int = 0
     input_hash: str = ""
+    steps: tuple[str, ...] = ()
 
 
 def default_epoch(lock: Lockfile) -> int:
@@ -147,7 +148,8 @@ def plan_build(lock: Lockfile, base_ref: str, wheelhouse: Path) -> BuildPlan:
     epoch = lock.image.epoch if lock.image.epoch is not None else default_epoch(lock)
     return BuildPlan(base_ref=base_ref, wheels=wheels, env=dict(lock.environment),
                      epoch=epoch, input_hash=inputs_label(recorded, base_ref.rsplit("@", 1)[1],
-                                                          epoch))
+                                                          epoch),
+                     steps=tuple(lock.build_steps or ()))
 
 
 def inputs_label(lock: Lockfile, base_digest: str, epoch: int) -> str:
@@ -176,11 +178,25 @@ def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
     for w in plan.wheels:
         shutil.copyfile(wheelhouse / w.filename, wheels_dir / w.filename)
         lines.append(f"{w.name}=={w.version} --hash=sha256:{w.sha256}")
+    if plan.steps:  # the steps may install other files of the wheel house
+        for path in sorted(wheelhouse.iterdir()):
+            if path.is_file() and not (wheels_dir / path.name).exists():
+                shutil.copyfile(path, wheels_dir / path.name)
     (wheels_dir / "requirements.txt").write_text("\n".join(lines) + "\n")
+    guard_dir = dest / "guard"
+    guard_dir.mkdir(exist_ok=True)
+    shutil.copyfile(Path(__file__).resolve().parents[1] / "guards" / "inbuild.py",
+                    guard_dir / "guard.py")
+    (guard_dir / "locked.json").write_text(
+        json.dumps({w.name: w.version for w in plan.wheels}, sort_keys=True))
     env_lines = "\n".join(f"ENV {k}={_dockerfile_quote(v)}" for k, v in sorted(plan.env.items()))
+    step_lines = "\n".join(
+        f"RUN {cmd} \\\n && python3 /tmp/pin-guard/guard.py check {i} "
+        "/tmp/pin-guard/locked.json /tmp/pin-guard/before.json"
+        for i, cmd in enumerate(plan.steps, start=1))
     text = string.Template(TEMPLATE.read_text()).substitute(
-        base_ref=plan.base_ref, env_lines=env_lines, label_key=LOCK_LABEL,
-        label_value=plan.input_hash)
+        base_ref=plan.base_ref, env_lines=env_lines, step_lines=step_lines,
+        label_key=LOCK_LABEL, label_value=plan.input_hash)
     (dest / "Dockerfile").write_text(text)
     return dest
 
@@ -217,6 +233,14 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
                         progress(line)
             if "error" in chunk or "errorDetail" in chunk:
                 msg = chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")
+                guard = [line.removeprefix("PIN-GUARD: ") for line in tail
+                         if line.startswith("PIN-GUARD: ")]
+                if guard:
+                    raise GuardRefused(
+                        "The build-time guard stopped the build: a locked distribution "
+                        "changed.\n" + "\n".join(f"  {g}" for g in guard) + f"\n  ({step})",
+                        hint="Apply the matching guard rule's remedy (pin guard list), e.g. "
+                             "set AITER_USE_SYSTEM_TRITON=1 in the lock's [environment].")
                 raise BuildError(
                     f"Image build failed at {step}: {str(msg).strip()}\n" + "\n".join(tail[-8:]),
                     hint="Fix the failing step (a missing wheel, a hash mismatch) and build again.")

@@ -224,4 +224,10 @@ class Lockfile(Strict):
     wheels: list[Wheel] | None = Field(
         default=None, description="The wheels the image installs, recorded by the first pin build."
     )
+    build_steps: list[str] | None = Field(
+        default=None,
+        description="Shell commands the image build runs after the locked install, each as its "
+                    "own step under the build-time guard (files from the wheel house are in "
+                    "/tmp/pin-wheels).",
+    )
     notes: list[str] = Field(default_factory=list)
