@@ -149,6 +149,11 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     to_stdout = output == "-"
     lock = lock_from_resolution(res, matrix, overlays=used_overlays,
                                 output=None if to_stdout else output)
+    from pinning.guards.engine import apply_at_resolve
+
+    lock, guard_notes = apply_at_resolve(lock)
+    for note in guard_notes:
+        click.echo(note, err=True)
     if to_stdout:
         if fmt == "json":
             click.echo(json.dumps({"lock": lock_json(lock), "considered": _considered(res)},

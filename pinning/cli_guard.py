@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -59,6 +60,49 @@ def guard_show(rule_id: str, fmt: str) -> None:
                f"{json.dumps(when)}\n  remedy: {rule.remedy.kind}: {rule.remedy.text}")
 
 
+@click.command()
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                type=click.Path(exists=True))
+@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+def audit(paths: tuple[str, ...], fmt: str) -> None:
+    """Scan Python sources for device strings ROCm builds of PyTorch reject:
+    torch.device("rocm") / "hip", .to("hip"), device="rocm:0". ROCm builds keep "cuda".
+
+    Exit 0 when none is found, 10 when some are (guard rule torch-device-rocm), 2 for a
+    path that cannot be read.
+    """
+    from pathlib import Path
+
+    from pinning.errors import GuardRefused
+    from pinning.guards.audit import SOURCE, audit_source, python_files
+
+    hits: list[Any] = []
+    unparsed: list[str] = []
+    for root in paths:
+        for path in python_files(Path(root)):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                hits += audit_source(text, str(path))
+            except (SyntaxError, ValueError, RecursionError):
+                unparsed.append(str(path))
+            except OSError as exc:
+                raise UsageError(f"{path}: cannot be read ({exc.strerror or exc}).") from exc
+    if fmt == "json":
+        click.echo(json.dumps({"hits": [h.__dict__ for h in hits], "unparsed": unparsed,
+                               "source": SOURCE}, indent=2))
+    else:
+        for h in hits:
+            click.echo(f"{h.path}:{h.line}:{h.column}: {h.text}: ROCm builds use \"cuda\"")
+        for name in unparsed:
+            click.echo(f"{name}: not valid Python; not scanned")
+        if not hits:
+            click.echo("No rocm/hip device strings found.")
+    if hits:
+        raise GuardRefused(f"{len(hits)} device string(s) ROCm builds of PyTorch reject.",
+                           hint=f"Use torch.device(\"cuda\") on ROCm too ({SOURCE}).")
+
+
 def register(group: click.Group) -> None:
     """Add the guard commands to the ``pin`` group."""
     group.add_command(guard)
+    group.add_command(audit)

@@ -49,6 +49,7 @@ FRAMEWORK_DISTRIBUTIONS: dict[str, str] = {
     "sglang": "sglang",
     "triton": "triton",
     "flashattention": "flash-attn",
+    "flash-attention": "flash-attn",
 }
 
 

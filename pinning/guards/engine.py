@@ -68,6 +68,7 @@ class GuardContext:
     dtype: str | None = None
     platform: str | None = None
     gpu_ids: list[str] = field(default_factory=list)
+    device_strings: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,13 @@ def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
         if ctx.platform != c.platform:
             return result("passed", f"platform {ctx.platform}")
         held.append(f"platform {ctx.platform}")
+    if c.device_strings is not None:
+        if ctx.device_strings is None:
+            return result("skipped", "the code was not audited (pin audit PATH)")
+        found = sorted({d.split(":")[0] for d in ctx.device_strings} & set(c.device_strings))
+        if not found:
+            return result("passed", "no such device string in the code")
+        held.append(f"device string {', '.join(found)} in the code")
     return result("failed", "; ".join(held) or "unconditional")
 
 
@@ -237,3 +245,46 @@ def guard_findings(ctx: GuardContext, phase: str, already: set[str],
             message=f"{rule.title}: {res.reason}. {rule.why} {rule.remedy.text}",
             source=f"{rule.source} ({rule.date})"))
     return out
+
+
+def apply_at_resolve(lock: Any, rules: list[Rule] | None = None) -> tuple[Any, list[str]]:
+    """Run the resolve-phase rules on a freshly resolved lock (its GPU, runtime and
+    frameworks): a refusal raises :class:`~pinning.errors.GuardRefused` (exit 10, nothing
+    written); a ``set-env`` remedy is recorded in the lock's ``[environment]`` with a note;
+    a warning becomes a note. Returns the (re-sealed) lock and the messages for the user.
+    """
+    from pinning.checks import GpuView, PackageView
+    from pinning.errors import GuardRefused
+    from pinning.lockfile.io import lock_json, seal
+    from pinning.verify import FRAMEWORK_DISTRIBUTIONS
+
+    target = lock.target
+    gfx = target.gfx_target.value if target.gfx_target is not None else None
+    packages = []
+    for fw in lock.frameworks:
+        version = fw.version.value or (fw.version.allowed or [""])[0]
+        packages.append(PackageView(FRAMEWORK_DISTRIBUTIONS.get(fw.name, fw.name), version))
+    view = EnvView(gpus=[GpuView(vendor=target.vendor, gfx=gfx)], packages=packages,
+                   environment=dict(lock.environment))
+    ctx = GuardContext(view=view, runtime_version=lock.runtime.version.value,
+                       gpu_ids=[lock.request.gpu])
+    env = dict(lock.environment)
+    messages: list[str] = []
+    for res in run_rules(rules if rules is not None else load_rules(), ctx, "resolve"):
+        if res.status != "failed":
+            continue
+        rule = res.rule
+        if rule.remedy.kind == "refuse":
+            raise GuardRefused(f"Guard {rule.id} refuses this stack: {rule.title} ({res.reason})."
+                               f" {rule.why} Source: {rule.source} ({rule.date}).",
+                               hint=rule.remedy.text)
+        if rule.remedy.kind == "set-env" and rule.remedy.name:
+            env[rule.remedy.name] = str(rule.remedy.value)
+        messages.append(f"Guard {rule.id}: {rule.remedy.text} ({rule.source}, {rule.date})")
+    if not messages:
+        return lock, []
+    data = lock_json(lock)
+    data["environment"] = env
+    data["notes"] = [*data.get("notes", []), *messages]
+    data.pop("content-hash", None)
+    return seal(data), messages

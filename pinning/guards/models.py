@@ -31,7 +31,8 @@ class Conditions(Strict):
     be installed; ``any_packages`` needs one of them; ``package_count`` several of a set;
     ``package_pattern`` a regular expression over installed names; ``runtime`` a PEP 440
     specifier on the ROCm / CUDA release; ``env_set`` / ``env_unset`` variables set / unset
-    (or not equal to ``env_values``).
+    (or not equal to ``env_values``); ``device_strings`` torch device strings that
+    ``pin audit`` found in the user's code.
     """
 
     vendor: Literal["amd", "nvidia"] | None = None
@@ -50,6 +51,7 @@ class Conditions(Strict):
     head_dim_above: int | None = None
     dtypes_not: list[str] | None = None
     platform: Literal["linux", "windows"] | None = None
+    device_strings: list[str] | None = None
 
 
 class Remedy(Strict):

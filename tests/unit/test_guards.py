@@ -51,6 +51,7 @@ CASES = {
     "jax-rocm-on-windows": (
         ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="windows"),
         ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="linux")),
+    "torch-device-rocm": (ctx(device_strings=["hip:0"]), ctx(device_strings=[])),
     "flash-attn-ck-limits": (
         ctx(packages=[("flash-attn", "2.8.3")], head_dim=512, dtype="bf16"),
         ctx(packages=[("flash-attn", "2.8.3")], head_dim=128, dtype="bf16")),
@@ -123,3 +124,50 @@ def test_guards_run_in_verify_and_doctor(matrix, host_copy):
     pasted = doctor([("pip", "amd-aiter 0.1.5\ntorch 2.7.0+rocm6.3\n"), ("info", rocminfo)],
                     matrix)
     assert "guard:aiter-replaces-triton" in {f.code for f in pasted.findings}
+
+
+def test_audit_finds_rocm_and_hip_device_strings(tmp_path):
+    from pinning.guards.audit import audit_source
+
+    code = (
+        "import torch\n"
+        "a = torch.device('rocm')\n"
+        "b = x.to('hip:1')\n"
+        "c = torch.zeros(3, device='hip')\n"
+        "d = torch.device('cuda')\n"
+        "e = x.to('cpu')\n"
+        "f = 'rocm'\n"
+    )
+    hits = audit_source(code, "m.py")
+    assert [(h.line, h.text) for h in hits] == [
+        (2, "'rocm' as a device"), (3, "'hip:1' as a device"), (4, "'hip' as a device")]
+
+
+def test_pin_audit_cli(tmp_path):
+    from test_cli import pin
+
+    src = tmp_path / "proj"
+    (src / ".venv").mkdir(parents=True)
+    (src / "train.py").write_text("import torch\nm = m.to('hip')\n")
+    (src / "ok.py").write_text("import torch\nm = m.to('cuda')\n")
+    (src / ".venv" / "skip.py").write_text("torch.device('rocm')\n")
+    (src / "broken.py").write_text("def (:\n")
+    r = pin("audit", str(src))
+    assert r.returncode == 10
+    assert "train.py:2:5: 'hip' as a device" in r.stdout and "skip.py" not in r.stdout
+    assert "broken.py: not valid Python" in r.stdout and "Traceback" not in r.stderr
+    (src / "train.py").write_text("m = m.to('cuda')\n")
+    ok = pin("audit", str(src / "train.py"))
+    assert ok.returncode == 0 and "No rocm/hip device strings" in ok.stdout
+
+
+def test_resolve_records_the_set_env_remedy(tmp_path):
+    from test_cli import pin
+
+    out = tmp_path / "fa.lock"
+    r = pin("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.13.0", "--framework",
+            "flash-attention", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "Guard aiter-replaces-triton" in r.stderr
+    text = out.read_text()
+    assert 'AITER_USE_SYSTEM_TRITON = "1"' in text and "ROCm/aiter" in text
