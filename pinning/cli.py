@@ -110,11 +110,15 @@ def _date(flag: str, text: str | None) -> dt.date | None:
               help="Site overlay with rows your team validated (also PIN_MATRIX).")
 @click.option("-o", "--output", default="pin.lock", show_default=True, metavar="FILE",
               help="Where to write the lockfile; '-' writes it to stdout.")
+@click.option("--build-step", "build_steps", multiple=True, metavar="CMD",
+              help="A shell command pin build runs after the locked install, under the "
+                   "build-time guard (repeatable; files of the wheel house are in "
+                   "/tmp/pin-wheels).")
 @click.option("--explain", is_flag=True, help="Show the rows that decided and why others lost.")
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
 def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str | None,
             os_: str | None, model: str | None, as_of: str | None, overlays: tuple[str, ...],
-            output: str, explain: bool, fmt: str) -> None:
+            build_steps: tuple[str, ...], output: str, explain: bool, fmt: str) -> None:
     """Resolve constraints to the newest validated stack and write a lockfile.
 
     Exit 4 when no validated combination exists (the message names the failing constraint
@@ -151,6 +155,17 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
                                 output=None if to_stdout else output)
     from pinning.guards.engine import apply_at_resolve
 
+    if build_steps:
+        import shlex
+
+        from pinning.lockfile.io import seal
+
+        data = lock_json(lock)
+        data["build-steps"] = list(build_steps)
+        data["generator"]["command"] += "".join(
+            f" --build-step {shlex.quote(c)}" for c in build_steps)
+        data.pop("content-hash", None)
+        lock = seal(data)
     lock, guard_notes = apply_at_resolve(lock)
     for note in guard_notes:
         click.echo(note, err=True)
