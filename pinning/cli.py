@@ -155,6 +155,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
                                 output=None if to_stdout else output)
     from pinning.guards.engine import apply_at_resolve
 
+    if any("\n" in c or "\r" in c for c in build_steps):
+        raise UsageError("--build-step must be one line; give several --build-step flags.")
     if build_steps:
         import shlex
 

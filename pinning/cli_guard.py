@@ -45,10 +45,11 @@ def guard_show(rule_id: str, fmt: str) -> None:
     from pinning.guards.engine import load_rules
 
     rules = {r.id: r for r in load_rules()}
+    rule_id = rule_id.strip().lower()
     rule = rules.get(rule_id)
     if rule is None:
-        close = [r for r in sorted(rules) if rule_id in r][:3] or difflib.get_close_matches(
-            rule_id, sorted(rules), n=3)
+        close = ([r for r in sorted(rules) if rule_id in r][:3] or difflib.get_close_matches(
+            rule_id, sorted(rules), n=3)) if rule_id else []
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise UsageError(f"No guard rule {rule_id!r}.{hint}", hint="`pin guard list` lists them.")
     if fmt == "json":
@@ -68,8 +69,8 @@ def audit(paths: tuple[str, ...], fmt: str) -> None:
     """Scan Python sources for device strings ROCm builds of PyTorch reject:
     torch.device("rocm") / "hip", .to("hip"), device="rocm:0". ROCm builds keep "cuda".
 
-    Exit 0 when none is found, 10 when some are (guard rule torch-device-rocm), 2 for a
-    path that cannot be read.
+    Exit 0 when none is found, 10 when some are (guard rule torch-device-rocm). Files that
+    cannot be scanned are listed, not fatal.
     """
     from pathlib import Path
 
@@ -79,22 +80,22 @@ def audit(paths: tuple[str, ...], fmt: str) -> None:
     hits: list[Any] = []
     unparsed: list[str] = []
     for root in paths:
-        for path in python_files(Path(root)):
+        for path in python_files(Path(root), unparsed):
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
                 hits += audit_source(text, str(path))
-            except (SyntaxError, ValueError, RecursionError):
-                unparsed.append(str(path))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                unparsed.append(f"{path}: not valid Python; not scanned")
             except OSError as exc:
-                raise UsageError(f"{path}: cannot be read ({exc.strerror or exc}).") from exc
+                unparsed.append(f"{path}: {exc.strerror or exc}; not scanned")
     if fmt == "json":
         click.echo(json.dumps({"hits": [h.__dict__ for h in hits], "unparsed": unparsed,
                                "source": SOURCE}, indent=2))
     else:
         for h in hits:
             click.echo(f"{h.path}:{h.line}:{h.column}: {h.text}: ROCm builds use \"cuda\"")
-        for name in unparsed:
-            click.echo(f"{name}: not valid Python; not scanned")
+        for line in unparsed:
+            click.echo(line)
         if not hits:
             click.echo("No rocm/hip device strings found.")
     if hits:

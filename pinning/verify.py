@@ -688,8 +688,9 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     view = view_from_facts(facts)
     rule_findings = run_checks(view, matrix)
     rule_findings += guard_findings(
-        GuardContext(view=view, runtime_version=lock.runtime.version.value,
-                     gpu_ids=[g.product for g in facts.gpus if g.product], platform="linux"),
+        # The host's own runtime (view.rocm_version), not the lock's: the rules judge the host.
+        GuardContext(view=view, gpu_ids=[g.product for g in facts.gpus if g.product],
+                     platform="linux"),
         "verify", {f.code for f in rule_findings})
     # A rule finding repeats the comparison when that already judged the fact (changed,
     # missing, outside the matrix); it stays when the comparison could not judge it.

@@ -190,10 +190,14 @@ def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
     (guard_dir / "locked.json").write_text(
         json.dumps({w.name: w.version for w in plan.wheels}, sort_keys=True))
     env_lines = "\n".join(f"ENV {k}={_dockerfile_quote(v)}" for k, v in sorted(plan.env.items()))
+    # Each step is a script of its own: its text cannot comment out, skip or inject around
+    # the guard check that follows it.
+    for i, cmd in enumerate(plan.steps, start=1):
+        (guard_dir / f"step-{i}.sh").write_text(cmd + "\n")
     step_lines = "\n".join(
-        f"RUN {cmd} \\\n && python3 /tmp/pin-guard/guard.py check {i} "
-        "/tmp/pin-guard/locked.json /tmp/pin-guard/before.json"
-        for i, cmd in enumerate(plan.steps, start=1))
+        f"RUN sh -e /tmp/pin-guard/step-{i}.sh \\\n && python3 /tmp/pin-guard/guard.py check "
+        f"{i} /tmp/pin-guard/locked.json /tmp/pin-guard/before.json"
+        for i in range(1, len(plan.steps) + 1))
     text = string.Template(TEMPLATE.read_text()).substitute(
         base_ref=plan.base_ref, env_lines=env_lines, step_lines=step_lines,
         label_key=LOCK_LABEL, label_value=plan.input_hash)

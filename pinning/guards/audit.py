@@ -55,11 +55,36 @@ def audit_source(text: str, path: str) -> list[AuditHit]:
             for call, value in _calls(tree)]
 
 
-def python_files(root: Path) -> Iterator[Path]:
-    """Python files under ``root`` (or ``root`` itself), skipping virtualenvs and caches."""
-    if root.is_file():
-        yield root
-        return
-    for path in sorted(root.rglob("*.py")):
-        if not _SKIP_DIRS.intersection(path.relative_to(root).parts):
-            yield path
+MAX_SOURCE_BYTES = 10 * 1024 * 1024
+
+
+def python_files(root: Path, problems: list[str]) -> Iterator[Path]:
+    """Regular ``*.py`` files under ``root`` (or ``root`` itself), skipping virtualenvs and
+    caches. What cannot be scanned (an unreadable folder, a FIFO, a dangling link, a file
+    over 10 MiB) is added to ``problems`` instead of stopping the scan.
+    """
+    import os
+
+    if not root.is_dir():
+        candidates = [root]
+    else:
+        candidates = []
+
+        def onerror(exc: OSError) -> None:
+            problems.append(f"{exc.filename}: cannot be listed ({exc.strerror or exc})")
+
+        for base, dirs, files in os.walk(root, onerror=onerror):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+            candidates += [Path(base) / f for f in sorted(files) if f.endswith(".py")]
+    for path in candidates:
+        try:
+            if not path.is_file():
+                problems.append(f"{path}: not a regular file; not scanned")
+                continue
+            if path.stat().st_size > MAX_SOURCE_BYTES:
+                problems.append(f"{path}: larger than 10 MiB; not scanned")
+                continue
+        except OSError as exc:
+            problems.append(f"{path}: {exc.strerror or exc}; not scanned")
+            continue
+        yield path

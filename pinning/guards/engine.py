@@ -47,6 +47,21 @@ def load_rules(path: Path | None = None) -> list[Rule]:
         more = f" (and {exc.error_count() - 4} more)" if exc.error_count() > 4 else ""
         raise MatrixError(f"Guard rules {path}: " + "; ".join(parts) + more + ".") from exc
     for rule in rules:
+        when = rule.when
+        if not when.model_dump(exclude_none=True):
+            raise MatrixError(f"Guard rules {path}: rule {rule.id} has no condition (`when`); "
+                              "it would fire on every stack.")
+        if when.package_pattern is not None:
+            try:
+                re.compile(when.package_pattern)
+            except re.error as exc:
+                raise MatrixError(f"Guard rules {path}: rule {rule.id}: package_pattern "
+                                  f"{when.package_pattern!r} is not a regular expression "
+                                  f"({exc}).") from exc
+        stray = set(when.env_values or {}) - set(when.env_set or []) - set(when.env_unset or [])
+        if stray:
+            raise MatrixError(f"Guard rules {path}: rule {rule.id}: env_values for "
+                              f"{', '.join(sorted(stray))} not named in env_set or env_unset.")
         for spec in [rule.when.runtime, *(rule.when.packages or {}).values()]:
             if spec:
                 try:
@@ -141,6 +156,10 @@ def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
         if view.torch_kind != c.torch_build:
             return result("passed", f"torch is a {view.torch_kind} build")
         held.append(f"torch {view.torch_version} is a {c.torch_build} build")
+    needs_packages = any(x is not None for x in (c.packages, c.any_packages, c.package_count,
+                                                  c.package_pattern))
+    if needs_packages and not installed:
+        return result("skipped", "the installed packages are not known")
     if c.packages is not None:
         for name, spec in c.packages.items():
             have = installed.get(normalize_name(name))
@@ -169,8 +188,11 @@ def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
         held.append(", ".join(hits[:5]))
     env = view.environment
     for name in c.env_set or []:
+        want = (c.env_values or {}).get(name)
         if name not in env:
             return result("passed", f"{name} is not set")
+        if want is not None and env[name] != want:
+            return result("passed", f"{name}={env[name]}, not {want}")
         held.append(f"{name}={env[name]}")
     for name in c.env_unset or []:
         want = (c.env_values or {}).get(name)
@@ -180,17 +202,21 @@ def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
     if c.quantization is not None:
         if ctx.quantization is None:
             return result("skipped", "the quantization method is not known")
-        if ctx.quantization not in c.quantization:
+        if ctx.quantization.lower() not in [q.lower() for q in c.quantization]:
             return result("passed", f"quantization {ctx.quantization} not concerned")
         held.append(f"quantization {ctx.quantization}")
     if c.head_dim_above is not None or c.dtypes_not is not None:
         if ctx.head_dim is None and ctx.dtype is None:
             return result("skipped", "the attention head dimension and dtype are not known")
+        dtype = ctx.dtype.lower().removeprefix("torch.") if ctx.dtype else None
         too_big = (c.head_dim_above is not None and ctx.head_dim is not None
                    and ctx.head_dim > c.head_dim_above)
-        bad_dtype = (c.dtypes_not is not None and ctx.dtype is not None
-                     and ctx.dtype.lower() not in c.dtypes_not)
+        bad_dtype = (c.dtypes_not is not None and dtype is not None
+                     and dtype not in [d.lower() for d in c.dtypes_not])
         if not (too_big or bad_dtype):
+            if ctx.head_dim is None or dtype is None:
+                unknown = "head dimension" if ctx.head_dim is None else "dtype"
+                return result("skipped", f"the attention {unknown} is not known")
             return result("passed", "head dimension and dtype are supported")
         held.append(f"head dim {ctx.head_dim}" if too_big else f"dtype {ctx.dtype}")
     if c.platform is not None:
@@ -236,9 +262,15 @@ def guard_findings(ctx: GuardContext, phase: str, already: set[str],
 
     out = []
     for res in run_rules(rules if rules is not None else load_rules(), ctx, phase):
-        if res.status != "failed" or COVERED_BY_CHECKS.get(res.rule.id) in already:
-            continue
         rule = res.rule
+        if res.status == "skipped":
+            out.append(Finding(
+                code=f"guard:{rule.id}", fact=f"guard.{rule.id}", status="not-probed",
+                severity="info", message=f"Guard {rule.id} not evaluated: {res.reason}.",
+                source=f"{rule.source} ({rule.date})"))
+            continue
+        if res.status != "failed" or COVERED_BY_CHECKS.get(rule.id) in already:
+            continue
         out.append(Finding(
             code=f"guard:{rule.id}", fact=f"guard.{rule.id}", status="hazard",
             severity="warning" if rule.remedy.kind == "warn" else "error",

@@ -21,16 +21,36 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _version(text: str) -> str:
+    """A comparable form of a version (``1.0-post1`` and ``1.0.post1`` agree)."""
+    try:
+        from pip._vendor.packaging.version import Version
+
+        return str(Version(text))
+    except Exception:  # no pip in the image, or not a PEP 440 version
+        return text.strip().lower()
+
+
+def _files(entry: dict[str, object]) -> list[str]:
+    value = entry.get("files")
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
 def snapshot() -> dict[str, dict[str, object]]:
-    """Name -> {version, record (sha256 of RECORD), copies} of everything on sys.path."""
+    """Name -> {version, record (sha256 of RECORD), copies, files (paths in RECORD)} of
+    everything on sys.path.
+    """
     out: dict[str, dict[str, object]] = {}
     for dist in metadata.distributions():
         name = _norm(dist.metadata["Name"] or "")
         if not name:
             continue
         record = dist.read_text("RECORD") or ""
-        entry = out.setdefault(name, {"version": dist.version, "copies": 0,
-                                      "record": hashlib.sha256(record.encode()).hexdigest()})
+        files = sorted({line.split(",")[0] for line in record.splitlines()
+                        if line and ".dist-info/" not in line.split(",")[0]})
+        entry = out.setdefault(name, {"version": _version(dist.version), "copies": 0,
+                                      "record": hashlib.sha256(record.encode()).hexdigest(),
+                                      "files": files})
         entry["copies"] = int(str(entry["copies"])) + 1
     return out
 
@@ -39,18 +59,30 @@ def check(step: str, locked: dict[str, str], before: dict[str, dict[str, object]
           now: dict[str, dict[str, object]]) -> list[str]:
     """Problems with locked distributions after ``step`` (empty when none)."""
     problems = []
+    owned: dict[str, str] = {}
+    for name in locked:
+        for path in _files(before.get(_norm(name), {})):
+            owned[path] = name
     for name, version in sorted(locked.items()):
         key = _norm(name)
         cur = now.get(key)
         old = before.get(key, {}).get("version", version)
+        copies_before = int(str(before.get(key, {}).get("copies", 1)))
         if cur is None:
             problems.append(f"step {step}: {name} {old} -> removed")
-        elif int(str(cur["copies"])) > 1:
-            problems.append(f"step {step}: {name} is installed {cur['copies']} times")
-        elif cur["version"] != version:
+        elif int(str(cur["copies"])) > copies_before:
+            problems.append(f"step {step}: {name} is now installed {cur['copies']} times")
+        elif cur["version"] != _version(version):
             problems.append(f"step {step}: {name} {old} -> {cur['version']}")
         elif key in before and before[key]["record"] != cur["record"]:
             problems.append(f"step {step}: {name} {version} was reinstalled with other files")
+    for key, cur in sorted(now.items()):
+        if key in before or key in {_norm(n) for n in locked}:
+            continue
+        clash = sorted({owned[f] for f in _files(cur) if f in owned})
+        if clash:
+            problems.append(f"step {step}: new distribution {key} {cur['version']} overwrote "
+                            f"files of {', '.join(clash)}")
     return problems
 
 

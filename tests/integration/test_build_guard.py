@@ -60,6 +60,23 @@ def _aiter_sdist(dest: Path) -> None:
     (dest / "fake-aiter-0.1.tar.gz").write_bytes(buf.getvalue())
 
 
+def _overwriter_wheel(dest: Path) -> None:
+    """A new distribution that writes a file a locked one owns (six.py), as a CUDA `triton`
+    overwrites the ROCm one's `triton/` package."""
+    info = "sixclone-1.0.dist-info"
+    files = {
+        "six.py": "# not the locked six\n",
+        f"{info}/METADATA": "Metadata-Version: 2.1\nName: sixclone\nVersion: 1.0\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: pin-test\nRoot-Is-Purelib: true\n"
+                         "Tag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(dest / "sixclone-1.0-py3-none-any.whl", "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+        zf.writestr(f"{info}/RECORD", record)
+
+
 @pytest.fixture
 def wheelhouse(tmp_path) -> Path:
     dest = tmp_path / "wheels"
@@ -69,6 +86,7 @@ def wheelhouse(tmp_path) -> Path:
     shutil.copy(next((WHEELS / "guard").glob("six-1.15.0-*.whl")), dest)
     _puller_wheel(dest)
     _aiter_sdist(dest)
+    _overwriter_wheel(dest)
     return dest
 
 
@@ -107,4 +125,25 @@ def test_aiter_like_sdist_is_refused_then_remedied(dockerd, base_image, wheelhou
     # The remedy of guard rule aiter-replaces-triton: AITER_USE_SYSTEM_TRITON=1 in the lock.
     built = build_once(dockerd.client, lock_with([AITER], {"AITER_USE_SYSTEM_TRITON": "1"}),
                        base_image.ref, wheelhouse, nocache=True)
+    assert built.docs.digest.startswith("sha256:")
+
+
+def test_a_new_distribution_overwriting_locked_files_is_refused(dockerd, base_image,
+                                                                 wheelhouse):
+    from pinning.build.run import build_once
+
+    step = ("python3 -m pip install --no-index --no-deps --break-system-packages "
+            "--root-user-action=ignore --find-links /tmp/pin-wheels sixclone  # a comment")
+    with pytest.raises(GuardRefused) as exc:
+        build_once(dockerd.client, lock_with([step]), base_image.ref, wheelhouse, nocache=True)
+    assert "new distribution sixclone 1.0 overwrote files of six" in exc.value.message
+
+
+def test_a_step_that_adds_unlocked_packages_passes(dockerd, base_image, wheelhouse):
+    from pinning.build.run import build_once
+
+    step = ("python3 -m pip install --no-index --no-deps --break-system-packages "
+            "--root-user-action=ignore --find-links /tmp/pin-wheels puller; exit 0")
+    built = build_once(dockerd.client, lock_with([step]), base_image.ref, wheelhouse,
+                       nocache=True)
     assert built.docs.digest.startswith("sha256:")

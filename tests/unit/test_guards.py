@@ -24,8 +24,9 @@ def ctx(gpus=AMD, packages=(), env=None, torch=None, **extra):
 
 CASES = {
     "aiter-replaces-triton": (
-        ctx(packages=[("amd-aiter", "0.1.5")]),
-        ctx(packages=[("amd-aiter", "0.1.5")], env={"AITER_USE_SYSTEM_TRITON": "1"})),
+        ctx(packages=[("amd-aiter", "0.1.5"), ("torch", "2.9.1+rocm6.4")]),
+        ctx(packages=[("amd-aiter", "0.1.5"), ("torch", "2.9.1+rocm6.4")],
+            env={"AITER_USE_SYSTEM_TRITON": "1"})),
     "cuda-torch-on-amd": (ctx(torch="cuda"), ctx(torch="rocm")),
     "cuda-wheels-on-amd": (
         ctx(packages=[("nvidia-cuda-runtime-cu13", "13.0.96")]),
@@ -47,7 +48,8 @@ CASES = {
     "tf32-on-rocm": (
         ctx(torch="rocm", packages=[("torch", "2.7.0+rocm6.3")],
             env={"HIPBLASLT_ALLOW_TF32": "1"}),
-        ctx(torch="rocm", packages=[("torch", "2.7.0+rocm6.3")])),
+        ctx(torch="rocm", packages=[("torch", "2.7.0+rocm6.3")],
+            env={"HIPBLASLT_ALLOW_TF32": "0"})),
     "jax-rocm-on-windows": (
         ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="windows"),
         ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="linux")),
@@ -110,6 +112,9 @@ def test_guards_run_in_verify_and_doctor(matrix, host_copy):
     info = host / "root/opt/venv/lib/python3.12/site-packages/amd_aiter-0.1.5.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: amd-aiter\nVersion: 0.1.5\n")
+    torch_meta = host / "root/opt/venv/lib/python3.12/site-packages/torch-2.7.0+rocm6.3.dist-info"
+    (torch_meta / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.1+rocm6.4\n")
     lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
     report = verify(lock, recorded("", host), matrix, lock_name="l", host_name="h")
     guard = [f for f in report.findings if f.code == "guard:aiter-replaces-triton"]
@@ -121,7 +126,7 @@ def test_guards_run_in_verify_and_doctor(matrix, host_copy):
     assert not [f for f in report.findings if f.code.startswith("guard:aiter")]
 
     rocminfo = (DATA / "dumps" / "rocminfo-full.txt").read_text()
-    pasted = doctor([("pip", "amd-aiter 0.1.5\ntorch 2.7.0+rocm6.3\n"), ("info", rocminfo)],
+    pasted = doctor([("pip", "amd-aiter 0.1.5\ntorch 2.9.1+rocm6.4\n"), ("info", rocminfo)],
                     matrix)
     assert "guard:aiter-replaces-triton" in {f.code for f in pasted.findings}
 
@@ -171,3 +176,74 @@ def test_resolve_records_the_set_env_remedy(tmp_path):
     assert "Guard aiter-replaces-triton" in r.stderr
     text = out.read_text()
     assert 'AITER_USE_SYSTEM_TRITON = "1"' in text and "ROCm/aiter" in text
+
+
+def test_condition_details():
+    aiter = RULES["aiter-replaces-triton"]
+    base = [("amd-aiter", "0.1.5"), ("torch", "2.9.1+rocm6.4")]
+    # Set to another value than the remedy's: still fires.
+    assert evaluate(aiter, ctx(packages=base, env={"AITER_USE_SYSTEM_TRITON": "0"})).status \
+        == "failed"
+    # torch older than 2.9.1: AITER's setup skips the replacement.
+    old = [("amd-aiter", "0.1.5"), ("torch", "2.7.0+rocm6.3")]
+    assert evaluate(aiter, ctx(packages=old)).status == "passed"
+    # No package list at all: unknown, not "passed".
+    assert evaluate(aiter, ctx()).status == "skipped"
+    fa = RULES["flash-attn-ck-limits"]
+    pkgs = [("flash-attn", "2.8.3")]
+    assert evaluate(fa, ctx(packages=pkgs, head_dim=128, dtype="torch.float32")).status == "failed"
+    assert evaluate(fa, ctx(packages=pkgs, head_dim=128, dtype="torch.float16")).status == "passed"
+    assert evaluate(fa, ctx(packages=pkgs, head_dim=128)).status == "skipped"
+    jax = RULES["jax-rocm60-plugin-on-rocm7"]
+    nvidia = ctx(gpus=NV, packages=[("jax-rocm60-plugin", "0.5.0")], runtime_version="12.8")
+    assert evaluate(jax, nvidia).status == "passed"
+    tf32 = RULES["tf32-on-rocm"]
+    mi250 = ctx(gpus=[GpuView(vendor="amd", gfx="gfx90a")], torch="rocm",
+                packages=[("torch", "2.7.0+rocm6.3")], env={"HIPBLASLT_ALLOW_TF32": "1"})
+    assert evaluate(tf32, mi250).status == "passed"
+
+
+@pytest.mark.parametrize(("when", "needle"), [
+    ("{ package_pattern = \"([\" }", "regular expression"),
+    ("{ env_set = [\"A\"], env_values = { B = \"1\" } }", "env_values"),
+    ("{}", "no condition"),
+])
+def test_more_bad_rules(tmp_path, when, needle):
+    path = tmp_path / "rules.toml"
+    path.write_text('schema-version = 1\n[[rules]]\nid = "x"\ntitle = "t"\nwhy = "w."\n'
+                    'source = "s source"\ndate = 2026-01-01\nphases = ["verify"]\n'
+                    f'when = {when}\nremedy = {{ kind = "warn", text = "t" }}\n')
+    with pytest.raises(MatrixError) as exc:
+        load_rules(path)
+    assert needle in exc.value.message
+
+
+def test_guard_cli_list_and_show():
+    from test_cli import pin
+
+    r = pin("guard", "list")
+    assert r.returncode == 0 and all(rule_id in r.stdout for rule_id in RULES)
+    s = pin("guard", "show", "AITER-replaces-triton")
+    assert s.returncode == 0 and "ROCm/aiter" in s.stdout
+    bad = pin("guard", "show", "nope")
+    assert bad.returncode == 2 and "No guard rule" in bad.stderr
+
+
+def test_audit_lists_what_it_cannot_scan(tmp_path):
+    import os
+
+    from test_cli import pin
+
+    src = tmp_path / "p"
+    src.mkdir()
+    os.mkfifo(src / "fifo.py")
+    (src / "dangling.py").symlink_to(src / "absent")
+    (src / "dir.py").mkdir()
+    (src / "big.py").write_bytes(b"#" * (10 * 1024 * 1024 + 1))
+    (src / "ok.py").write_text("x = 1\n")
+    r = pin("audit", str(src))
+    assert r.returncode == 0, r.stderr
+    assert "fifo.py: not a regular file" in r.stdout
+    assert "dangling.py: not a regular file" in r.stdout
+    assert "big.py: larger than 10 MiB" in r.stdout
+    assert "No rocm/hip device strings found." in r.stdout
