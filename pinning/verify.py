@@ -691,7 +691,7 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
         # The host's own runtime (view.rocm_version), not the lock's: the rules judge the host.
         GuardContext(view=view, gpu_ids=[g.product for g in facts.gpus if g.product],
                      platform="linux"),
-        "verify", {f.code for f in rule_findings})
+        "verify", {f.code for f in rule_findings}, include_skipped=True)
     # A rule finding repeats the comparison when that already judged the fact (changed,
     # missing, outside the matrix); it stays when the comparison could not judge it.
     judged = {(f.fact, f.gpu) for f in v.findings

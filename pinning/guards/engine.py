@@ -253,7 +253,8 @@ COVERED_BY_CHECKS: dict[str, str] = {
 
 
 def guard_findings(ctx: GuardContext, phase: str, already: set[str],
-                   rules: list[Rule] | None = None) -> list[Any]:
+                   rules: list[Rule] | None = None, *,
+                   include_skipped: bool = False) -> list[Any]:
     """Findings for the rules that fire in ``phase`` (``already``: codes reported by
     :mod:`pinning.checks`, whose rules are not repeated). Refusals and set-env remedies are
     errors; warnings stay warnings.
@@ -264,6 +265,8 @@ def guard_findings(ctx: GuardContext, phase: str, already: set[str],
     for res in run_rules(rules if rules is not None else load_rules(), ctx, phase):
         rule = res.rule
         if res.status == "skipped":
+            if not include_skipped:
+                continue
             out.append(Finding(
                 code=f"guard:{rule.id}", fact=f"guard.{rule.id}", status="not-probed",
                 severity="info", message=f"Guard {rule.id} not evaluated: {res.reason}.",
