@@ -30,21 +30,25 @@ setup(name="fake-aiter", version="0.1", py_modules=[])
 '''
 
 
+def _wheel(dest: Path, name: str, version: str, files: dict[str, str],
+           requires: str = "") -> None:
+    """A minimal pure-Python wheel ``name-version`` holding ``files``."""
+    info = f"{name}-{version}.dist-info"
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + (
+        f"Requires-Dist: {requires}\n" if requires else "")
+    files = {**files, f"{info}/METADATA": meta,
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: pin-test\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    record = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(dest / f"{name}-{version}-py3-none-any.whl", "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+        zf.writestr(f"{info}/RECORD", record)
+
+
 def _puller_wheel(dest: Path) -> None:
     """A wheel whose dependency is another version of a locked package (six==1.15.0)."""
-    info = "puller-1.0.dist-info"
-    files = {
-        "puller.py": "VALUE = 1\n",
-        f"{info}/METADATA": "Metadata-Version: 2.1\nName: puller\nVersion: 1.0\n"
-                            "Requires-Dist: six==1.15.0\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: pin-test\nRoot-Is-Purelib: true\n"
-                         "Tag: py3-none-any\n",
-    }
-    record = "".join(f"{name},,\n" for name in files) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(dest / "puller-1.0-py3-none-any.whl", "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-        zf.writestr(f"{info}/RECORD", record)
+    _wheel(dest, "puller", "1.0", {"puller.py": "VALUE = 1\n"}, requires="six==1.15.0")
 
 
 def _aiter_sdist(dest: Path) -> None:
@@ -63,18 +67,7 @@ def _aiter_sdist(dest: Path) -> None:
 def _overwriter_wheel(dest: Path) -> None:
     """A new distribution that writes a file a locked one owns (six.py), as a CUDA `triton`
     overwrites the ROCm one's `triton/` package."""
-    info = "sixclone-1.0.dist-info"
-    files = {
-        "six.py": "# not the locked six\n",
-        f"{info}/METADATA": "Metadata-Version: 2.1\nName: sixclone\nVersion: 1.0\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: pin-test\nRoot-Is-Purelib: true\n"
-                         "Tag: py3-none-any\n",
-    }
-    record = "".join(f"{name},,\n" for name in files) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(dest / "sixclone-1.0-py3-none-any.whl", "w") as zf:
-        for name, text in files.items():
-            zf.writestr(name, text)
-        zf.writestr(f"{info}/RECORD", record)
+    _wheel(dest, "sixclone", "1.0", {"six.py": "# not the locked six\n"})
 
 
 @pytest.fixture
