@@ -34,7 +34,7 @@ from pinning.lockfile.models import Lockfile, Wheel
 from pinning.probe.models import normalize_name
 
 
-def _engine_errors() -> tuple[type[BaseException], ...]:
+def engine_errors() -> tuple[type[BaseException], ...]:
     """What the Docker SDK may raise when the engine fails or goes away mid-stream."""
     import docker
     import requests
@@ -251,7 +251,7 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
             aux = chunk.get("aux")
             if isinstance(aux, dict) and "ID" in aux:
                 image_id = str(aux["ID"])
-    except _engine_errors() as exc:
+    except engine_errors() as exc:
         raise BuildError(f"Docker Engine: {exc}",
                          hint="Check the engine is running (DOCKER_HOST / --engine).") from exc
     if image_id is None:
@@ -263,7 +263,7 @@ def export_layers(client: Any, image_id: str) -> list[bytes]:
     """The image's layer tars, bottom first, from ``docker save``."""
     try:
         raw = b"".join(client.api.get_image(image_id))
-    except _engine_errors() as exc:
+    except engine_errors() as exc:
         raise BuildError(f"Docker Engine: cannot export {image_id}: {exc}") from exc
     with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
         manifest_file = tar.extractfile("manifest.json")

@@ -85,7 +85,7 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
     plan = plan_build(lock, base_ref, wheelhouse)
     import docker
 
-    from pinning.build.image import _engine_errors
+    from pinning.build.image import engine_errors
 
     try:
         try:
@@ -94,7 +94,7 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
             base_image = client.images.pull(base_ref)
         base_layers = len(base_image.attrs["RootFS"]["Layers"])
         architecture = str(base_image.attrs.get("Architecture") or "amd64")
-    except _engine_errors() as exc:
+    except engine_errors() as exc:
         raise BuildError(f"Docker Engine: cannot get the base image {base_ref}: {exc}",
                          hint="Check the engine runs and the base's registry is reachable."
                          ) from exc

@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from pinning._io import read_toml
+from pinning._model import validation_summary
 from pinning.checks import EnvView
 from pinning.errors import MatrixError
 from pinning.guards.models import Conditions, Rule, RuleFile
@@ -38,14 +39,8 @@ def load_rules(path: Path | None = None) -> list[Rule]:
     try:
         rules = RuleFile.model_validate(data).rules
     except ValidationError as exc:
-        parts = []
-        # Unknown fields first: they are the typos a rule author needs to see.
-        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        for err in errors[:4]:
-            loc = ".".join(str(p) for p in err["loc"])
-            parts.append(f"field `{loc}`: {err['msg']}")
-        more = f" (and {exc.error_count() - 4} more)" if exc.error_count() > 4 else ""
-        raise MatrixError(f"Guard rules {path}: " + "; ".join(parts) + more + ".") from exc
+        raise MatrixError(
+            f"Guard rules {path}: {validation_summary(exc, data, limit=4)}.") from exc
     for rule in rules:
         when = rule.when
         if not when.model_dump(exclude_none=True):

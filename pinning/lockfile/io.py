@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pinning._io import atomic_write_bytes, read_toml
+from pinning._model import validation_summary
 from pinning.errors import LockfileError
 from pinning.lockfile.models import LOCK_VERSION, Lockfile
 
@@ -150,11 +151,8 @@ def read_lock(path: Path) -> Lockfile:
     try:
         lock = Lockfile.model_validate(data)
     except ValidationError as exc:
-        errs = []
-        for err in exc.errors()[:5]:
-            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-            errs.append(f"{loc.lstrip('.') or '(top level)'}: {err['msg']}")
-        raise LockfileError(f"{path}: invalid lockfile: {'; '.join(errs)}.") from exc
+        raise LockfileError(
+            f"{path}: invalid lockfile: {validation_summary(exc, data)}.") from exc
     expected = content_hash(lock_json(lock))
     if lock.content_hash != expected:
         raise LockfileError(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pinning._io import read_toml
+from pinning._model import validation_summary
 from pinning.errors import MatrixError, UsageError
 from pinning.matrix.models import (
     CudaToolkit,
@@ -64,27 +65,6 @@ class ReleaseRef:
         return f"{self.file.name}:{self.release.key}"
 
 
-def _loc(loc: Sequence[int | str], data: dict[str, Any]) -> str:
-    """Render a pydantic error location as ``releases[3] (rocm 7.2.0).frameworks[0]``."""
-    out = ""
-    node: Any = data
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-            try:
-                node = node[part]
-            except (IndexError, KeyError, TypeError):
-                node = None
-            if isinstance(node, dict) and "version" in node and "runtime" in node:
-                out += f" ({node['runtime']} {node['version']})"
-            elif isinstance(node, dict) and "id" in node:
-                out += f" ({node['id']})"
-        else:
-            out += ("." if out else "") + str(part)
-            node = node.get(part) if isinstance(node, dict) else None
-    return out
-
-
 def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
     """Read and validate one matrix TOML file.
 
@@ -103,12 +83,8 @@ def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
     try:
         model = MatrixFile.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors()[:5]:
-            problems.append(f"{_loc(err['loc'], data) or '(top level)'}: {err['msg']}")
-        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
         raise MatrixError(
-            f"Matrix file {path}: {'; '.join(problems)}{more}.",
+            f"Matrix file {path}: {validation_summary(exc, data)}.",
             hint="Fix the named field; every row needs `source` and a `published` or `checked` "
             "date (schema: schemas/matrix.schema.json).",
         ) from exc

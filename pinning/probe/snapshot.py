@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pinning._io import atomic_write_bytes, read_regular_bytes
+from pinning._model import validation_summary
 from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts, canonical_json
 
@@ -60,9 +61,5 @@ def read_snapshot(path: Path) -> HostFacts:
         raise ProbeError(f"Host snapshot {path}: a string is not valid Unicode ({exc.reason}).",
                          hint=hint) from exc
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise ProbeError(
-            f"Host snapshot {path}: field `{loc}`: {first['msg']}{more}.", hint=hint
-        ) from exc
+        raise ProbeError(f"Host snapshot {path}: {validation_summary(exc, data, limit=3)}.",
+                         hint=hint) from exc
