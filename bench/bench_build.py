@@ -30,10 +30,10 @@ from integration.components import (  # noqa: E402 - after the path tweak
     start_registry,
 )
 
-from pinning.build.image import BuildPlan, assemble, export_layers  # noqa: E402
-from pinning.build.registry import Registry  # noqa: E402
-from pinning.build.run import base_blobs_of, build_once, record  # noqa: E402
+from pinning.image.plan import BuildPlan, assemble, export_layers  # noqa: E402
+from pinning.image.record import base_blobs_of, build_once, record  # noqa: E402
 from pinning.lockfile.io import write_lock  # noqa: E402
+from pinning.oci.registry import Registry  # noqa: E402
 
 PIN = [str(Path(sys.executable).with_name("pin"))]
 

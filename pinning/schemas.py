@@ -12,12 +12,12 @@ def generate() -> dict[str, str]:
     """Return ``{file name: schema JSON text}`` for every committed schema."""
     from pydantic import BaseModel
 
-    from pinning.doctor import DoctorReport
+    from pinning.doctor.report import DoctorReport
     from pinning.guards.models import RuleFile
     from pinning.lockfile.models import Lockfile
     from pinning.matrix.models import MatrixFile
     from pinning.probe.models import HostFacts
-    from pinning.verify import VerifyReport
+    from pinning.verify.compare import VerifyReport
 
     models: tuple[tuple[str, type[BaseModel]], ...] = (
         ("matrix", MatrixFile), ("lockfile", Lockfile), ("host", HostFacts),
@@ -34,7 +34,7 @@ def generate() -> dict[str, str]:
 
 def write(folder: Path) -> list[Path]:
     """Write every schema into ``folder`` atomically; return the paths written."""
-    from pinning._io import atomic_write_bytes
+    from pinning.util.files import atomic_write_bytes
 
     folder.mkdir(parents=True, exist_ok=True)
     paths = []

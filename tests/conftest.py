@@ -26,9 +26,9 @@ HOSTS = DATA / "hosts"
 
 def recorded(name: str, root: Path | None = None):
     """Probe the recorded host ``name`` (optionally a modified copy of its tree at ``root``)."""
-    from pinning._proc import ReplayRunner
     from pinning.matrix.load import load_matrix
     from pinning.probe.host import probe_host
+    from pinning.util.proc import ReplayRunner
 
     base = root or HOSTS / name
     runner = ReplayRunner(base / "commands.toml")

@@ -1,6 +1,6 @@
 """Evaluate guard rules against what is known of an environment (pure).
 
-A :class:`GuardContext` is built from an :class:`~pinning.checks.EnvView` (probed host or
+A :class:`GuardContext` is built from an :class:`~pinning.guards.checks.EnvView` (probed host or
 pasted dumps) plus what a resolve or build knows (runtime release, quantization, attention
 head dimension, dtype, platform). Each rule gives a :class:`GuardResult`: ``failed`` (every
 condition holds: the rule fires), ``passed`` (a condition does not hold) or ``skipped`` with
@@ -19,12 +19,12 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
-from pinning._io import read_toml
-from pinning._model import validation_summary
-from pinning.checks import EnvView
 from pinning.errors import MatrixError
+from pinning.guards.checks import EnvView
 from pinning.guards.models import Conditions, Rule, RuleFile
 from pinning.probe.models import normalize_name
+from pinning.util.files import read_toml
+from pinning.util.models import validation_summary
 
 RULES_FILE = "rules.toml"
 
@@ -235,7 +235,7 @@ def run_rules(rules: list[Rule], ctx: GuardContext, phase: str) -> list[GuardRes
     return [evaluate(r, ctx) for r in rules if phase in r.phases]
 
 
-# Rules whose verdict pinning.checks already reports under its own code (same fact, same
+# Rules whose verdict pinning.guards.checks already reports under its own code (same fact, same
 # source); their guard finding would only repeat it.
 COVERED_BY_CHECKS: dict[str, str] = {
     "several-tritons": "multiple-triton-distributions",
@@ -251,10 +251,10 @@ def guard_findings(ctx: GuardContext, phase: str, already: set[str],
                    rules: list[Rule] | None = None, *,
                    include_skipped: bool = False) -> list[Any]:
     """Findings for the rules that fire in ``phase`` (``already``: codes reported by
-    :mod:`pinning.checks`, whose rules are not repeated). Refusals and set-env remedies are
+    :mod:`pinning.guards.checks`, whose rules are not repeated). Refusals and set-env remedies are
     errors; warnings stay warnings.
     """
-    from pinning.checks import Finding
+    from pinning.guards.checks import Finding
 
     out = []
     for res in run_rules(rules if rules is not None else load_rules(), ctx, phase):
@@ -283,10 +283,10 @@ def apply_at_resolve(lock: Any, rules: list[Rule] | None = None) -> tuple[Any, l
     written); a ``set-env`` remedy is recorded in the lock's ``[environment]`` with a note;
     a warning becomes a note. Returns the (re-sealed) lock and the messages for the user.
     """
-    from pinning.checks import GpuView, PackageView
     from pinning.errors import GuardRefused
+    from pinning.guards.checks import GpuView, PackageView
     from pinning.lockfile.io import lock_json, seal
-    from pinning.verify import FRAMEWORK_DISTRIBUTIONS
+    from pinning.verify.compare import FRAMEWORK_DISTRIBUTIONS
 
     target = lock.target
     gfx = target.gfx_target.value if target.gfx_target is not None else None

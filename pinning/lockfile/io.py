@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pinning._io import atomic_write_bytes, read_toml
-from pinning._model import validation_summary
 from pinning.errors import LockfileError
 from pinning.lockfile.models import LOCK_VERSION, Lockfile
+from pinning.util.files import atomic_write_bytes, read_toml
+from pinning.util.models import validation_summary
 
 SCHEMA_NAME = "lockfile.schema.json"
 

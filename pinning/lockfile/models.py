@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from pinning._model import Strict
+from pinning.util.models import Strict
 
 LOCK_VERSION: Literal[1] = 1
 

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pinning._io import read_toml
-from pinning._model import validation_summary
 from pinning.errors import MatrixError, UsageError
 from pinning.matrix.models import (
     CudaToolkit,
@@ -31,6 +29,8 @@ from pinning.matrix.models import (
     Release,
     WheelVariant,
 )
+from pinning.util.files import read_toml
+from pinning.util.models import validation_summary
 
 DATA_DIR = Path(__file__).with_name("data")
 OVERLAY_ENV = "PIN_MATRIX"

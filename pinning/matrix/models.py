@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pinning._model import Strict
+from pinning.util.models import Strict
 
 Vendor = Literal["amd", "nvidia"]
 RuntimeName = Literal["rocm", "cuda"]

@@ -12,11 +12,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pinning._proc import Runner
 from pinning.errors import PinError
 from pinning.probe.formats.rocminfo import RocminfoAgent
 from pinning.probe.models import AmdFacts, GpuFacts, NvidiaFacts, Reading
 from pinning.probe.root import HostRoot, run_tool
+from pinning.util.proc import Runner
 
 AMD_VENDOR = "0x1002"
 NVIDIA_VENDOR = "0x10de"

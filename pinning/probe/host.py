@@ -1,7 +1,7 @@
 """Read a host: files under a root directory and tool outputs through a :class:`Runner`.
 
 ``probe_host(root=Path("/"), runner=SystemRunner())`` reads this machine; with a recorded
-tree and a :class:`~pinning._proc.ReplayRunner` it reads a recorded host the same way. Each
+tree and a :class:`~pinning.util.proc.ReplayRunner` it reads a recorded host the same way. Each
 fact that cannot be read becomes a ``not-probed`` :class:`Reading` with the reason; only a
 missing root or an unreadable recording fails the probe as a whole
 (:class:`~pinning.errors.ProbeError`, exit 7).
@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pinning import __version__
-from pinning._proc import Runner
 from pinning.errors import ProbeError
 from pinning.probe.gpus import (
     AMD_VENDOR,
@@ -41,6 +40,7 @@ from pinning.probe.models import (
 )
 from pinning.probe.pyenv import probe_python, site_dirs
 from pinning.probe.root import HostRoot, run_tool
+from pinning.util.proc import Runner
 
 # --- OS ---------------------------------------------------------------------------------
 
@@ -208,7 +208,7 @@ def probe_host(
     GPU id (the matrix's identity table). Raises :class:`ProbeError` when ``root`` is not a
     directory.
     """
-    from pinning._proc import NoRunner
+    from pinning.util.proc import NoRunner
 
     if not root.is_dir():
         raise ProbeError(f"Host root {root} is not a directory.",

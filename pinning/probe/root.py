@@ -1,5 +1,5 @@
 """The host's filesystem as pin reads it: :class:`HostRoot` over a root directory, and
-:func:`run_tool`, the one way probes run a command (through a :class:`~pinning._proc.Runner`).
+:func:`run_tool`, the one way probes run a command (through a :class:`~pinning.util.proc.Runner`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from pinning._proc import CommandResult, Runner
+from pinning.util.proc import CommandResult, Runner
 
 MAX_READ_BYTES = 16 * 1024 * 1024  # larger files are read only this far
 _MAX_LINKS = 40

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pinning._io import atomic_write_bytes, read_regular_bytes
-from pinning._model import validation_summary
 from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts, canonical_json
+from pinning.util.files import atomic_write_bytes, read_regular_bytes
+from pinning.util.models import validation_summary
 
 
 def snapshot_text(facts: HostFacts) -> str:

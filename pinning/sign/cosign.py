@@ -17,9 +17,9 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from pinning import __version__
-from pinning.build.oci import MEDIA_CONFIG, MEDIA_MANIFEST, canonical, sha256_digest
-from pinning.build.registry import Registry
 from pinning.errors import BuildError, SignatureError
+from pinning.oci.documents import MEDIA_CONFIG, MEDIA_MANIFEST, canonical, sha256_digest
+from pinning.oci.registry import Registry
 from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope, sign, verify
 
 SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"

@@ -122,10 +122,10 @@ def start_registry() -> RegistryProc:
 
 def push_base(registry_url: str) -> tuple[str, str, int]:
     """Build (or take from the cache) the base layer and push it; ``(repo, digest, epoch)``."""
-    from pinning.build.base import base_layer, load_recipe
-    from pinning.build.layers import gzip_layer
-    from pinning.build.oci import image_docs
-    from pinning.build.registry import Registry
+    from pinning.image.base import base_layer, load_recipe
+    from pinning.image.layers import gzip_layer
+    from pinning.oci.documents import image_docs
+    from pinning.oci.registry import Registry
 
     recipe = load_recipe()
     layer = gzip_layer(base_layer(recipe).read_bytes())
@@ -143,10 +143,10 @@ SMALL_PACKAGES = {"idna": "3.10", "packaging": "24.2", "six": "1.16.0"}
 
 def small_lock():  # type: ignore[no-untyped-def]
     """A resolved MI300X lock whose [packages] are three small pure-Python wheels."""
-    from pinning.lockfile.build import lock_from_resolution
     from pinning.lockfile.io import lock_json, seal
     from pinning.matrix.load import load_matrix
-    from pinning.resolve import Constraints, parse_framework, parse_runtime_spec, resolve
+    from pinning.resolve.resolver import Constraints, parse_framework, parse_runtime_spec, resolve
+    from pinning.resolve.to_lock import lock_from_resolution
 
     if not WHEELS.is_dir():
         pytest.fail(f"{WHEELS} is missing: run `make wheelhouse`")

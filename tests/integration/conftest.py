@@ -4,7 +4,7 @@
   --iptables=false`` (no network for builds); stopped at the end of the session.
 - ``registry``: the distribution registry (Debian ``docker-registry``) on 127.0.0.1, free port.
 - ``base_image``: the debootstrap base layer (cached by its recipe, see
-  ``pinning.build.base``) pushed to that registry by pin's own pusher.
+  ``pinning.image.base``) pushed to that registry by pin's own pusher.
 
 Without the components these tests skip, unless ``PIN_REQUIRE_DOCKER=1`` (CI), which makes a
 missing engine a failure.

@@ -13,10 +13,10 @@ pytestmark = pytest.mark.docker
 
 
 def test_base_push_is_reproducible(registry, base_image):
-    from pinning.build.base import base_layer, load_recipe
-    from pinning.build.layers import gzip_layer
-    from pinning.build.oci import image_docs
-    from pinning.build.registry import Registry
+    from pinning.image.base import base_layer, load_recipe
+    from pinning.image.layers import gzip_layer
+    from pinning.oci.documents import image_docs
+    from pinning.oci.registry import Registry
 
     recipe = load_recipe()
     docs = image_docs([gzip_layer(base_layer(recipe).read_bytes())], epoch=recipe.epoch,

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.docker
 
 
 def test_build_push_record_and_rebuild_identically(dockerd, registry, base_image, tmp_path):
-    from pinning.build.registry import Registry
-    from pinning.build.run import build_once, record
+    from pinning.image.record import build_once, record
+    from pinning.oci.registry import Registry
 
     lock = small_lock()
     first = build_once(dockerd.client, lock, base_image.ref, WHEELS, nocache=True)

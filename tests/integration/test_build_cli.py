@@ -19,7 +19,7 @@ pytestmark = pytest.mark.docker
 
 
 def pin(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pinning.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pinning", *args], capture_output=True,
                           text=True, timeout=900)
 
 

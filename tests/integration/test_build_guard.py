@@ -100,7 +100,7 @@ AITER = ("python3 -m pip install --no-index --no-build-isolation --break-system-
 
 
 def test_a_step_pulling_another_version_is_refused(dockerd, base_image, wheelhouse):
-    from pinning.build.run import build_once
+    from pinning.image.record import build_once
 
     with pytest.raises(GuardRefused) as exc:
         build_once(dockerd.client, lock_with([PULL]), base_image.ref, wheelhouse, nocache=True)
@@ -109,7 +109,7 @@ def test_a_step_pulling_another_version_is_refused(dockerd, base_image, wheelhou
 
 
 def test_aiter_like_sdist_is_refused_then_remedied(dockerd, base_image, wheelhouse):
-    from pinning.build.run import build_once
+    from pinning.image.record import build_once
 
     with pytest.raises(GuardRefused) as exc:
         build_once(dockerd.client, lock_with([AITER]), base_image.ref, wheelhouse,
@@ -123,7 +123,7 @@ def test_aiter_like_sdist_is_refused_then_remedied(dockerd, base_image, wheelhou
 
 def test_a_new_distribution_overwriting_locked_files_is_refused(dockerd, base_image,
                                                                  wheelhouse):
-    from pinning.build.run import build_once
+    from pinning.image.record import build_once
 
     step = ("python3 -m pip install --no-index --no-deps --break-system-packages "
             "--root-user-action=ignore --find-links /tmp/pin-wheels sixclone  # a comment")
@@ -133,7 +133,7 @@ def test_a_new_distribution_overwriting_locked_files_is_refused(dockerd, base_im
 
 
 def test_a_step_that_adds_unlocked_packages_passes(dockerd, base_image, wheelhouse):
-    from pinning.build.run import build_once
+    from pinning.image.record import build_once
 
     step = ("python3 -m pip install --no-index --no-deps --break-system-packages "
             "--root-user-action=ignore --find-links /tmp/pin-wheels puller; exit 0")

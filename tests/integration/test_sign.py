@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 from integration.components import WHEELS, small_lock
-from pinning.build.oci import MEDIA_MANIFEST, canonical, sha256_digest
-from pinning.build.registry import Registry
 from pinning.lockfile.io import lock_json, seal, write_lock
+from pinning.oci.documents import MEDIA_MANIFEST, canonical, sha256_digest
+from pinning.oci.registry import Registry
 
 pytestmark = pytest.mark.docker
 PASS = {"PIN_KEY_PASSWORD": "test-passphrase"}
 
 
 def pin(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pinning.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "pinning", *args], capture_output=True,
                           text=True, timeout=900, env={**os.environ, **PASS})
 
 

@@ -9,11 +9,11 @@ import json
 import pytest
 from conftest import ROOT
 
-from pinning.build.image import build_inputs_hash, default_epoch, plan_build, render_context
-from pinning.build.layers import gzip_layer
-from pinning.build.oci import LOCK_LABEL, image_docs
 from pinning.errors import BuildError
+from pinning.image.layers import gzip_layer
+from pinning.image.plan import build_inputs_hash, default_epoch, plan_build, render_context
 from pinning.lockfile.io import lock_json, read_lock, seal
+from pinning.oci.documents import LOCK_LABEL, image_docs
 
 BASE = "127.0.0.1:5000/pin/base@sha256:" + "a" * 64
 
@@ -116,7 +116,7 @@ def test_inputs_hash_covers_base_and_epoch(wheelhouse):
 
 
 def test_engine_stream_errors_name_the_step():
-    from pinning.build.image import engine_build
+    from pinning.image.plan import engine_build
 
     class Api:
         def build(self, **kw):
@@ -140,7 +140,7 @@ def test_rebuild_diff_names_the_changed_file():
     import io
     import tarfile
 
-    from pinning.build.run import diff_images
+    from pinning.image.record import diff_images
 
     def tar(files):
         buf = io.BytesIO()

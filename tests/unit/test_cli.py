@@ -11,7 +11,7 @@ from conftest import AMD_SOURCES
 
 
 def pin(*args, cwd=None, env=None):
-    return subprocess.run([sys.executable, "-m", "pinning.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "pinning", *args], cwd=cwd,
                           capture_output=True, text=True, env=env)
 
 
@@ -100,7 +100,7 @@ def test_help_is_clear():
 
 def test_closed_pipe_is_not_reported_as_a_bug():
     # `true` exits at once, so pin's first write meets a closed pipe.
-    cmd = f"{sys.executable} -m pinning.cli matrix list | true; exit ${{PIPESTATUS[0]}}"
+    cmd = f"{sys.executable} -m pinning matrix list | true; exit ${{PIPESTATUS[0]}}"
     r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
     assert r.returncode == 141, r.stderr
     assert "bug in pin" not in r.stderr and "Traceback" not in r.stderr

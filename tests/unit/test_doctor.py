@@ -10,9 +10,9 @@ from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinning.checks import EnvView, check_host_driver
-from pinning.doctor import doctor
+from pinning.doctor.report import doctor
 from pinning.errors import PinError
+from pinning.guards.checks import EnvView, check_host_driver
 
 DUMPS = DATA / "dumps"
 FIXTURES = sorted(p for p in DUMPS.glob("*.json"))

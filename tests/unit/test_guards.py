@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pinning.checks import EnvView, GpuView, PackageView
 from pinning.errors import MatrixError
+from pinning.guards.checks import EnvView, GpuView, PackageView
 from pinning.guards.engine import GuardContext, evaluate, load_rules
 
 RULES = {r.id: r for r in load_rules()}
@@ -105,8 +105,8 @@ def test_guards_run_in_verify_and_doctor(matrix, host_copy):
     from conftest import DATA, recorded
     from test_verify import lock_for
 
-    from pinning.doctor import doctor
-    from pinning.verify import verify
+    from pinning.doctor.report import doctor
+    from pinning.verify.compare import verify
 
     host = host_copy("mi300x-rocm7.1")
     info = host / "root/opt/venv/lib/python3.12/site-packages/amd_aiter-0.1.5.dist-info"
@@ -132,7 +132,7 @@ def test_guards_run_in_verify_and_doctor(matrix, host_copy):
 
 
 def test_audit_finds_rocm_and_hip_device_strings(tmp_path):
-    from pinning.guards.audit import audit_source
+    from pinning.audit.device_strings import audit_source
 
     code = (
         "import torch\n"

@@ -10,7 +10,7 @@ import tarfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinning.build.layers import gzip_layer, is_volatile, normalize_layer
+from pinning.image.layers import gzip_layer, is_volatile, normalize_layer
 
 EPOCH = 1_700_000_000
 
@@ -108,7 +108,7 @@ def _layer(files: dict[str, bytes | None]) -> io.BytesIO:
 
 
 def test_squash_applies_whiteouts_and_drops_volatile():
-    from pinning.build.layers import squash_layers
+    from pinning.image.layers import squash_layers
 
     one = _layer({"tmp/wheels/a.whl": b"w", "usr/local/lib/x.py": b"1", "opt/d": None,
                   "opt/d/old": b"o"})
@@ -123,7 +123,7 @@ def test_squash_applies_whiteouts_and_drops_volatile():
 
 
 def test_squash_keeps_deletions_of_base_files_and_recreations():
-    from pinning.build.layers import squash_layers
+    from pinning.image.layers import squash_layers
 
     one = _layer({"etc/.wh.motd": b"", "etc/.wh.issue": b""})
     two = _layer({"etc/issue": b"new"})

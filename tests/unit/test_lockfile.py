@@ -11,9 +11,9 @@ import pytest
 from conftest import ROOT
 
 from pinning.errors import LockfileError
-from pinning.lockfile.build import lock_from_resolution
 from pinning.lockfile.io import lock_json, read_lock, render, write_lock
-from pinning.resolve import Constraints, parse_framework, parse_model, resolve
+from pinning.resolve.resolver import Constraints, parse_framework, parse_model, resolve
+from pinning.resolve.to_lock import lock_from_resolution
 from pinning.schemas import generate
 
 EXAMPLES = {
@@ -124,7 +124,7 @@ def test_example_lockfiles_regenerate_without_difference(name, tmp_path):
     out.mkdir(exist_ok=True)
     (tmp_path / "schemas").mkdir(exist_ok=True)
     (tmp_path / "schemas" / "lockfile.schema.json").write_text("{}")
-    cmd = [sys.executable, "-m", "pinning.cli", "resolve", *EXAMPLES[name],
+    cmd = [sys.executable, "-m", "pinning", "resolve", *EXAMPLES[name],
            "-o", f"lockfiles/{name}"]
     res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
@@ -134,7 +134,7 @@ def test_example_lockfiles_regenerate_without_difference(name, tmp_path):
 
 
 def test_cuda_12_lock_names_the_cuda_12_driver_rule(matrix):
-    from pinning.resolve import parse_runtime_spec
+    from pinning.resolve.resolver import parse_runtime_spec
 
     lock = make_lock(matrix, gpu="h100", cuda=parse_runtime_spec("--cuda", "12.6"))
     drv = lock.kernel_driver.version

@@ -13,12 +13,12 @@ from conftest import HOSTS, ROOT, recorded
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinning._proc import NoRunner, ReplayRunner, SystemRunner
 from pinning.errors import ProbeError
 from pinning.probe.gpus import gfx_from_target_version
 from pinning.probe.host import parse_os_release, probe_host, probe_model
 from pinning.probe.models import snapshot_hash
 from pinning.probe.snapshot import read_snapshot, snapshot_text, write_snapshot
+from pinning.util.proc import NoRunner, ReplayRunner, SystemRunner
 
 
 def test_mi300x_rocm71_host():

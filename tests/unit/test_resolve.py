@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 from pinning.errors import NoValidatedCombination, UsageError
-from pinning.resolve import (
+from pinning.resolve.resolver import (
     Constraints,
     match_entry,
     os_matches,

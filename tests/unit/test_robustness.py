@@ -11,14 +11,14 @@ from conftest import HOSTS, recorded
 from test_cli import pin
 from test_verify import lock_for
 
-from pinning._proc import NoRunner, ReplayRunner
-from pinning.checks import EnvView, PackageView, check_distributions
-from pinning.doctor import doctor
+from pinning.doctor.report import doctor
 from pinning.errors import ProbeError
-from pinning.lockfile.freeze import freeze
+from pinning.guards.checks import EnvView, PackageView, check_distributions
 from pinning.probe.host import probe_host
 from pinning.probe.root import HostRoot
-from pinning.verify import verify
+from pinning.util.proc import NoRunner, ReplayRunner
+from pinning.verify.compare import verify
+from pinning.verify.freeze import freeze
 
 MI300X = HOSTS / "mi300x-rocm7.1"
 ROOT_LOCK = HOSTS.parents[2] / "lockfiles" / "h200-pytorch-2.13.0.lock"
@@ -438,7 +438,7 @@ def test_odd_inputs_are_pin_errors(tmp_path):
 
 
 def test_doctor_hip_series_uses_its_newest_release(matrix):
-    from pinning.checks import GpuView, check_gfx_targets
+    from pinning.guards.checks import GpuView, check_gfx_targets
 
     view = EnvView(rocm_version="6.3", gpus=[GpuView(vendor="amd", gfx="gfx1012")])
     found = check_gfx_targets(view, matrix)

@@ -11,12 +11,18 @@ import pytest
 from conftest import ROOT, recorded
 
 from pinning.errors import DriftError
-from pinning.lockfile.build import lock_from_resolution
-from pinning.lockfile.freeze import freeze
 from pinning.lockfile.io import render
 from pinning.probe.models import snapshot_hash
-from pinning.resolve import Constraints, parse_framework, parse_model, parse_runtime_spec, resolve
-from pinning.verify import allowed_contains, verify
+from pinning.resolve.resolver import (
+    Constraints,
+    parse_framework,
+    parse_model,
+    parse_runtime_spec,
+    resolve,
+)
+from pinning.resolve.to_lock import lock_from_resolution
+from pinning.verify.compare import allowed_contains, verify
+from pinning.verify.freeze import freeze
 
 
 def lock_for(matrix, gpu, framework, *, rocm=None, cuda=None, model=None):
@@ -199,8 +205,8 @@ def test_model_revision(matrix, host_copy):
     rev = "0123456789abcdef0123456789abcdef01234567"
     lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1", model=f"org/model@{rev}")
     host = host_copy("mi300x-rocm7.1")
-    from pinning._proc import ReplayRunner
     from pinning.probe.host import probe_host
+    from pinning.util.proc import ReplayRunner
 
     runner = ReplayRunner(host / "commands.toml")
     facts = probe_host(host / "root", runner, environ=runner.environment, model_id="org/model")

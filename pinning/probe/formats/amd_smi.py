@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
-from pinning._model import Strict
 from pinning.errors import FormatError
+from pinning.util.models import Strict
 
 __all__ = [
     "AmdSmiStatic",

@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pinning._model import Strict
 from pinning.errors import FormatError
 from pinning.probe.models import normalize_name
+from pinning.util.models import Strict
 
 __all__ = [
     "CollectEnv",

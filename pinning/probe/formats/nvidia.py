@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pinning._model import Strict
 from pinning.errors import FormatError
 from pinning.probe.formats.amd_smi import norm_pci_id
+from pinning.util.models import Strict
 
 __all__ = [
     "NvidiaKernelModule",

@@ -12,9 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pinning._model import Strict
 from pinning.errors import FormatError
 from pinning.probe.formats.amd_smi import norm_pci_id
+from pinning.util.models import Strict
 
 __all__ = ["Rocminfo", "RocminfoAgent", "gfx_from_isa", "parse_rocminfo"]
 

@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pinning._model import Strict
 from pinning.errors import FormatError
 from pinning.probe.formats.dumps import (
     PIP_HEADER,
@@ -19,6 +18,7 @@ from pinning.probe.formats.dumps import (
     parse_pip_list,
     parse_sglang_check_env,
 )
+from pinning.util.models import Strict
 
 DumpKind = Literal[
     "collect_env",

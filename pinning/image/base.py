@@ -2,7 +2,7 @@
 
 A recipe (``images/base/recipe.toml``: suite, variant, mirror, packages, epoch) gives a
 root filesystem via ``debootstrap`` (root only); :func:`rootfs_layer` turns it into one
-normalised layer (:mod:`pinning.build.layers`). The layer is cached by the recipe's sha256
+normalised layer (:mod:`pinning.image.layers`). The layer is cached by the recipe's sha256
 so tests and users build it once. Raises :class:`~pinning.errors.BuildError` (exit 8).
 """
 
@@ -18,11 +18,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinning._io import atomic_write_bytes, read_toml
-from pinning.build.layers import normalize_layer
+from pinning.assets import asset_path
 from pinning.errors import BuildError
+from pinning.image.layers import normalize_layer
+from pinning.util.files import atomic_write_bytes, read_toml
 
-RECIPE = Path(__file__).resolve().parents[2] / "images" / "base" / "recipe.toml"
+RECIPE = asset_path("images", "base", "recipe.toml")
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from pinning._model import Strict
 from pinning.probe.models import TRITON_DISTRIBUTIONS, normalize_name
+from pinning.util.models import Strict
 
 if TYPE_CHECKING:
     from pinning.matrix.load import Matrix

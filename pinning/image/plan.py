@@ -6,7 +6,7 @@ lock's build inputs). Execute: :func:`render_context` writes the Dockerfile (fro
 ``images/Dockerfile.tmpl``) and context; :func:`engine_build` runs it on a Docker Engine
 through the SDK with the network off and surfaces errors the SDK hides in its stream;
 :func:`export_layers` saves the image; :func:`assemble` normalises it (base layers each,
-everything above squashed into one layer) into :class:`~pinning.build.oci.ImageDocs` whose
+everything above squashed into one layer) into :class:`~pinning.oci.documents.ImageDocs` whose
 digest depends only on the files. Every failure is a :class:`~pinning.errors.BuildError`
 (exit 8).
 """
@@ -23,14 +23,16 @@ import string
 import tarfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pinning.build.layers import LayerBlob, gzip_layer, normalize_layer, squash_layers
-from pinning.build.oci import LOCK_LABEL, ImageDocs, image_docs
+from pinning.assets import asset_path
 from pinning.errors import BuildError, GuardRefused
+from pinning.image.layers import LayerBlob, gzip_layer, normalize_layer, squash_layers
 from pinning.lockfile.io import lock_json
 from pinning.lockfile.models import Lockfile, Wheel
+from pinning.oci.documents import LOCK_LABEL, ImageDocs, image_docs
 from pinning.probe.models import normalize_name
 
 
@@ -44,7 +46,7 @@ def engine_errors() -> tuple[type[BaseException], ...]:
             urllib3.exceptions.HTTPError, OSError, ValueError, KeyError)
 
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "images" / "Dockerfile.tmpl"
+TEMPLATE = asset_path("images", "Dockerfile.tmpl")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -185,7 +187,9 @@ def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
     (wheels_dir / "requirements.txt").write_text("\n".join(lines) + "\n")
     guard_dir = dest / "guard"
     guard_dir.mkdir(exist_ok=True)
-    shutil.copyfile(Path(__file__).resolve().parents[1] / "guards" / "inbuild.py",
+    # The in-build guard is a stdlib-only script shipped with the guards; it is read as a
+    # file (it runs inside the image), not imported.
+    shutil.copyfile(Path(str(resources.files("pinning.guards") / "inbuild.py")),
                     guard_dir / "guard.py")
     (guard_dir / "locked.json").write_text(
         json.dumps({w.name: w.version for w in plan.wheels}, sort_keys=True))

@@ -1,4 +1,4 @@
-"""``pin build`` / ``pin rebuild``: execute a :class:`~pinning.build.image.BuildPlan` on a
+"""``pin build`` / ``pin rebuild``: execute a :class:`~pinning.image.plan.BuildPlan` on a
 Docker Engine, push the normalised image, record it in the lock, or prove a rebuild is
 identical and say which files differ when it is not.
 """
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pinning.build.image import (
+from pinning.errors import BuildError
+from pinning.image.plan import (
     BuildPlan,
     assemble,
     engine_build,
@@ -25,11 +26,10 @@ from pinning.build.image import (
     plan_build,
     render_context,
 )
-from pinning.build.oci import LOCK_LABEL, ImageDocs
-from pinning.build.registry import Registry
-from pinning.errors import BuildError
 from pinning.lockfile.io import lock_json, seal
 from pinning.lockfile.models import Lockfile
+from pinning.oci.documents import LOCK_LABEL, ImageDocs
+from pinning.oci.registry import Registry
 
 
 def engine_client(url: str | None) -> Any:
@@ -85,7 +85,7 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
     plan = plan_build(lock, base_ref, wheelhouse)
     import docker
 
-    from pinning.build.image import engine_errors
+    from pinning.image.plan import engine_errors
 
     try:
         try:
@@ -215,7 +215,7 @@ def _show(entry: tuple[int, str, int, str] | None) -> str:
 
 def fetch_docs(registry_url: str, ref: str) -> ImageDocs:
     """The image ``ref`` (``host/repo@digest``) as stored in the registry at ``registry_url``."""
-    from pinning.build.layers import LayerBlob
+    from pinning.image.layers import LayerBlob
 
     _host, repo, digest = split_ref(ref)
     reg = Registry(registry_url)

@@ -2,7 +2,7 @@
 
 Each locked fact is compared with what the host shows: an exact value frozen from a trial
 host (``origin = "host"``) must match; a value the matrix allows (``allowed`` /
-``constraint``) must lie inside it. The lock-free rules of :mod:`pinning.checks` (CUDA driver
+``constraint``) must lie inside it. The lock-free rules of :mod:`pinning.guards.checks` (CUDA driver
 minimum, gfx target validated, Triton and torch hazards) run as well. The result is a
 :class:`VerifyReport`; the CLI maps it to exit 0 (match) or 6 (drift).
 """
@@ -15,8 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from pinning._model import Strict
-from pinning.checks import (
+from pinning.guards.checks import (
     DATACENTER_NVIDIA,
     HAZARDS_SOURCE,
     Finding,
@@ -36,7 +35,8 @@ from pinning.probe.models import (
     Reading,
     normalize_name,
 )
-from pinning.resolve import os_matches
+from pinning.resolve.resolver import os_matches
+from pinning.util.models import Strict
 
 REPORT_VERSION: Literal[1] = 1
 

@@ -15,10 +15,10 @@ import click
 from pinning.errors import DriftError, UsageError
 
 if TYPE_CHECKING:
-    from pinning.checks import Finding
+    from pinning.guards.checks import Finding
     from pinning.matrix.load import Matrix
     from pinning.probe.models import HostFacts, Reading
-    from pinning.verify import VerifyReport
+    from pinning.verify.compare import VerifyReport
 
 FORMAT = click.Choice(["text", "json"])
 
@@ -46,8 +46,8 @@ def _host_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
            matrix: Matrix, model_id: str | None) -> HostFacts:
-    from pinning._proc import NoRunner, ReplayRunner, Runner, SystemRunner
     from pinning.probe.host import probe_host
+    from pinning.util.proc import NoRunner, ReplayRunner, Runner, SystemRunner
 
     runner: Runner
     environ = None
@@ -249,7 +249,7 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     """
     from pinning.lockfile.io import read_lock
     from pinning.matrix.load import load_matrix
-    from pinning.verify import verify as do_verify
+    from pinning.verify.compare import verify as do_verify
 
     lock = read_lock(Path(lock_path))
     matrix = load_matrix(overlays)
@@ -288,9 +288,9 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
     Exit 6 (nothing written) when the host is outside what the lock's matrix validated,
     unless --force.
     """
-    from pinning.lockfile.freeze import freeze as do_freeze
     from pinning.lockfile.io import lock_json, read_lock, write_lock
     from pinning.matrix.load import load_matrix
+    from pinning.verify.freeze import freeze as do_freeze
 
     lock = read_lock(Path(lock_path))
     matrix = load_matrix(overlays)
@@ -339,7 +339,7 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     import stat
     import sys
 
-    from pinning.doctor import doctor as do_doctor
+    from pinning.doctor.report import doctor as do_doctor
     from pinning.matrix.load import load_matrix
 
     limit = 64 * 1024 * 1024

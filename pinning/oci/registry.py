@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from pinning.build.oci import MEDIA_MANIFEST, ImageDocs, sha256_digest
 from pinning.errors import BuildError
+from pinning.oci.documents import MEDIA_MANIFEST, ImageDocs, sha256_digest
 
 if TYPE_CHECKING:
     import requests

@@ -74,8 +74,8 @@ def audit(paths: tuple[str, ...], fmt: str) -> None:
     """
     from pathlib import Path
 
+    from pinning.audit.device_strings import SOURCE, audit_source, python_files
     from pinning.errors import GuardRefused
-    from pinning.guards.audit import SOURCE, audit_source, python_files
 
     hits: list[Any] = []
     unparsed: list[str] = []

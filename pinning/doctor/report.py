@@ -2,8 +2,8 @@
 
 Dumps (collect_env, vLLM's collect_env, SGLang's check_env, pip list, amd-smi, rocm-smi,
 rocminfo, nvidia-smi, ``/proc/driver/nvidia/version``; several per file) are split and
-parsed by :mod:`pinning.probe.formats`, merged into one :class:`~pinning.checks.EnvView`, and
-judged by the lock-free rules of :mod:`pinning.checks` against the matrix.
+parsed by :mod:`pinning.probe.formats`, merged into one :class:`~pinning.guards.checks.EnvView`, and
+judged by the lock-free rules of :mod:`pinning.guards.checks` against the matrix.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pinning._model import Strict
-from pinning.checks import EnvView, Finding, GpuView, PackageView, run_checks
+from pinning.guards.checks import EnvView, Finding, GpuView, PackageView, run_checks
 from pinning.matrix.load import Matrix
+from pinning.util.models import Strict
 
 REPORT_VERSION: Literal[1] = 1
 

@@ -98,7 +98,7 @@ class ReplayRunner:
     """
 
     def __init__(self, path: Path) -> None:
-        from pinning._io import read_toml
+        from pinning.util.files import read_toml
 
         self.path = path
         hint = ("Fix the recording: each [[command]] has `argv` (list of strings), `stdout` (a "

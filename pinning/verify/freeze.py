@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from pinning import __version__
-from pinning.checks import Finding
 from pinning.errors import DriftError
+from pinning.guards.checks import Finding
 from pinning.lockfile.io import lock_json, seal
 from pinning.lockfile.models import Lockfile, Pinned
 from pinning.matrix.load import Matrix
@@ -30,7 +30,7 @@ from pinning.probe.models import (
     normalize_name,
     snapshot_hash,
 )
-from pinning.verify import FRAMEWORK_DISTRIBUTIONS, host_os_text, verify
+from pinning.verify.compare import FRAMEWORK_DISTRIBUTIONS, host_os_text, verify
 
 
 def _frozen_facts(lock: Lockfile) -> set[str]:

@@ -1,4 +1,4 @@
-"""Turn a :class:`~pinning.resolve.Resolution` into a sealed :class:`Lockfile` (pure)."""
+"""Turn a :class:`~pinning.resolve.resolver.Resolution` into a sealed :class:`Lockfile` (pure)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pinning.lockfile.models import Lockfile
 from pinning.matrix.importers.release_notes import FIRMWARE_KIND
 from pinning.matrix.load import Matrix
 from pinning.matrix.models import Provenance
-from pinning.resolve import Resolution
+from pinning.resolve.resolver import Resolution
 
 FREEZE = "freeze it from the trial host (pin freeze)"
 

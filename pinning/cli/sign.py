@@ -42,8 +42,8 @@ def parse_ref(ref: str) -> tuple[str, str, str | None, str | None]:
 
 
 def _registry(host: str, url: str | None) -> Any:
-    from pinning.build.registry import Registry
-    from pinning.build.run import registry_url
+    from pinning.image.record import registry_url
+    from pinning.oci.registry import Registry
 
     return Registry(url or registry_url(host))
 
@@ -55,7 +55,6 @@ def sign_and_attest(ref: str, key_path: Path | Any, lock_path: Path | None,
     ``key_path`` is a private-key file, or an already loaded key. The lock is read and
     checked (it must record this image digest) before anything is pushed.
     """
-    from pinning._io import read_regular_bytes
     from pinning.lockfile.io import read_lock
     from pinning.sign.cosign import (
         LOCK_PREDICATE,
@@ -66,6 +65,7 @@ def sign_and_attest(ref: str, key_path: Path | Any, lock_path: Path | None,
         sign_image,
     )
     from pinning.sign.crypto import load_private
+    from pinning.util.files import read_regular_bytes
 
     host, repo, _tag, digest = parse_ref(ref)
     if digest is None:
@@ -154,13 +154,13 @@ def verify_image(ref: str, pub_path: str, lock_path: str | None, registry_url: s
     """
     import hashlib
 
-    from pinning._io import read_regular_bytes
-    from pinning.build.image import expected_label
-    from pinning.build.oci import LOCK_LABEL
+    from pinning.image.plan import expected_label
     from pinning.lockfile.io import read_lock
+    from pinning.oci.documents import LOCK_LABEL
     from pinning.sign.cosign import LOCK_PREDICATE
     from pinning.sign.cosign import verify_image as do_verify
     from pinning.sign.crypto import load_public
+    from pinning.util.files import read_regular_bytes
 
     host, repo, tag, digest = parse_ref(ref)
     key = load_public(Path(pub_path))

@@ -70,15 +70,15 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     Exit 8 for a build, engine or registry failure; the lock is only updated after the
     registry holds the image.
     """
-    from pinning.build.image import plan_build
-    from pinning.build.registry import Registry
-    from pinning.build.run import already_built, base_of, build_once, engine_client, record
+    from pinning.image.plan import plan_build
+    from pinning.image.record import already_built, base_of, build_once, engine_client, record
     from pinning.lockfile.io import read_lock, write_lock
+    from pinning.oci.registry import Registry
 
     lock = read_lock(Path(lock_path))
     signing_key = None
     if sign_key:  # the passphrase is asked before anything is built
-        from pinning.cli_sign import password
+        from pinning.cli.sign import password
         from pinning.sign.crypto import load_private
 
         signing_key = load_private(Path(sign_key), password())
@@ -89,7 +89,7 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     if not no_cache and already_built(registry, lock, repo, plan.input_hash):
         digest = lock.image.digest.value
         if signing_key is not None:
-            from pinning.cli_sign import sign_and_attest
+            from pinning.cli.sign import sign_and_attest
 
             sign_and_attest(f"{registry.host}/{repo}@{digest}", signing_key, Path(lock_path),
                             registry_url)
@@ -114,7 +114,7 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     dest = Path(output or lock_path)
     write_lock(new, dest)
     if signing_key is not None:
-        from pinning.cli_sign import sign_and_attest
+        from pinning.cli.sign import sign_and_attest
 
         sign_and_attest(ref, signing_key, dest, registry_url)
     if fmt == "json":
@@ -146,7 +146,7 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
     (path, size, mode, mtime, content hash), against the registry's copy when --registry is
     given, else against the first run. Exit 8 for build, engine or registry failures.
     """
-    from pinning.build.run import base_of, build_once, diff_images, engine_client, fetch_docs
+    from pinning.image.record import base_of, build_once, diff_images, engine_client, fetch_docs
     from pinning.lockfile.io import read_lock
 
     lock = read_lock(Path(lock_path))
@@ -169,8 +169,8 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
             click.echo(f"run {i + 1}/{runs}: {built.docs.digest} {mark}")
         if built.docs.digest != want:
             if lock.image.ref and lock.image.ref.value:
-                from pinning.build.run import registry_url as url_for
-                from pinning.build.run import split_ref
+                from pinning.image.record import registry_url as url_for
+                from pinning.image.record import split_ref
 
                 url = registry_url or url_for(split_ref(lock.image.ref.value)[0])
                 expected = fetch_docs(url, lock.image.ref.value)

@@ -1,0 +1,1 @@
+"""Doctor: pasted environment dumps -> one merged view -> the lock-free rules' findings."""
