@@ -230,7 +230,7 @@ def _summary(lock: Lockfile) -> str:
     if lock.model:
         rows.append(("Model", f"{lock.model.id}@{lock.model.revision}"))
     if lock.packages is not None:
-        from pinning.probe.models import TRITON_DISTRIBUTIONS
+        from pinning.matrix.names import TRITON_DISTRIBUTIONS
 
         tritons = [f"{n}=={v}" for n, v in lock.packages.items() if n in TRITON_DISTRIBUTIONS]
         rows.append(("Python packages", f"{len(lock.packages)} frozen"

@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from pinning.probe.models import TRITON_DISTRIBUTIONS, normalize_name
+from pinning.matrix.names import DATACENTER_NVIDIA, TRITON_DISTRIBUTIONS
 from pinning.util.models import Strict
+from pinning.util.versions import normalize_name
 
 if TYPE_CHECKING:
     from pinning.matrix.load import Matrix
@@ -28,9 +29,6 @@ SRIOV_VF_IDS: dict[str, str] = {"0x74b5": "Instinct MI300X VF", "0x74b9": "Insti
 
 HAZARDS_SOURCE = "pin FACTS.md §3 (install hazards)"
 
-# NVIDIA Data Center GPUs in the matrix's identity table: cuda-compat forward compatibility
-# applies to them (NVIDIA CUDA Compatibility, forward compatibility; FACTS.md §1.12).
-DATACENTER_NVIDIA: frozenset[str] = frozenset({"a100", "h100", "h200", "b200", "gb200"})
 
 
 class Finding(Strict):

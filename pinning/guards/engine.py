@@ -22,9 +22,9 @@ from pydantic import ValidationError
 from pinning.errors import MatrixError
 from pinning.guards.checks import EnvView
 from pinning.guards.models import Conditions, Rule, RuleFile
-from pinning.probe.models import normalize_name
 from pinning.util.files import read_toml
 from pinning.util.models import validation_summary
+from pinning.util.versions import normalize_name
 
 RULES_FILE = "rules.toml"
 
@@ -286,7 +286,7 @@ def apply_at_resolve(lock: Any, rules: list[Rule] | None = None) -> tuple[Any, l
     from pinning.errors import GuardRefused
     from pinning.guards.checks import GpuView, PackageView
     from pinning.lockfile.io import lock_json, seal
-    from pinning.verify.compare import FRAMEWORK_DISTRIBUTIONS
+    from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS
 
     target = lock.target
     gfx = target.gfx_target.value if target.gfx_target is not None else None

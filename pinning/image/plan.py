@@ -33,7 +33,7 @@ from pinning.image.layers import LayerBlob, gzip_layer, normalize_layer, squash_
 from pinning.lockfile.io import lock_json
 from pinning.lockfile.models import Lockfile, Wheel
 from pinning.oci.documents import LOCK_LABEL, ImageDocs, image_docs
-from pinning.probe.models import normalize_name
+from pinning.util.versions import normalize_name
 
 
 def engine_errors() -> tuple[type[BaseException], ...]:

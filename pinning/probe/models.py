@@ -7,14 +7,14 @@ from, or ``None`` with the reason (``not-probed``). A snapshot is the JSON of
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 from typing import Literal
 
 from pydantic import Field, model_validator
 
+from pinning.util.digests import canonical_json as canonical_json_bytes
+from pinning.util.digests import sha256_digest
 from pinning.util.models import Strict
+from pinning.util.versions import normalize_name
 
 HOST_VERSION: Literal[1] = 1
 
@@ -54,14 +54,6 @@ RUN_SCOPED_ENV: tuple[str, ...] = (
 # Recorded by probe, but they say where things are, not what they are: never frozen or judged.
 NOT_JUDGED_ENV: tuple[str, ...] = (*RUN_SCOPED_ENV, "ROCM_PATH")
 
-# Distribution names that install the `triton` import package (FACTS.md §3.1, §3.3).
-TRITON_DISTRIBUTIONS: tuple[str, ...] = (
-    "triton",
-    "pytorch-triton-rocm",
-    "triton-rocm",
-    "pytorch-triton",
-    "amd-triton",
-)
 
 
 class Reading(Strict):
@@ -269,19 +261,11 @@ class HostFacts(Strict):
     notes: list[str] = Field(default_factory=list)
 
 
-def normalize_name(name: str) -> str:
-    """PEP 503 normalisation of a distribution name (``Pytorch_Triton.ROCm`` ->
-    ``pytorch-triton-rocm``).
-    """
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def canonical_json(facts: HostFacts) -> bytes:
     """Canonical JSON bytes of a snapshot (sorted keys, no whitespace, UTF-8)."""
-    data = facts.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return canonical_json_bytes(facts.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 def snapshot_hash(facts: HostFacts) -> str:
     """``sha256:<hex>`` of :func:`canonical_json` — the identity ``pin freeze`` records."""
-    return "sha256:" + hashlib.sha256(canonical_json(facts)).hexdigest()
+    return sha256_digest(canonical_json(facts))

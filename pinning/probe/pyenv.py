@@ -11,15 +11,10 @@ import sysconfig
 from collections.abc import Mapping, Sequence
 
 from pinning.errors import UsageError
-from pinning.probe.models import (
-    TRITON_DISTRIBUTIONS,
-    Distribution,
-    PythonFacts,
-    TorchBuild,
-    TritonDist,
-    normalize_name,
-)
+from pinning.matrix.names import TRITON_DISTRIBUTIONS
+from pinning.probe.models import Distribution, PythonFacts, TorchBuild, TritonDist
 from pinning.probe.root import HostRoot
+from pinning.util.versions import normalize_name
 
 # Where Python environments live on common images when no VIRTUAL_ENV/CONDA_PREFIX is set.
 _SITE_GLOBS: tuple[str, ...] = (

@@ -28,6 +28,7 @@ from pinning.matrix.models import (
     GpuIdentity,
     WheelVariant,
 )
+from pinning.matrix.names import OS_ID_VERSION, os_matches
 
 #: Other names users type for a framework -> the matrix name.
 FRAMEWORK_ALIASES: dict[str, str] = {
@@ -44,7 +45,7 @@ FRAMEWORK_ALIASES: dict[str, str] = {
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
 _MODEL = re.compile(r"^([A-Za-z0-9][\w.-]*/[\w.-]+)@([0-9a-f]{40})$")
-_OS = re.compile(r"^([a-z][a-z0-9]*)-([0-9]+(?:\.[0-9]+)*)$")
+_OS = OS_ID_VERSION
 
 
 @dataclass(frozen=True)
@@ -149,14 +150,6 @@ def parse_os(text: str) -> tuple[str, str]:
     return m.group(1), m.group(2)
 
 
-def os_matches(want: tuple[str, str], entry: str) -> bool:
-    """``('ubuntu', '24.04')`` matches ``ubuntu-24.04.3``; ``('ol', '9.4')`` matches ``ol-9``."""
-    m = _OS.match(entry)
-    if not m or m.group(1) != want[0]:
-        return False
-    a, b = want[1].split("."), m.group(2).split(".")
-    n = min(len(a), len(b))
-    return a[:n] == b[:n]
 
 
 def _ver(text: str) -> Version | None:

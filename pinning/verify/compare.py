@@ -16,7 +16,6 @@ from typing import Literal
 from pydantic import Field
 
 from pinning.guards.checks import (
-    DATACENTER_NVIDIA,
     HAZARDS_SOURCE,
     Finding,
     Severity,
@@ -27,30 +26,18 @@ from pinning.guards.checks import (
 )
 from pinning.lockfile.models import Lockfile, Pinned
 from pinning.matrix.load import Matrix
-from pinning.probe.models import (
-    NOT_JUDGED_ENV,
+from pinning.matrix.names import (
+    DATACENTER_NVIDIA,
+    FRAMEWORK_DISTRIBUTIONS,
     TRITON_DISTRIBUTIONS,
-    GpuFacts,
-    HostFacts,
-    Reading,
-    normalize_name,
+    os_matches,
 )
-from pinning.resolve.resolver import os_matches
+from pinning.probe.models import NOT_JUDGED_ENV, GpuFacts, HostFacts, Reading
 from pinning.util.models import Strict
+from pinning.util.versions import normalize_name
 
 REPORT_VERSION: Literal[1] = 1
 
-# Framework name in the lock -> the distribution that carries it.
-FRAMEWORK_DISTRIBUTIONS: dict[str, str] = {
-    "pytorch": "torch",
-    "jax": "jax",
-    "tensorflow": "tensorflow",
-    "vllm": "vllm",
-    "sglang": "sglang",
-    "triton": "triton",
-    "flashattention": "flash-attn",
-    "flash-attention": "flash-attn",
-}
 
 
 class VerifyReport(Strict):

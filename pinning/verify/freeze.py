@@ -22,15 +22,10 @@ from pinning.guards.checks import Finding
 from pinning.lockfile.io import lock_json, seal
 from pinning.lockfile.models import Lockfile, Pinned
 from pinning.matrix.load import Matrix
-from pinning.probe.models import (
-    NOT_JUDGED_ENV,
-    GpuFacts,
-    HostFacts,
-    Reading,
-    normalize_name,
-    snapshot_hash,
-)
-from pinning.verify.compare import FRAMEWORK_DISTRIBUTIONS, host_os_text, verify
+from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS
+from pinning.probe.models import NOT_JUDGED_ENV, GpuFacts, HostFacts, Reading, snapshot_hash
+from pinning.util.versions import normalize_name
+from pinning.verify.compare import host_os_text, verify
 
 
 def _frozen_facts(lock: Lockfile) -> set[str]:

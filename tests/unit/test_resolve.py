@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
 from pinning.errors import NoValidatedCombination, UsageError
+from pinning.matrix.names import os_matches
 from pinning.resolve.resolver import (
     Constraints,
     match_entry,
-    os_matches,
     parse_framework,
     parse_model,
     parse_os,

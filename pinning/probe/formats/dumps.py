@@ -11,8 +11,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from pinning.errors import FormatError
-from pinning.probe.models import normalize_name
 from pinning.util.models import Strict
+from pinning.util.versions import normalize_name
 
 __all__ = [
     "CollectEnv",
