@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install wheelhouse demo test lint bench schemas lockfiles matrix-data clean
+.PHONY: install wheelhouse demo test unit smoke lint bench schemas lockfiles matrix-data clean
 
 install: $(STAMP)
 
@@ -42,12 +42,24 @@ $(WHEELHOUSE)/.stamp: Makefile | install
 	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d $(WHEELHOUSE)/guard $(GUARD_WHEELS)
 	touch $@
 
+# Every test: unit and integration (real Docker Engine, registry, debootstrap; see README.md).
 test: install wheelhouse
 	$(BIN)/python -m pytest -q
 
+# The unit tests alone: no Docker, no wheel house, about a minute.
+unit: install
+	$(BIN)/python -m pytest -q tests/unit
+
+# Build the wheel, install it into a fresh venv outside the checkout and run the installed pin
+# from a temporary folder (.ci/wheel-smoke; needs the package index).
+smoke: install
+	VENV=$(VENV) PYTHON=$(PYTHON) bash .ci/wheel-smoke
+
+# ruff, mypy (strict) and the layer contract ([tool.importlinter] in pyproject.toml).
 lint: install
 	$(BIN)/ruff check pinning tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python bench/bench_resolve.py

@@ -20,20 +20,20 @@ from pathlib import Path
 from common import median_s, report
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from integration.components import (  # noqa: E402 - after the path tweak
+from pinning.image.engine import base_blobs_of, build_once, export_layers  # noqa: E402
+from pinning.image.plan import BuildPlan, assemble  # noqa: E402
+from pinning.image.record import record  # noqa: E402
+from pinning.lockfile.io import write_lock  # noqa: E402
+from pinning.oci.registry import Registry  # noqa: E402
+from tests.support.components import (  # noqa: E402 - after the path tweak
     WHEELS,
     push_base,
     small_lock,
     start_dockerd,
     start_registry,
 )
-
-from pinning.image.plan import BuildPlan, assemble, export_layers  # noqa: E402
-from pinning.image.record import base_blobs_of, build_once, record  # noqa: E402
-from pinning.lockfile.io import write_lock  # noqa: E402
-from pinning.oci.registry import Registry  # noqa: E402
 
 PIN = [str(Path(sys.executable).with_name("pin"))]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from common import median_s, report
 
-from pinning.probe.formats.dumps import parse_collect_env
+from pinning.probe.formats.collect_env import parse_collect_env
 from pinning.probe.formats.rocminfo import parse_rocminfo
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,8 @@ from pathlib import Path
 from common import median_s, report
 
 from pinning.matrix.load import LoadedFile, Matrix, load_matrix
-from pinning.resolve.resolver import Constraints, parse_framework, resolve
+from pinning.resolve.constraints import Constraints, parse_framework
+from pinning.resolve.resolver import resolve
 
 PIN = [str(Path(sys.executable).with_name("pin"))]
 

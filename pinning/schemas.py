@@ -17,7 +17,7 @@ def generate() -> dict[str, str]:
     from pinning.lockfile.models import Lockfile
     from pinning.matrix.models import MatrixFile
     from pinning.probe.models import HostFacts
-    from pinning.verify.compare import VerifyReport
+    from pinning.verify.report import VerifyReport
 
     models: tuple[tuple[str, type[BaseModel]], ...] = (
         ("matrix", MatrixFile), ("lockfile", Lockfile), ("host", HostFacts),

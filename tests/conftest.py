@@ -1,48 +1,31 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
-AMD_SOURCES = DATA / "amd-sources"
+from tests.support.hosts import HostCopy
+from tests.support.paths import HOSTS
+
+if TYPE_CHECKING:
+    from pinning.matrix.load import Matrix
 
 
 @pytest.fixture(scope="session")
-def matrix():
+def matrix() -> Matrix:
     from pinning.matrix.load import load_matrix
 
     return load_matrix()
 
 
 @pytest.fixture(autouse=True)
-def _no_overlay_env(monkeypatch):
+def _no_overlay_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PIN_MATRIX", raising=False)
 
 
-HOSTS = DATA / "hosts"
-
-
-def recorded(name: str, root: Path | None = None):
-    """Probe the recorded host ``name`` (optionally a modified copy of its tree at ``root``)."""
-    from pinning.matrix.load import load_matrix
-    from pinning.probe.host import probe_host
-    from pinning.util.proc import ReplayRunner
-
-    base = root or HOSTS / name
-    runner = ReplayRunner(base / "commands.toml")
-    m = load_matrix()
-
-    def identify(device: str) -> str | None:
-        hit = m.gpu_by_pci(device)
-        return hit.id if hit else None
-
-    return probe_host(base / "root", runner, environ=runner.environment, identify=identify)
-
-
 @pytest.fixture
-def host_copy(tmp_path):
+def host_copy(tmp_path: Path) -> HostCopy:
     """Copy a recorded host into tmp_path so a test can change one fact."""
     import shutil
 

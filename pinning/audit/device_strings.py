@@ -88,3 +88,31 @@ def python_files(root: Path, problems: list[str]) -> Iterator[Path]:
             problems.append(f"{path}: {exc.strerror or exc}; not scanned")
             continue
         yield path
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """What a scan found: the ``hits`` and, per file that could not be scanned, a line
+    saying why (``unparsed``).
+    """
+
+    hits: list[AuditHit]
+    unparsed: list[str]
+
+
+def audit_paths(paths: list[Path]) -> AuditResult:
+    """Scan every Python file under ``paths`` (files or folders). Files that are not valid
+    Python or cannot be read are listed in ``unparsed``, not fatal; raises nothing.
+    """
+    hits: list[AuditHit] = []
+    unparsed: list[str] = []
+    for root in paths:
+        for path in python_files(root, unparsed):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                hits += audit_source(text, str(path))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                unparsed.append(f"{path}: not valid Python; not scanned")
+            except OSError as exc:
+                unparsed.append(f"{path}: {exc.strerror or exc}; not scanned")
+    return AuditResult(hits=hits, unparsed=unparsed)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
+from pinning.cli.options import format_option
 from pinning.errors import UsageError
 
-FORMAT = click.Choice(["text", "json"])
+__all__ = ["guard", "guard_list", "guard_show", "register"]
 
 
 @click.group()
@@ -20,7 +20,7 @@ def guard() -> None:
 
 
 @guard.command("list")
-@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+@format_option
 def guard_list(fmt: str) -> None:
     """Every shipped rule: id, phases, remedy kind and title."""
     from pinning.guards.engine import load_rules
@@ -37,7 +37,7 @@ def guard_list(fmt: str) -> None:
 
 @guard.command("show")
 @click.argument("rule_id", metavar="ID")
-@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+@format_option
 def guard_show(rule_id: str, fmt: str) -> None:
     """One rule in full: why, source and date, conditions, remedy."""
     import difflib
@@ -61,49 +61,6 @@ def guard_show(rule_id: str, fmt: str) -> None:
                f"{json.dumps(when)}\n  remedy: {rule.remedy.kind}: {rule.remedy.text}")
 
 
-@click.command()
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
-                type=click.Path(exists=True))
-@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
-def audit(paths: tuple[str, ...], fmt: str) -> None:
-    """Scan Python sources for device strings ROCm builds of PyTorch reject:
-    torch.device("rocm") / "hip", .to("hip"), device="rocm:0". ROCm builds keep "cuda".
-
-    Exit 0 when none is found, 10 when some are (guard rule torch-device-rocm). Files that
-    cannot be scanned are listed, not fatal.
-    """
-    from pathlib import Path
-
-    from pinning.audit.device_strings import SOURCE, audit_source, python_files
-    from pinning.errors import GuardRefused
-
-    hits: list[Any] = []
-    unparsed: list[str] = []
-    for root in paths:
-        for path in python_files(Path(root), unparsed):
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-                hits += audit_source(text, str(path))
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                unparsed.append(f"{path}: not valid Python; not scanned")
-            except OSError as exc:
-                unparsed.append(f"{path}: {exc.strerror or exc}; not scanned")
-    if fmt == "json":
-        click.echo(json.dumps({"hits": [h.__dict__ for h in hits], "unparsed": unparsed,
-                               "source": SOURCE}, indent=2))
-    else:
-        for h in hits:
-            click.echo(f"{h.path}:{h.line}:{h.column}: {h.text}: ROCm builds use \"cuda\"")
-        for line in unparsed:
-            click.echo(line)
-        if not hits:
-            click.echo("No rocm/hip device strings found.")
-    if hits:
-        raise GuardRefused(f"{len(hits)} device string(s) ROCm builds of PyTorch reject.",
-                           hint=f"Use torch.device(\"cuda\") on ROCm too ({SOURCE}).")
-
-
 def register(group: click.Group) -> None:
-    """Add the guard commands to the ``pin`` group."""
+    """Add the ``pin guard`` group to the ``pin`` group."""
     group.add_command(guard)
-    group.add_command(audit)

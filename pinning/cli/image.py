@@ -1,23 +1,31 @@
 """Image commands of the CLI: ``pin build`` and ``pin rebuild``.
 
-Registered on the main group by :func:`register`; the Docker SDK and requests are imported
-inside the commands so ``pin --help`` stays fast.
+Registered on the main group by :func:`register`. The commands parse, call
+:mod:`pinning.image` (and :mod:`pinning.sign.policy` for ``--sign``) and render; the Docker
+SDK, requests and cryptography are imported inside the commands so ``pin --help`` stays fast.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from pinning.errors import BuildError, DriftError
+from pinning.oci.reference import ImageRef
 
 FORMAT = click.Choice(["text", "json"])
 
 
-def _progress(fmt: str) -> object:
+def _ask(confirm: bool) -> str:
+    """Prompt for the key passphrase on the terminal (twice when ``confirm``)."""
+    return str(click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm))
+
+
+def _progress(fmt: str) -> Callable[[str], None] | None:
     """A progress printer for build log lines: one rewritten line on a terminal, plain
     lines otherwise, nothing for JSON output (stderr, so stdout stays machine-readable).
     """
@@ -70,55 +78,42 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     Exit 8 for a build, engine or registry failure; the lock is only updated after the
     registry holds the image.
     """
+    from pinning.image.engine import build_once, engine_client
     from pinning.image.plan import plan_build
-    from pinning.image.record import already_built, base_of, build_once, engine_client, record
-    from pinning.lockfile.io import read_lock, write_lock
+    from pinning.image.record import already_built, base_of, publish
+    from pinning.lockfile.io import read_lock
     from pinning.oci.registry import Registry
+    from pinning.sign.policy import sign_and_attest, signing_key
 
     lock = read_lock(Path(lock_path))
-    signing_key = None
-    if sign_key:  # the passphrase is asked before anything is built
-        from pinning.cli.sign import password
-        from pinning.sign.crypto import load_private
-
-        signing_key = load_private(Path(sign_key), password())
+    # The passphrase is asked before anything is built.
+    key = signing_key(Path(sign_key), _ask) if sign_key else None
     base_ref = base_of(lock, base)
     plan = plan_build(lock, base_ref, Path(wheelhouse))
     registry = Registry(registry_url)
     registry.ping()
     if not no_cache and already_built(registry, lock, repo, plan.input_hash):
         digest = lock.image.digest.value
-        if signing_key is not None:
-            from pinning.cli.sign import sign_and_attest
-
-            sign_and_attest(f"{registry.host}/{repo}@{digest}", signing_key, Path(lock_path),
-                            registry_url)
+        if key is not None:
+            pushed = ImageRef(registry=registry.host, repository=repo, digest=digest)
+            sign_and_attest(str(pushed), key, Path(lock_path), registry_url)
         if fmt == "json":
             click.echo(json.dumps({"lockfile": lock_path, "digest": digest, "built": False,
-                                   "signed": signing_key is not None}))
+                                   "signed": key is not None}))
         else:
             click.echo(f"{lock_path}: image {digest} is already in {registry.host}/{repo}; "
-                       "nothing to build." + (" Signed." if signing_key is not None else ""))
+                       "nothing to build." + (" Signed." if key is not None else ""))
         return
     client = engine_client(engine)
-    show = _progress(fmt)
     built = build_once(client, lock, base_ref, Path(wheelhouse), nocache=no_cache,
-                       progress=show)  # type: ignore[arg-type]
+                       progress=_progress(fmt))
     _end_progress()
-    tag = plan.input_hash[7:19]
-    digest = registry.push_image(repo, tag, built.docs)
-    if registry.manifest_digest(repo, digest) != digest:
-        raise BuildError(f"Registry {registry.host} does not serve {repo}@{digest} after the push.")
-    ref = f"{registry.host}/{repo}@{digest}"
-    new = record(lock, built, ref)
     dest = Path(output or lock_path)
-    write_lock(new, dest)
-    if signing_key is not None:
-        from pinning.cli.sign import sign_and_attest
-
-        sign_and_attest(ref, signing_key, dest, registry_url)
+    ref = publish(registry, repo, lock, built, dest)
+    if key is not None:
+        sign_and_attest(ref, key, dest, registry_url)
     if fmt == "json":
-        click.echo(json.dumps({"lockfile": str(dest), "digest": digest, "ref": ref,
+        click.echo(json.dumps({"lockfile": str(dest), "digest": built.docs.digest, "ref": ref,
                                "built": True, "signed": bool(sign_key),
                                "layers": len(built.docs.layers)}))
     else:
@@ -146,7 +141,8 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
     (path, size, mode, mtime, content hash), against the registry's copy when --registry is
     given, else against the first run. Exit 8 for build, engine or registry failures.
     """
-    from pinning.image.record import base_of, build_once, diff_images, engine_client, fetch_docs
+    from pinning.image.engine import build_once, engine_client
+    from pinning.image.record import base_of, diff_images, recorded_docs
     from pinning.lockfile.io import read_lock
 
     lock = read_lock(Path(lock_path))
@@ -161,23 +157,16 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
     first = None
     for i in range(runs):
         built = build_once(client, lock, base_ref, Path(wheelhouse), nocache=True,
-                           progress=show)  # type: ignore[arg-type]
+                           progress=show)
         _end_progress()
         digests.append(built.docs.digest)
         if fmt != "json":
             mark = "identical" if built.docs.digest == want else "DIFFERENT"
             click.echo(f"run {i + 1}/{runs}: {built.docs.digest} {mark}")
         if built.docs.digest != want:
-            if lock.image.ref and lock.image.ref.value:
-                from pinning.image.record import registry_url as url_for
-                from pinning.image.record import split_ref
-
-                url = registry_url or url_for(split_ref(lock.image.ref.value)[0])
-                expected = fetch_docs(url, lock.image.ref.value)
-            elif first is not None:
+            expected = recorded_docs(lock, registry_url)
+            if expected is None:
                 expected = first
-            else:
-                expected = None
             lines = diff_images(expected, built.docs) if expected is not None else [
                 "pass --registry URL to name the files that differ"]
             if fmt == "json":

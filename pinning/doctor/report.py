@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pinning.guards.checks import EnvView, Finding, GpuView, PackageView, run_checks
+from pinning.guards.checks import run_checks
+from pinning.guards.engine import GuardContext, guard_findings
+from pinning.guards.view import EnvView, Finding, GpuView, PackageView
 from pinning.matrix.load import Matrix
 from pinning.util.models import Strict
 
@@ -251,10 +253,8 @@ def doctor(files: Sequence[tuple[str, str]], matrix: Matrix) -> DoctorReport:
         "nvidia-driver": view.nvidia_driver,
         "packages": len(view.packages),
     }
-    from pinning.guards.engine import GuardContext, guard_findings
-
     findings = run_checks(view, matrix)
-    findings += guard_findings(GuardContext(view=view), "verify", {f.code for f in findings})
+    findings += guard_findings(GuardContext(view=view), "verify")
     return DoctorReport(
         dumps=dumps,
         environment={k: v for k, v in summary.items() if v not in (None, [], 0)},

@@ -1,28 +1,26 @@
-"""Rules that judge an environment without a lock, shared by ``pin verify`` and ``pin doctor``.
+"""The coded rules: lock-free judgements that need the matrix or several facts at once.
 
-An :class:`EnvView` is the small, vendor-neutral picture both commands build: from probed
-:class:`~pinning.probe.models.HostFacts`, or from pasted dumps. :func:`run_checks` returns
-:class:`Finding` objects, each with a stable ``code``, the facts involved and the source that
-makes the combination wrong (a matrix row, NVIDIA's driver table, FACTS.md's hazard notes).
+Shared by ``pin verify`` and ``pin doctor``. Each check takes an
+:class:`~pinning.guards.view.EnvView` (and the matrix where it needs one) and returns
+:class:`~pinning.guards.view.Finding` objects, each with a stable ``code``, the facts involved
+and the source that makes the combination wrong (a matrix row, NVIDIA's driver table, the
+install-hazard notes). Rules that need only package names, versions, variables and the
+vendor are data in ``rules.toml`` instead (:mod:`pinning.guards.engine`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from pinning.guards.view import EnvView, Finding
 from pinning.matrix.names import DATACENTER_NVIDIA, TRITON_DISTRIBUTIONS
-from pinning.util.models import Strict
-from pinning.util.versions import normalize_name
+from pinning.util.versions import at_least, normalize_name, numeric_parts, series_less
 
 if TYPE_CHECKING:
     from pinning.matrix.load import Matrix
-    from pinning.probe.models import HostFacts
-
-Status = Literal["match", "mismatch", "missing", "not-probed", "outside-validated", "not-locked",
-                 "cannot-compare", "hazard"]
-Severity = Literal["error", "warning", "info"]
 
 # SR-IOV virtual-function PCI device IDs (FACTS.md §1.13, pciutils pci.ids c1c1254).
 SRIOV_VF_IDS: dict[str, str] = {"0x74b5": "Instinct MI300X VF", "0x74b9": "Instinct MI325X VF"}
@@ -30,129 +28,7 @@ SRIOV_VF_IDS: dict[str, str] = {"0x74b5": "Instinct MI300X VF", "0x74b9": "Insti
 HAZARDS_SOURCE = "pin FACTS.md §3 (install hazards)"
 
 
-
-class Finding(Strict):
-    """One judged fact.
-
-    ``fact`` is a dotted path into the lock (``firmware.version``) or a rule name; ``gpu``
-    the GPU index when the fact is per GPU. ``status`` is ``match``, ``mismatch`` (differs
-    from the lock), ``missing`` (locked but absent on the host), ``not-probed`` (could not
-    be read), ``outside-validated`` (outside what the matrix validated), ``not-locked`` (the
-    lock leaves it open), ``cannot-compare`` (no public mapping between the two numberings)
-    or ``hazard`` (a known-bad install state). ``source`` names what makes it wrong.
-    """
-
-    code: str
-    fact: str
-    status: Status
-    severity: Severity
-    message: str
-    expected: str | None = None
-    actual: str | None = None
-    gpu: int | None = None
-    source: str | None = None
-
-
-@dataclass
-class GpuView:
-    """A GPU as seen by a probe or a dump: name as printed, PCI device ID, target."""
-
-    vendor: Literal["amd", "nvidia"] | None
-    name: str | None = None
-    device_id: str | None = None
-    gfx: str | None = None
-    compute_capability: str | None = None
-    product: str | None = None
-
-
-@dataclass
-class PackageView:
-    """One installed package; ``source`` is ``dist-info``, ``pip`` or ``conda``."""
-
-    name: str
-    version: str
-    source: str = "dist-info"
-
-
-@dataclass
-class EnvView:
-    """What the rules look at. Unknown facts are ``None`` / empty."""
-
-    gpus: list[GpuView] = field(default_factory=list)
-    torch_version: str | None = None
-    torch_kind: Literal["rocm", "cuda", "cpu", "unknown"] | None = None
-    torch_cuda: str | None = None
-    torch_hip: str | None = None
-    torch_files_version: str | None = None
-    nvidia_driver: str | None = None
-    cuda_compat: bool = False
-    rocm_version: str | None = None
-    amdgpu_version: str | None = None
-    amdgpu_kind: Literal["dkms", "inbox", "not-loaded"] | None = None
-    packages: list[PackageView] = field(default_factory=list)
-    environment: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def amd(self) -> bool:
-        """True when an AMD GPU is present."""
-        return any(g.vendor == "amd" for g in self.gpus)
-
-    @property
-    def nvidia(self) -> bool:
-        """True when an NVIDIA GPU is present."""
-        return any(g.vendor == "nvidia" for g in self.gpus)
-
-
-def view_from_facts(facts: HostFacts) -> EnvView:
-    """Build the :class:`EnvView` of probed host facts."""
-    gpus = [
-        GpuView(
-            vendor=g.vendor,
-            name=g.name.value,
-            device_id=g.pci_device_id,
-            gfx=g.gfx_target.value if g.gfx_target else None,
-            compute_capability=g.compute_capability.value if g.compute_capability else None,
-            product=g.product,
-        )
-        for g in facts.gpus
-    ]
-    torch = facts.python.torch
-    return EnvView(
-        gpus=gpus,
-        torch_version=torch.version if torch else None,
-        torch_kind=torch.kind if torch else None,
-        torch_cuda=torch.cuda if torch else None,
-        torch_hip=torch.hip if torch else None,
-        torch_files_version=torch.files_version if torch else None,
-        nvidia_driver=facts.nvidia.driver.value if facts.nvidia else None,
-        cuda_compat=bool(facts.nvidia and facts.nvidia.cuda_compat),
-        rocm_version=facts.amd.rocm.value if facts.amd else None,
-        amdgpu_version=facts.amd.driver.value if facts.amd else None,
-        amdgpu_kind=facts.amd.driver_kind if facts.amd else None,
-        packages=[PackageView(d.name, d.version, d.source) for d in facts.python.distributions],
-        environment=dict(facts.environment),
-    )
-
-
-def _int_parts(version: str) -> tuple[int, ...]:
-    """``580.95.05`` -> ``(580, 95, 5)``; stops at the first non-numeric part."""
-    out = []
-    for part in re.split(r"[.\-+]", version.strip()):
-        if not part.isdigit():
-            break
-        out.append(int(part))
-    return tuple(out)
-
-
-def version_at_least(value: str, minimum: str) -> bool | None:
-    """Dotted numeric comparison (drivers, PLDM bundles); ``None`` if either is not numeric."""
-    a, b = _int_parts(value), _int_parts(minimum)
-    if not a or not b:
-        return None
-    return a >= b
-
-
-def row_source(matrix: Matrix, file_name: str, row: object) -> str:
+def row_source(file_name: str, row: object) -> str:
     """``"<source> (<date>)"`` of a matrix row, for a finding's ``source``."""
     src = getattr(row, "source", file_name)
     date = getattr(row, "published", None) or getattr(row, "checked", None)
@@ -166,7 +42,7 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
     """A CUDA torch build needs the NVIDIA driver its CUDA release requires (FACTS.md §1.12)."""
     if view.torch_kind != "cuda" or not view.torch_cuda or not view.nvidia_driver:
         return []
-    if not _int_parts(view.nvidia_driver):
+    if not numeric_parts(view.nvidia_driver):
         return []
     hit = matrix.driver_rule_for(view.torch_cuda)
     if hit is None:
@@ -176,7 +52,7 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
             message=f"No driver rule for CUDA {view.torch_cuda} in the matrix; the driver "
                     f"{view.nvidia_driver} was not checked.")]
     rule, f = hit
-    ok = version_at_least(view.nvidia_driver, rule.min_driver)
+    ok = at_least(view.nvidia_driver, rule.min_driver)
     nvidia = [g for g in view.gpus if g.vendor == "nvidia"]
     if ok is False and view.cuda_compat and nvidia and all(
             g.product in DATACENTER_NVIDIA for g in nvidia):
@@ -184,7 +60,7 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
             code="driver-below-cuda-with-compat", fact="kernel_driver.version",
             status="hazard", severity="warning", expected=f">={rule.min_driver}",
             actual=view.nvidia_driver,
-            source=row_source(matrix, f.name, rule) + "; NVIDIA CUDA forward compatibility "
+            source=row_source(f.name, rule) + "; NVIDIA CUDA forward compatibility "
                    "(cuda-compat, Data Center GPUs), FACTS.md §1.12",
             message=f"torch {view.torch_version} is built with CUDA {view.torch_cuda}, which "
                     f"needs NVIDIA driver {rule.min_driver} or newer; the host has "
@@ -194,7 +70,7 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
         return [Finding(
             code="driver-too-old-for-cuda", fact="kernel_driver.version",
             status="outside-validated", severity="error", expected=f">={rule.min_driver}",
-            actual=view.nvidia_driver, source=row_source(matrix, f.name, rule),
+            actual=view.nvidia_driver, source=row_source(f.name, rule),
             message=f"torch {view.torch_version} is built with CUDA {view.torch_cuda}, which "
                     f"needs NVIDIA driver {rule.min_driver} or newer; the host has "
                     f"{view.nvidia_driver}, so CUDA initialisation fails. Upgrade the driver or "
@@ -240,7 +116,7 @@ def check_gfx_targets(view: EnvView, matrix: Matrix) -> list[Finding]:
                     code="unsupported-gfx-target", fact="target.gfx_target", gpu=i,
                     status="outside-validated", severity="error", actual=gfx,
                     expected=", ".join(release.release.targets),
-                    source=row_source(matrix, release.file.name, release.release),
+                    source=row_source(release.file.name, release.release),
                     message=f"{gfx} is not a target ROCm {release.release.version} validates; its "
                             "libraries carry no code objects for it (hipErrorNoBinaryForGpu / "
                             "invalid device function)."))
@@ -287,14 +163,24 @@ def check_torch_vendor(view: EnvView) -> list[Finding]:
             source="PyTorch build metadata (torch.version.cuda and torch.version.hip are None)",
             message=f"torch {view.torch_version} is built with neither CUDA nor ROCm, so no GPU "
                     "can be used; install a CUDA or ROCm build of PyTorch."))
-    if view.torch_kind in ("cuda", "rocm") and view.amd and not view.nvidia:
-        cu = sorted(p.name for p in view.packages if re.fullmatch(r"nvidia-.*-cu1\d", p.name))
-        if cu:
-            out.append(Finding(
-                code="cuda-libraries-on-amd", fact="packages.nvidia-cuda", status="hazard",
-                severity="warning", actual=", ".join(cu[:5]), source=HAZARDS_SOURCE + ", §3.2",
-                message="NVIDIA CUDA wheels are installed beside torch on an AMD host."))
     return out
+
+
+def check_cuda_wheels(view: EnvView) -> list[Finding]:
+    """NVIDIA CUDA runtime wheels (``nvidia-*-cu1N``) on an AMD-only host: a CUDA install
+    took place over the ROCm stack (FACTS.md §3.2).
+    """
+    if not view.amd or view.nvidia:
+        return []
+    cu = sorted(p.name for p in view.packages
+                if re.fullmatch(r"nvidia-.*-cu1\d", normalize_name(p.name)))
+    if not cu:
+        return []
+    beside = f" beside torch {view.torch_version}" if view.torch_version else ""
+    return [Finding(
+        code="cuda-libraries-on-amd", fact="packages.nvidia-cuda", status="hazard",
+        severity="warning", actual=", ".join(cu[:5]), source=HAZARDS_SOURCE + ", §3.2",
+        message=f"NVIDIA CUDA wheels are installed{beside} on an AMD host.")]
 
 
 def check_distributions(view: EnvView) -> list[Finding]:
@@ -406,15 +292,6 @@ def check_host_driver(view: EnvView) -> list[Finding]:
     return out
 
 
-def _series_less(a: str, b: str) -> bool:
-    """``a`` < ``b`` for ROCm versions where ``6.3`` means the whole 6.3.x series: true only
-    when every release of ``a`` precedes every release of ``b``.
-    """
-    pa, pb = _int_parts(a), _int_parts(b)
-    n = min(len(pa), len(pb))
-    return pa[:n] < pb[:n]
-
-
 def check_kmd(view: EnvView, matrix: Matrix) -> list[Finding]:
     """A DKMS amdgpu module older than the ROCm user space (FACTS.md §1.4, §3.9).
 
@@ -424,16 +301,16 @@ def check_kmd(view: EnvView, matrix: Matrix) -> list[Finding]:
     """
     if view.amdgpu_kind not in (None, "dkms") or not view.amdgpu_version or not view.rocm_version:
         return []
-    module = _int_parts(view.amdgpu_version)
+    module = numeric_parts(view.amdgpu_version)
     if len(module) < 2:
         return []
     for row, f in matrix.kmd_modules():
-        if module < _int_parts(row.module) and _series_less(row.rocm, view.rocm_version):
+        if module < numeric_parts(row.module) and series_less(row.rocm, view.rocm_version):
             return [Finding(
                 code="kmd-older-than-user-space", fact="kernel_driver.version",
                 status="hazard", severity="warning", actual=view.amdgpu_version,
                 expected=f"a driver from the ROCm {view.rocm_version} window",
-                source=f"{row_source(matrix, f.name, row)}; driver/user-space window: AMD ROCm "
+                source=f"{row_source(f.name, row)}; driver/user-space window: AMD ROCm "
                        "compatibility matrix footnote kfd_support (FACTS.md §1.4)",
                 message=f"amdgpu module {view.amdgpu_version} predates module {row.module}, "
                         f"which was seen with ROCm {row.rocm}, so the kernel driver is older "
@@ -449,8 +326,38 @@ def run_checks(view: EnvView, matrix: Matrix) -> list[Finding]:
     return [
         *check_gfx_targets(view, matrix),
         *check_torch_vendor(view),
+        *check_cuda_wheels(view),
         *check_cuda_driver(view, matrix),
         *check_kmd(view, matrix),
         *check_distributions(view),
         *check_host_driver(view),
     ]
+
+
+@dataclass(frozen=True)
+class CodedRule:
+    """A coded judgement that a rule in ``rules.toml`` may name with ``check``: the finding
+    ``code`` it reports, the function over an :class:`EnvView` that reports it (no matrix:
+    those run only through :func:`run_checks`), and the view fields it ``needs`` (a rule
+    naming it is skipped while one of them is unknown).
+    """
+
+    code: str
+    run: Callable[[EnvView], list[Finding]]
+    needs: tuple[str, ...] = ()
+
+    def needs_text(self, names: list[str]) -> str:
+        """``names`` of view fields in words, for a skip reason."""
+        words = {"gpus": "the GPU vendor", "torch_kind": "the torch build",
+                 "packages": "the installed packages", "rocm_version": "the ROCm release"}
+        return ", ".join(words.get(n, n) for n in names)
+
+
+CODED_RULES: dict[str, CodedRule] = {c.code: c for c in (
+    CodedRule("cuda-torch-on-amd", check_torch_vendor, ("gpus", "torch_kind")),
+    CodedRule("cuda-libraries-on-amd", check_cuda_wheels, ("gpus", "packages")),
+    CodedRule("multiple-triton-distributions", check_distributions, ("packages",)),
+    CodedRule("jax-plugin-rocm-major", check_distributions, ("packages", "rocm_version")),
+    CodedRule("hsa-override-gfx-version", check_host_driver),
+)}
+"""The coded judgements rules may name, by finding code."""

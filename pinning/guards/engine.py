@@ -10,21 +10,22 @@ the reason (a condition needs a fact nobody knows), in the style of pip-audit.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
 from pydantic import ValidationError
 
 from pinning.errors import MatrixError
-from pinning.guards.checks import EnvView
+from pinning.guards.checks import CODED_RULES
 from pinning.guards.models import Conditions, Rule, RuleFile
+from pinning.guards.view import EnvView, Finding
 from pinning.util.files import read_toml
 from pinning.util.models import validation_summary
-from pinning.util.versions import normalize_name
+from pinning.util.versions import in_specifier, normalize_name
 
 RULES_FILE = "rules.toml"
 
@@ -43,7 +44,10 @@ def load_rules(path: Path | None = None) -> list[Rule]:
             f"Guard rules {path}: {validation_summary(exc, data, limit=4)}.") from exc
     for rule in rules:
         when = rule.when
-        if not when.model_dump(exclude_none=True):
+        if rule.check is not None and rule.check not in CODED_RULES:
+            raise MatrixError(f"Guard rules {path}: rule {rule.id}: check {rule.check!r} is not "
+                              f"a coded rule (known: {', '.join(sorted(CODED_RULES))}).")
+        if rule.check is None and not when.model_dump(exclude_none=True):
             raise MatrixError(f"Guard rules {path}: rule {rule.id} has no condition (`when`); "
                               "it would fire on every stack.")
         if when.package_pattern is not None:
@@ -86,7 +90,7 @@ class GuardResult:
     """One rule's outcome and the reason, in words."""
 
     rule: Rule
-    status: Literal["failed", "passed", "skipped"]
+    status: Status
     reason: str
 
 
@@ -94,115 +98,172 @@ def _installed(view: EnvView) -> dict[str, str]:
     return {normalize_name(p.name): p.version for p in view.packages}
 
 
-def _version_in(version: str, spec: str) -> bool | None:
-    if not spec:
-        return True
-    try:
-        return Version(version.split("+")[0]) in SpecifierSet(spec)
-    except InvalidVersion:
-        return None
+Status = Literal["failed", "passed", "skipped"]
+_Outcome = tuple[Status, str]
 
 
-def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
-    """Check every condition of ``rule`` against ``ctx``."""
-    c: Conditions = rule.when
+def _vendor(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """A GPU of the rule's vendor is present."""
     view = ctx.view
-    installed = _installed(view)
-    held: list[str] = []
-
-    def result(status: Literal["failed", "passed", "skipped"], why: str) -> GuardResult:
-        return GuardResult(rule=rule, status=status, reason=why)
-
     if c.vendor is not None:
         vendors = {g.vendor for g in view.gpus if g.vendor}
         if not vendors:
-            return result("skipped", "no GPU vendor known")
+            return ("skipped", "no GPU vendor known")
         if c.vendor not in vendors:
-            return result("passed", f"no {c.vendor.upper()} GPU")
+            return ("passed", f"no {c.vendor.upper()} GPU")
         held.append(f"{c.vendor.upper()} GPU")
+    return None
+
+
+def _gfx_targets(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """A GPU has one of the rule's gfx targets."""
+    view = ctx.view
     if c.gfx_targets is not None:
         targets = {(g.gfx or "").split(":")[0] for g in view.gpus if g.gfx}
         if not targets:
-            return result("skipped", "no gfx target known")
+            return ("skipped", "no gfx target known")
         hit = targets & set(c.gfx_targets)
         if not hit:
-            return result("passed", f"gfx target {', '.join(sorted(targets))} not concerned")
+            return ("passed", f"gfx target {', '.join(sorted(targets))} not concerned")
         held.append(f"gfx target {', '.join(sorted(hit))}")
+    return None
+
+
+def _gpus(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """The GPU product is one of the rule's."""
     if c.gpus is not None:
         if not ctx.gpu_ids:
-            return result("skipped", "the GPU product is not known")
+            return ("skipped", "the GPU product is not known")
         hit = set(ctx.gpu_ids) & set(c.gpus)
         if not hit:
-            return result("passed", "GPU not concerned")
+            return ("passed", "GPU not concerned")
         held.append(f"GPU {', '.join(sorted(hit))}")
+    return None
+
+
+def _runtime(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """The ROCm/CUDA release satisfies the rule's PEP 440 specifier."""
+    view = ctx.view
     if c.runtime is not None:
         version = ctx.runtime_version or view.rocm_version
         if not version:
-            return result("skipped", "the ROCm/CUDA release is not known")
-        ok = _version_in(version, c.runtime)
+            return ("skipped", "the ROCm/CUDA release is not known")
+        ok = in_specifier(version, c.runtime)
         if ok is None:
-            return result("skipped", f"runtime {version!r} is not a version")
+            return ("skipped", f"runtime {version!r} is not a version")
         if not ok:
-            return result("passed", f"runtime {version} is not {c.runtime}")
+            return ("passed", f"runtime {version} is not {c.runtime}")
         held.append(f"runtime {version} {c.runtime}")
+    return None
+
+
+def _torch_build(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """Torch is the rule's build (rocm, cuda, cpu)."""
+    view = ctx.view
     if c.torch_build is not None:
         if view.torch_kind is None:
-            return result("skipped", "the torch build is not known")
+            return ("skipped", "the torch build is not known")
         if view.torch_kind != c.torch_build:
-            return result("passed", f"torch is a {view.torch_kind} build")
+            return ("passed", f"torch is a {view.torch_kind} build")
         held.append(f"torch {view.torch_version} is a {c.torch_build} build")
+    return None
+
+
+def _packages_known(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """A package condition needs the installed packages to be known."""
+    installed = _installed(ctx.view)
     needs_packages = any(x is not None for x in (c.packages, c.any_packages, c.package_count,
                                                   c.package_pattern))
     if needs_packages and not installed:
-        return result("skipped", "the installed packages are not known")
+        return ("skipped", "the installed packages are not known")
+    return None
+
+
+def _packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """Each named package is installed at a version in its specifier."""
+    installed = _installed(ctx.view)
     if c.packages is not None:
         for name, spec in c.packages.items():
             have = installed.get(normalize_name(name))
             if have is None:
-                return result("passed", f"{name} is not installed")
-            ok = _version_in(have, spec)
+                return ("passed", f"{name} is not installed")
+            ok = in_specifier(have, spec)
             if not ok:
-                return result("passed", f"{name} {have} is not {spec}")
+                return ("passed", f"{name} {have} is not {spec}")
             held.append(f"{name} {have}")
+    return None
+
+
+def _any_packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """At least one of the named packages is installed."""
+    installed = _installed(ctx.view)
     if c.any_packages is not None:
         present = sorted(n for n in c.any_packages if normalize_name(n) in installed)
         if not present:
-            return result("passed", f"none of {', '.join(c.any_packages)} is installed")
+            return ("passed", f"none of {', '.join(c.any_packages)} is installed")
         held.append(", ".join(f"{n} {installed[normalize_name(n)]}" for n in present))
+    return None
+
+
+def _package_count(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """At least ``min`` of the named packages are installed."""
+    installed = _installed(ctx.view)
     if c.package_count is not None:
         present = sorted(n for n in c.package_count.names if normalize_name(n) in installed)
         if len(present) < c.package_count.min:
-            return result("passed", f"{len(present)} of {', '.join(c.package_count.names)} "
+            return ("passed", f"{len(present)} of {', '.join(c.package_count.names)} "
                                     "installed")
         held.append(", ".join(f"{n} {installed[normalize_name(n)]}" for n in present))
+    return None
+
+
+def _package_pattern(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """An installed package name matches the pattern (whole name)."""
+    installed = _installed(ctx.view)
     if c.package_pattern is not None:
         pattern = re.compile(c.package_pattern)
         hits = sorted(n for n in installed if pattern.fullmatch(n))
         if not hits:
-            return result("passed", f"no package matches {c.package_pattern}")
+            return ("passed", f"no package matches {c.package_pattern}")
         held.append(", ".join(hits[:5]))
+    return None
+
+
+def _environment(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """Variables set (to the given values) or unset."""
+    view = ctx.view
     env = view.environment
     for name in c.env_set or []:
         want = (c.env_values or {}).get(name)
         if name not in env:
-            return result("passed", f"{name} is not set")
+            return ("passed", f"{name} is not set")
         if want is not None and env[name] != want:
-            return result("passed", f"{name}={env[name]}, not {want}")
+            return ("passed", f"{name}={env[name]}, not {want}")
         held.append(f"{name}={env[name]}")
     for name in c.env_unset or []:
         want = (c.env_values or {}).get(name)
         if name in env and (want is None or env[name] == want):
-            return result("passed", f"{name}={env[name]} is set")
+            return ("passed", f"{name}={env[name]} is set")
         held.append(f"{name} is not set" + (f" to {want}" if want is not None else ""))
+    return None
+
+
+def _quantization(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """The quantization method is one of the rule's."""
     if c.quantization is not None:
         if ctx.quantization is None:
-            return result("skipped", "the quantization method is not known")
+            return ("skipped", "the quantization method is not known")
         if ctx.quantization.lower() not in [q.lower() for q in c.quantization]:
-            return result("passed", f"quantization {ctx.quantization} not concerned")
+            return ("passed", f"quantization {ctx.quantization} not concerned")
         held.append(f"quantization {ctx.quantization}")
+    return None
+
+
+def _attention(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """The attention head dimension is above the limit or the dtype is not allowed."""
     if c.head_dim_above is not None or c.dtypes_not is not None:
         if ctx.head_dim is None and ctx.dtype is None:
-            return result("skipped", "the attention head dimension and dtype are not known")
+            return ("skipped", "the attention head dimension and dtype are not known")
         dtype = ctx.dtype.lower().removeprefix("torch.") if ctx.dtype else None
         too_big = (c.head_dim_above is not None and ctx.head_dim is not None
                    and ctx.head_dim > c.head_dim_above)
@@ -211,23 +272,56 @@ def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
         if not (too_big or bad_dtype):
             if ctx.head_dim is None or dtype is None:
                 unknown = "head dimension" if ctx.head_dim is None else "dtype"
-                return result("skipped", f"the attention {unknown} is not known")
-            return result("passed", "head dimension and dtype are supported")
+                return ("skipped", f"the attention {unknown} is not known")
+            return ("passed", "head dimension and dtype are supported")
         held.append(f"head dim {ctx.head_dim}" if too_big else f"dtype {ctx.dtype}")
+    return None
+
+
+def _platform(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """The platform (linux, windows) is the rule's."""
     if c.platform is not None:
         if ctx.platform is None:
-            return result("skipped", "the platform is not known")
+            return ("skipped", "the platform is not known")
         if ctx.platform != c.platform:
-            return result("passed", f"platform {ctx.platform}")
+            return ("passed", f"platform {ctx.platform}")
         held.append(f"platform {ctx.platform}")
+    return None
+
+
+def _device_strings(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """The audited code uses one of the rule's device strings."""
     if c.device_strings is not None:
         if ctx.device_strings is None:
-            return result("skipped", "the code was not audited (pin audit PATH)")
+            return ("skipped", "the code was not audited (pin audit PATH)")
         found = sorted({d.split(":")[0] for d in ctx.device_strings} & set(c.device_strings))
         if not found:
-            return result("passed", "no such device string in the code")
+            return ("passed", "no such device string in the code")
         held.append(f"device string {', '.join(found)} in the code")
-    return result("failed", "; ".join(held) or "unconditional")
+    return None
+
+
+_CONDITIONS: tuple[Callable[[Conditions, GuardContext, list[str]], _Outcome | None], ...] = (
+    _vendor, _gfx_targets, _gpus, _runtime, _torch_build, _packages_known, _packages,
+    _any_packages, _package_count, _package_pattern, _environment, _quantization, _attention,
+    _platform, _device_strings,
+)
+
+
+def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
+    """Check every condition of ``rule`` against ``ctx``, in a fixed order: the first that
+    does not hold gives ``passed`` (or ``skipped`` when its fact is unknown), with the reason.
+    A coded rule (``check``) then asks :mod:`pinning.guards.checks` for its judgement.
+    """
+    held: list[str] = []
+    for condition in _CONDITIONS:
+        outcome = condition(rule.when, ctx, held)
+        if outcome is not None:
+            return GuardResult(rule=rule, status=outcome[0], reason=outcome[1])
+    if rule.check is not None:
+        return _coded(rule, ctx, held)
+    return GuardResult(rule=rule, status="failed", reason="; ".join(held) or "unconditional")
+
 
 
 def run_rules(rules: list[Rule], ctx: GuardContext, phase: str) -> list[GuardResult]:
@@ -235,27 +329,37 @@ def run_rules(rules: list[Rule], ctx: GuardContext, phase: str) -> list[GuardRes
     return [evaluate(r, ctx) for r in rules if phase in r.phases]
 
 
-# Rules whose verdict pinning.guards.checks already reports under its own code (same fact, same
-# source); their guard finding would only repeat it.
-COVERED_BY_CHECKS: dict[str, str] = {
-    "several-tritons": "multiple-triton-distributions",
-    "cuda-torch-on-amd": "cuda-torch-on-amd",
-    "cuda-wheels-on-amd": "cuda-libraries-on-amd",
-    "hsa-override-gfx-version": "hsa-override-gfx-version",
-    "jax-rocm60-plugin-on-rocm7": "jax-plugin-rocm-major",
-    "jax-rocm7-plugin-on-rocm6": "jax-plugin-rocm-major",
-}
-
-
-def guard_findings(ctx: GuardContext, phase: str, already: set[str],
-                   rules: list[Rule] | None = None, *,
-                   include_skipped: bool = False) -> list[Any]:
-    """Findings for the rules that fire in ``phase`` (``already``: codes reported by
-    :mod:`pinning.guards.checks`, whose rules are not repeated). Refusals and set-env remedies are
-    errors; warnings stay warnings.
+def _coded(rule: Rule, ctx: GuardContext, held: list[str]) -> GuardResult:
+    """The judgement of a coded rule (``check``): failed when its check reports a finding with
+    that code; skipped when a fact it needs is unknown. The runtime release known to a resolve
+    stands in for the host's ROCm release on AMD.
     """
-    from pinning.guards.checks import Finding
+    assert rule.check is not None
+    coded = CODED_RULES[rule.check]
+    view = ctx.view
+    if view.rocm_version is None and ctx.runtime_version and view.amd:
+        view = replace(view, rocm_version=ctx.runtime_version)
+    unknown = [need for need in coded.needs if not getattr(view, need)]
+    if unknown:
+        return GuardResult(rule=rule, status="skipped",
+                           reason=f"{coded.needs_text(unknown)} not known")
+    found = [f for f in coded.run(view) if f.code == rule.check]
+    covers = {normalize_name(n) for n in rule.when.any_packages or []}
+    if covers:  # the entry covers only findings about the packages it names
+        found = [f for f in found if f.actual and normalize_name(f.actual) in covers]
+    if not found:
+        return GuardResult(rule=rule, status="passed", reason=f"{rule.check}: not found")
+    held += [f.actual or f.fact for f in found]
+    return GuardResult(rule=rule, status="failed", reason="; ".join(held))
 
+
+def guard_findings(ctx: GuardContext, phase: str, rules: list[Rule] | None = None, *,
+                   include_skipped: bool = False) -> list[Finding]:
+    """Findings for the data rules that fire in ``phase``. Coded rules (``check``) are not
+    repeated here: :func:`pinning.guards.checks.run_checks` reports them under their own code.
+    Refusals and set-env remedies are errors; warnings stay warnings; with
+    ``include_skipped``, rules that could not be evaluated are listed as ``info``.
+    """
     out = []
     for res in run_rules(rules if rules is not None else load_rules(), ctx, phase):
         rule = res.rule
@@ -267,7 +371,7 @@ def guard_findings(ctx: GuardContext, phase: str, already: set[str],
                 severity="info", message=f"Guard {rule.id} not evaluated: {res.reason}.",
                 source=f"{rule.source} ({rule.date})"))
             continue
-        if res.status != "failed" or COVERED_BY_CHECKS.get(rule.id) in already:
+        if res.status != "failed" or rule.check is not None:
             continue
         out.append(Finding(
             code=f"guard:{rule.id}", fact=f"guard.{rule.id}", status="hazard",
@@ -275,46 +379,3 @@ def guard_findings(ctx: GuardContext, phase: str, already: set[str],
             message=f"{rule.title}: {res.reason}. {rule.why} {rule.remedy.text}",
             source=f"{rule.source} ({rule.date})"))
     return out
-
-
-def apply_at_resolve(lock: Any, rules: list[Rule] | None = None) -> tuple[Any, list[str]]:
-    """Run the resolve-phase rules on a freshly resolved lock (its GPU, runtime and
-    frameworks): a refusal raises :class:`~pinning.errors.GuardRefused` (exit 10, nothing
-    written); a ``set-env`` remedy is recorded in the lock's ``[environment]`` with a note;
-    a warning becomes a note. Returns the (re-sealed) lock and the messages for the user.
-    """
-    from pinning.errors import GuardRefused
-    from pinning.guards.checks import GpuView, PackageView
-    from pinning.lockfile.io import lock_json, seal
-    from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS
-
-    target = lock.target
-    gfx = target.gfx_target.value if target.gfx_target is not None else None
-    packages = []
-    for fw in lock.frameworks:
-        version = fw.version.value or (fw.version.allowed or [""])[0]
-        packages.append(PackageView(FRAMEWORK_DISTRIBUTIONS.get(fw.name, fw.name), version))
-    view = EnvView(gpus=[GpuView(vendor=target.vendor, gfx=gfx)], packages=packages,
-                   environment=dict(lock.environment))
-    ctx = GuardContext(view=view, runtime_version=lock.runtime.version.value,
-                       gpu_ids=[lock.request.gpu])
-    env = dict(lock.environment)
-    messages: list[str] = []
-    for res in run_rules(rules if rules is not None else load_rules(), ctx, "resolve"):
-        if res.status != "failed":
-            continue
-        rule = res.rule
-        if rule.remedy.kind == "refuse":
-            raise GuardRefused(f"Guard {rule.id} refuses this stack: {rule.title} ({res.reason})."
-                               f" {rule.why} Source: {rule.source} ({rule.date}).",
-                               hint=rule.remedy.text)
-        if rule.remedy.kind == "set-env" and rule.remedy.name:
-            env[rule.remedy.name] = str(rule.remedy.value)
-        messages.append(f"Guard {rule.id}: {rule.remedy.text} ({rule.source}, {rule.date})")
-    if not messages:
-        return lock, []
-    data = lock_json(lock)
-    data["environment"] = env
-    data["notes"] = [*data.get("notes", []), *messages]
-    data.pop("content-hash", None)
-    return seal(data), messages

@@ -1,8 +1,9 @@
 """Guard rules as data (``pinning/guards/rules.toml``, schema ``schemas/guards.schema.json``).
 
 A rule names its source and date, the phases it acts in, the conditions under which it
-fires (all must hold) and its remedy: set an environment variable in the lock, add a
-constraint, warn, or refuse (exit 10). Unknown fields or conditions fail to load (exit 3).
+fires (all must hold) or the coded check that judges it, and its remedy: set an environment
+variable in the lock, add a constraint, warn, or refuse (exit 10). Unknown fields or
+conditions fail to load (exit 3).
 """
 
 from __future__ import annotations
@@ -74,7 +75,14 @@ class Remedy(Strict):
 
 
 class Rule(Strict):
-    """One guard rule with its source and date."""
+    """One guard rule with its source and date.
+
+    A data rule fires when every condition in ``when`` holds. A coded rule names in
+    ``check`` the finding code of a judgement in :mod:`pinning.guards.checks` (one that needs
+    more than conditions can say: version arithmetic across packages, the host's release);
+    its ``when``, if any, narrows which installs the entry covers. Either way the rule is
+    stated once: here its title, reason, source and remedy; in code only the judgement.
+    """
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
@@ -83,7 +91,8 @@ class Rule(Strict):
     url: str | None = None
     date: dt.date
     phases: list[Phase] = Field(min_length=1)
-    when: Conditions
+    when: Conditions = Field(default_factory=Conditions)
+    check: str | None = None
     remedy: Remedy
 
 

@@ -1,1 +1,1 @@
-"""Image build: context, engine, layer normalisation, registry (issue 4)."""
+"""Image build: plan (pure), engine (Docker SDK), layer normalisation, record, base image."""

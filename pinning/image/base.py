@@ -8,7 +8,6 @@ so tests and users build it once. Raises :class:`~pinning.errors.BuildError` (ex
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import shutil
@@ -21,6 +20,7 @@ from pathlib import Path
 from pinning.assets import asset_path
 from pinning.errors import BuildError
 from pinning.image.layers import normalize_layer
+from pinning.util.digests import sha256_hex
 from pinning.util.files import atomic_write_bytes, read_toml
 
 RECIPE = asset_path("images", "base", "recipe.toml")
@@ -47,7 +47,7 @@ def load_recipe(path: Path = RECIPE) -> BaseRecipe:
         return BaseRecipe(
             suite=str(data["suite"]), variant=str(data.get("variant", "minbase")),
             mirror=str(data["mirror"]), include=tuple(str(x) for x in data.get("include", [])),
-            epoch=int(data["epoch"]), sha256=hashlib.sha256(raw).hexdigest(),
+            epoch=int(data["epoch"]), sha256=sha256_hex(raw),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise BuildError(f"Base image recipe {path}: missing or bad field {exc}.") from exc

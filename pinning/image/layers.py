@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import fnmatch
 import gzip
-import hashlib
 import io
 import tarfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import BinaryIO
+
+from pinning.oci.documents import LayerBlob
+from pinning.util.digests import sha256_digest
 
 # Paths that differ between identical builds: caches, logs, bytecode (fnmatch patterns on the
 # member path without a leading "./" or "/"). A pattern matching a directory drops its tree.
@@ -39,22 +40,6 @@ VOLATILE: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class LayerBlob:
-    """A normalised layer: its gzip bytes, ``digest`` (sha256 of those bytes), ``diff_id``
-    (sha256 of the uncompressed tar) and ``size`` in bytes of the gzip blob.
-    """
-
-    data: bytes
-    digest: str
-    diff_id: str
-
-    @property
-    def size(self) -> int:
-        """Compressed size in bytes."""
-        return len(self.data)
-
-
 def _clean(name: str) -> str:
     while name.startswith("./"):
         name = name[2:]
@@ -71,6 +56,7 @@ def is_volatile(path: str, patterns: Iterable[str] = VOLATILE) -> bool:
     return any(fnmatch.fnmatchcase(p, pat) for pat in patterns for p in prefixes)
 
 
+# One tar member as read: its header and, for a regular file, its data.
 Entry = tuple["tarfile.TarInfo", "bytes | None"]
 
 
@@ -187,13 +173,15 @@ def squash_layers(layers: Iterable[BinaryIO], *, epoch: int,
 
 
 def gzip_layer(tar_bytes: bytes, *, level: int = 6) -> LayerBlob:
-    """Compress a normalised tar deterministically (header mtime 0, no file name)."""
+    """Compress a normalised tar deterministically (header mtime 0, no file name) into a
+    :class:`~pinning.oci.documents.LayerBlob` (gzip ``level`` 1-9).
+    """
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=level) as gz:
         gz.write(tar_bytes)
     data = buf.getvalue()
     return LayerBlob(
         data=data,
-        digest="sha256:" + hashlib.sha256(data).hexdigest(),
-        diff_id="sha256:" + hashlib.sha256(tar_bytes).hexdigest(),
+        digest=sha256_digest(data),
+        diff_id=sha256_digest(tar_bytes),
     )

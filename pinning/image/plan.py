@@ -1,50 +1,37 @@
-"""Build the trial image a lockfile describes, normalise it, push the exact bytes.
+"""Plan the trial image a lockfile describes, and normalise what the engine built.
 
 Plan (pure): :func:`plan_build` turns a lock, a base image reference and a wheel house into a
 :class:`BuildPlan` (wheels with sha256, environment, epoch, the label holding the hash of the
-lock's build inputs). Execute: :func:`render_context` writes the Dockerfile (from
-``images/Dockerfile.tmpl``) and context; :func:`engine_build` runs it on a Docker Engine
-through the SDK with the network off and surfaces errors the SDK hides in its stream;
-:func:`export_layers` saves the image; :func:`assemble` normalises it (base layers each,
-everything above squashed into one layer) into :class:`~pinning.oci.documents.ImageDocs` whose
-digest depends only on the files. Every failure is a :class:`~pinning.errors.BuildError`
-(exit 8).
+lock's build inputs); :func:`render_context` writes the Dockerfile (from
+``images/Dockerfile.tmpl``) and context. The engine executes it
+(:mod:`pinning.image.engine`); :func:`assemble` then normalises the saved layers (base layers
+each, everything above squashed into one layer) into
+:class:`~pinning.oci.documents.ImageDocs` whose digest depends only on the files. Every
+failure is a :class:`~pinning.errors.BuildError` (exit 8).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import io
 import json
 import re
 import shutil
 import string
-import tarfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from pinning.assets import asset_path
-from pinning.errors import BuildError, GuardRefused
-from pinning.image.layers import LayerBlob, gzip_layer, normalize_layer, squash_layers
+from pinning.errors import BuildError
+from pinning.image.layers import gzip_layer, normalize_layer, squash_layers
 from pinning.lockfile.io import lock_json
 from pinning.lockfile.models import Lockfile, Wheel
-from pinning.oci.documents import LOCK_LABEL, ImageDocs, image_docs
+from pinning.oci.documents import LOCK_LABEL, ImageDocs, LayerBlob, image_docs
+from pinning.oci.reference import parse, parse_pinned
+from pinning.util.digests import canonical_digest, sha256_digest, sha256_hex
 from pinning.util.versions import normalize_name
-
-
-def engine_errors() -> tuple[type[BaseException], ...]:
-    """What the Docker SDK may raise when the engine fails or goes away mid-stream."""
-    import docker
-    import requests
-    import urllib3
-
-    return (docker.errors.DockerException, requests.RequestException,
-            urllib3.exceptions.HTTPError, OSError, ValueError, KeyError)
-
 
 TEMPLATE = asset_path("images", "Dockerfile.tmpl")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -54,8 +41,9 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 class BuildPlan:
     """Everything a build needs, decided before any side effect.
 
-    ``base_ref`` is ``host/repo@sha256:...``; ``wheels`` what pip installs (name, version,
-    file, sha256); ``env`` the lock's environment; ``epoch`` seconds since 1970;
+    ``base_ref`` is ``HOST/REPO@sha256:...`` (:mod:`pinning.oci.reference`); ``wheels``
+    what pip installs (name, version, file, sha256); ``env`` the lock's environment;
+    ``epoch`` seconds since 1970;
     ``input_hash`` the sha256 of the build inputs: the lock (without its ``[image]``
     record), the base digest and the epoch (written as the image label).
     """
@@ -86,8 +74,7 @@ def build_inputs_hash(lock: Lockfile) -> str:
     data = lock_json(lock)
     data.pop("content-hash", None)
     data.pop("image", None)
-    canon = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+    return canonical_digest(data)
 
 
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
@@ -116,7 +103,7 @@ def find_wheels(lock: Lockfile, wheelhouse: Path) -> tuple[Wheel, ...]:
             path = wheelhouse / w.filename
             if not path.is_file():
                 raise BuildError(f"Wheel {w.filename} recorded in the lock is not in {wheelhouse}.")
-            got = hashlib.sha256(path.read_bytes()).hexdigest()
+            got = sha256_hex(path.read_bytes())
             if got != w.sha256:
                 raise BuildError(
                     f"Wheel {w.filename}: sha256 {got} does not match the lock's {w.sha256}.",
@@ -134,23 +121,25 @@ def find_wheels(lock: Lockfile, wheelhouse: Path) -> tuple[Wheel, ...]:
             raise BuildError(f"No wheel for {name}=={version} in {wheelhouse}.",
                              hint="Download it (pip download --no-deps) into the wheel house.")
         wheels.append(Wheel(name=name, version=version, filename=found.name,
-                            sha256=hashlib.sha256(found.read_bytes()).hexdigest()))
+                            sha256=sha256_hex(found.read_bytes())))
     return tuple(wheels)
 
 
 def plan_build(lock: Lockfile, base_ref: str, wheelhouse: Path) -> BuildPlan:
-    """Decide the build (pure but for reading the wheel house). ``base_ref`` must name a
-    digest (``...@sha256:<64 hex>``); raises :class:`BuildError` otherwise.
+    """Decide the build (pure but for reading the wheel house). ``base_ref`` must be an image
+    reference naming a digest (``HOST/REPO@sha256:<64 hex>``,
+    :mod:`pinning.oci.reference`); raises :class:`BuildError` otherwise, and as
+    :func:`find_wheels` does.
     """
-    if not re.search(r"@sha256:[0-9a-f]{64}$", base_ref):
+    base = parse(base_ref, error=BuildError)
+    if base.digest is None:
         raise BuildError(f"Base image {base_ref!r} is not pinned by digest.",
                          hint="Give the base as HOST/REPO@sha256:<digest> (--base).")
     wheels = find_wheels(lock, wheelhouse)
     recorded = lock.model_copy(update={"wheels": list(wheels)})
     epoch = lock.image.epoch if lock.image.epoch is not None else default_epoch(lock)
     return BuildPlan(base_ref=base_ref, wheels=wheels, env=dict(lock.environment),
-                     epoch=epoch, input_hash=inputs_label(recorded, base_ref.rsplit("@", 1)[1],
-                                                          epoch),
+                     epoch=epoch, input_hash=inputs_label(recorded, base.digest, epoch),
                      steps=tuple(lock.build_steps or ()))
 
 
@@ -159,7 +148,7 @@ def inputs_label(lock: Lockfile, base_digest: str, epoch: int) -> str:
     wheels), the base digest and the epoch.
     """
     text = f"{build_inputs_hash(lock)}\n{base_digest}\n{epoch}"
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return sha256_digest(text.encode())
 
 
 def expected_label(lock: Lockfile) -> str | None:
@@ -173,7 +162,10 @@ def expected_label(lock: Lockfile) -> str | None:
 
 
 def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
-    """Write the Dockerfile, ``wheels/`` and ``wheels/requirements.txt`` into ``dest``."""
+    """Write the Dockerfile, ``wheels/`` (with ``requirements.txt``) and ``guard/`` (the
+    in-build guard, the locked versions, one script per build step) into ``dest``; return
+    ``dest``. File-system errors propagate as ``OSError``.
+    """
     wheels_dir = dest / "wheels"
     wheels_dir.mkdir(parents=True, exist_ok=True)
     lines = []
@@ -216,73 +208,6 @@ def _dockerfile_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
 
-def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
-                 progress: Callable[[str], None] | None = None) -> str:
-    """Build ``context`` on the engine (network off); return the image ID.
-
-    The SDK reports build errors inside its JSON stream, not as exceptions: they become a
-    :class:`BuildError` naming the failing step with its last log lines.
-    """
-    step = "?"
-    tail: list[str] = []
-    image_id = None
-    try:
-        stream: Iterator[dict[str, Any]] = client.api.build(
-            path=str(context), tag=tag, rm=True, forcerm=True, nocache=nocache,
-            network_mode="none", decode=True, pull=False)
-        for chunk in stream:
-            text = str(chunk.get("stream", "")).rstrip()
-            if text:
-                for line in text.splitlines():
-                    if line.startswith("Step "):
-                        step = line
-                    tail = [*tail, line][-12:]
-                    if progress:
-                        progress(line)
-            if "error" in chunk or "errorDetail" in chunk:
-                msg = chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")
-                guard = [line.removeprefix("PIN-GUARD: ") for line in tail
-                         if line.startswith("PIN-GUARD: ")]
-                if guard:
-                    raise GuardRefused(
-                        "The build-time guard stopped the build: a locked distribution "
-                        "changed.\n" + "\n".join(f"  {g}" for g in guard) + f"\n  ({step})",
-                        hint="Apply the matching guard rule's remedy (pin guard list), e.g. "
-                             "set AITER_USE_SYSTEM_TRITON=1 in the lock's [environment].")
-                raise BuildError(
-                    f"Image build failed at {step}: {str(msg).strip()}\n" + "\n".join(tail[-8:]),
-                    hint="Fix the failing step (a missing wheel, a hash mismatch) and build again.")
-            aux = chunk.get("aux")
-            if isinstance(aux, dict) and "ID" in aux:
-                image_id = str(aux["ID"])
-    except engine_errors() as exc:
-        raise BuildError(f"Docker Engine: {exc}",
-                         hint="Check the engine is running (DOCKER_HOST / --engine).") from exc
-    if image_id is None:
-        raise BuildError("Image build ended without an image ID.\n" + "\n".join(tail[-8:]))
-    return image_id
-
-
-def export_layers(client: Any, image_id: str) -> list[bytes]:
-    """The image's layer tars, bottom first, from ``docker save``."""
-    try:
-        raw = b"".join(client.api.get_image(image_id))
-    except engine_errors() as exc:
-        raise BuildError(f"Docker Engine: cannot export {image_id}: {exc}") from exc
-    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
-        manifest_file = tar.extractfile("manifest.json")
-        if manifest_file is None:
-            raise BuildError(f"docker save of {image_id} has no manifest.json")
-        manifest = json.loads(manifest_file.read())
-        layers = []
-        for path in manifest[0]["Layers"]:
-            fh = tar.extractfile(path)
-            if fh is None:
-                raise BuildError(f"docker save of {image_id}: layer {path} missing")
-            layers.append(fh.read())
-    return layers
-
-
 def assemble(plan: BuildPlan, layers: list[bytes], base_layers: int,
              base_blobs: Sequence[LayerBlob] = (), architecture: str = "amd64") -> ImageDocs:
     """Normalise ``layers`` (the first ``base_layers`` each on their own, the rest squashed
@@ -290,14 +215,16 @@ def assemble(plan: BuildPlan, layers: list[bytes], base_layers: int,
 
     ``base_blobs`` are the base image's own layer blobs (from its registry): a base layer
     whose tar is byte-identical to one of them (same diff ID) is reused as it is, which
-    skips re-compressing a large base.
+    skips re-compressing a large base. Raises :class:`BuildError` when the build added no
+    layer above the base or the plan's base reference names no digest.
     """
     if len(layers) <= base_layers:
         raise BuildError("The build added no layer above the base image.")
+    base_digest = parse_pinned(plan.base_ref).required_digest
     known = {b.diff_id: b for b in base_blobs}
     blobs = []
     for data in layers[:base_layers]:
-        diff_id = "sha256:" + hashlib.sha256(data).hexdigest()
+        diff_id = sha256_digest(data)
         if diff_id in known:
             blobs.append(known[diff_id])
         else:
@@ -305,7 +232,6 @@ def assemble(plan: BuildPlan, layers: list[bytes], base_layers: int,
     top = squash_layers((io.BytesIO(d) for d in layers[base_layers:]), epoch=plan.epoch)
     blobs.append(gzip_layer(top))
     env = {"PATH": DEFAULT_PATH, **plan.env}
-    base_digest = plan.base_ref.rsplit("@", 1)[1]
     history = [f"base {base_digest}"] * base_layers + [
         f"pip install --require-hashes {len(plan.wheels)} wheels"]
     return image_docs(blobs, epoch=plan.epoch, env=env, labels={LOCK_LABEL: plan.input_hash},

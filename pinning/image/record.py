@@ -1,66 +1,37 @@
-"""``pin build`` / ``pin rebuild``: execute a :class:`~pinning.image.plan.BuildPlan` on a
-Docker Engine, push the normalised image, record it in the lock, or prove a rebuild is
-identical and say which files differ when it is not.
+"""Record a pushed image in its lock, and compare images for ``pin rebuild``.
+
+:func:`base_of` gives the base reference a build uses; :func:`publish` pushes a built image
+(:mod:`pinning.image.engine`), checks the registry serves it and writes the lock with the
+image recorded (:func:`record`); :func:`already_built` tells when the lock's image is already
+in the registry with the same inputs; :func:`recorded_docs` and :func:`diff_images` name the
+first differing layer and files when a rebuild is not identical. Every failure is a
+:class:`~pinning.errors.BuildError` (exit 8).
 """
 
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
-import os
 import tarfile
-import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pinning.errors import BuildError
-from pinning.image.plan import (
-    BuildPlan,
-    assemble,
-    engine_build,
-    export_layers,
-    plan_build,
-    render_context,
-)
-from pinning.lockfile.io import lock_json, seal
+from pinning.image.engine import Built
+from pinning.lockfile.io import lock_json, seal, write_lock
 from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import LOCK_LABEL, ImageDocs
-from pinning.oci.registry import Registry
-
-
-def engine_client(url: str | None) -> Any:
-    """A docker SDK client for ``url`` (default ``DOCKER_HOST`` or the local socket).
-
-    Raises :class:`BuildError` (exit 8) when the engine does not answer.
-    """
-    import docker
-
-    try:
-        client = docker.DockerClient(base_url=url or os.environ.get("DOCKER_HOST")
-                                     or "unix:///var/run/docker.sock", timeout=600)
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise BuildError(f"Docker Engine at {url or 'the default socket'} does not answer: "
-                         f"{exc}", hint="Start dockerd, or pass --engine unix:///path/docker.sock."
-                         ) from exc
-    return client
-
-
-def split_ref(ref: str) -> tuple[str, str, str]:
-    """``host/repo@sha256:...`` -> ``(host, repo, digest)``."""
-    name, _, digest = ref.partition("@")
-    host, _, repo = name.partition("/")
-    if not digest or not repo:
-        raise BuildError(f"Image reference {ref!r} is not HOST/REPO@sha256:<digest>.")
-    return host, repo, digest
+from pinning.oci.reference import ImageRef, parse_pinned
+from pinning.oci.registry import Registry, fetch_docs
+from pinning.util.digests import sha256_hex
 
 
 def base_of(lock: Lockfile, base: str | None) -> str:
-    """The base reference from ``--base`` or the lock (``image.base`` + ``base-digest``)."""
+    """The base reference from ``--base`` or the lock (``image.base`` + ``base-digest``).
+
+    Raises :class:`BuildError` when neither gives one.
+    """
     if base:
         return base
     ref, digest = lock.image.base.value, lock.image.base_digest.value
@@ -70,71 +41,37 @@ def base_of(lock: Lockfile, base: str | None) -> str:
     return f"{ref}@{digest}"
 
 
-@dataclass
-class Built:
-    """One build: the plan, the normalised image documents, the engine's image ID."""
-
-    plan: BuildPlan
-    docs: ImageDocs
-    image_id: str
-
-
-def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
-               nocache: bool, progress: Callable[[str], None] | None = None) -> Built:
-    """Plan, render, build on the engine, export and normalise (no push)."""
-    plan = plan_build(lock, base_ref, wheelhouse)
-    import docker
-
-    from pinning.image.plan import engine_errors
-
-    try:
-        try:
-            base_image = client.images.get(base_ref)
-        except docker.errors.ImageNotFound:
-            base_image = client.images.pull(base_ref)
-        base_layers = len(base_image.attrs["RootFS"]["Layers"])
-        architecture = str(base_image.attrs.get("Architecture") or "amd64")
-    except engine_errors() as exc:
-        raise BuildError(f"Docker Engine: cannot get the base image {base_ref}: {exc}",
-                         hint="Check the engine runs and the base's registry is reachable."
-                         ) from exc
-    with tempfile.TemporaryDirectory(prefix="pin-build-") as tmp:
-        ctx = render_context(plan, wheelhouse, Path(tmp))
-        tag = "pin-build:" + plan.input_hash[7:19]
-        image_id = engine_build(client, ctx, tag=tag, nocache=nocache, progress=progress)
-    docs = assemble(plan, export_layers(client, image_id), base_layers,
-                    base_blobs=base_blobs_of(base_ref), architecture=architecture)
-    return Built(plan=plan, docs=docs, image_id=image_id)
-
-
-def registry_url(host: str) -> str:
-    """The registry URL for an image host: plain HTTP on loopback, HTTPS elsewhere."""
-    name = host.split(":", 1)[0]
-    local = name in ("localhost", "::1") or name.startswith("127.")
-    return ("http://" if local else "https://") + host
-
-
-def base_blobs_of(base_ref: str) -> tuple[Any, ...]:
-    """The base image's own layer blobs, read from its registry. They are reused as they
-    are, so the image never depends on re-compressing the base; an unreadable base is a
-    :class:`BuildError` rather than a silently different image.
-    """
-    return fetch_docs(registry_url(split_ref(base_ref)[0]), base_ref).layers
-
-
 def record(lock: Lockfile, built: Built, ref: str) -> Lockfile:
-    """The lock with the base, wheels, epoch and pushed image recorded (re-sealed)."""
+    """The lock with the base, wheels, epoch and pushed image ``ref`` recorded (re-sealed).
+
+    Raises :class:`BuildError` when the plan's base reference names no digest.
+    """
     data = lock_json(lock)
-    base_name, _, base_digest = built.plan.base_ref.partition("@")
+    base = parse_pinned(built.plan.base_ref)
     image = data["image"]
-    image["base"] = {"value": base_name, "origin": "user"}
-    image["base-digest"] = {"value": base_digest, "origin": "user"}
+    image["base"] = {"value": str(base.without_digest()), "origin": "user"}
+    image["base-digest"] = {"value": base.required_digest, "origin": "user"}
     image["digest"] = {"value": built.docs.digest, "origin": "derived"}
     image["ref"] = {"value": ref, "origin": "derived"}
     image["epoch"] = built.plan.epoch
     data["wheels"] = [w.model_dump(mode="json", by_alias=True) for w in built.plan.wheels]
     data.pop("content-hash", None)
     return seal(data)
+
+
+def publish(registry: Registry, repo: str, lock: Lockfile, built: Built, dest: Path) -> str:
+    """Push ``built`` to ``repo`` (tagged with the start of its input hash), check the
+    registry serves it, and write ``lock`` with the image recorded to ``dest``; return the
+    image reference ``HOST/REPO@sha256:<digest>``. The lock is written only once the registry
+    holds the image. Raises :class:`BuildError` (exit 8).
+    """
+    tag = built.plan.input_hash[7:19]
+    digest = registry.push_image(repo, tag, built.docs)
+    if registry.manifest_digest(repo, digest) != digest:
+        raise BuildError(f"Registry {registry.host} does not serve {repo}@{digest} after the push.")
+    ref = str(ImageRef(registry=registry.host, repository=repo, digest=digest))
+    write_lock(record(lock, built, ref), dest)
+    return ref
 
 
 def already_built(registry: Registry, lock: Lockfile, repo: str, plan_hash: str) -> bool:
@@ -156,17 +93,22 @@ def already_built(registry: Registry, lock: Lockfile, repo: str, plan_hash: str)
 
 
 def layer_files(blob: bytes) -> dict[str, tuple[int, str, int, str]]:
-    """Path -> (size, mode, mtime, sha256) of a gzip layer blob."""
+    """Member path -> (size in bytes, octal mode text, mtime in seconds, sha256 hex of the
+    data; empty data for what is not a regular file) of a gzip layer blob.
+    """
     out = {}
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(blob))) as tar:
         for m in tar:
             data = tar.extractfile(m).read() if m.isreg() else b""  # type: ignore[union-attr]
-            out[m.name] = (m.size, oct(m.mode), int(m.mtime), hashlib.sha256(data).hexdigest())
+            out[m.name] = (m.size, oct(m.mode), int(m.mtime), sha256_hex(data))
     return out
 
 
 def diff_images(a: ImageDocs, b: ImageDocs) -> list[str]:
-    """Human lines naming the first differing layer and the files that differ."""
+    """Human lines naming the first differing layer and the files that differ (at most 60),
+    or the config fields that differ when every layer is identical; ``[]`` when ``a`` and
+    ``b`` have the same manifest digest.
+    """
     if a.digest == b.digest:
         return []
     for i, (la, lb) in enumerate(zip(a.layers, b.layers, strict=False)):
@@ -213,22 +155,12 @@ def _show(entry: tuple[int, str, int, str] | None) -> str:
     return f"size {size} mode {mode} mtime {mtime} sha256 {sha[:12]}"
 
 
-def fetch_docs(registry_url: str, ref: str) -> ImageDocs:
-    """The image ``ref`` (``host/repo@digest``) as stored in the registry at ``registry_url``."""
-    from pinning.image.layers import LayerBlob
-
-    _host, repo, digest = split_ref(ref)
-    reg = Registry(registry_url)
-    manifest = reg.get_manifest(repo, digest)
-    try:
-        doc = json.loads(manifest)
-        config = reg.get_blob(repo, doc["config"]["digest"])
-        diff_ids = json.loads(config)["rootfs"]["diff_ids"]
-        layers = tuple(
-            LayerBlob(data=reg.get_blob(repo, layer["digest"]), digest=layer["digest"],
-                      diff_id=diff_id)
-            for layer, diff_id in zip(doc["layers"], diff_ids, strict=True))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise BuildError(f"Registry {registry_url}: {ref} is not a well-formed OCI image "
-                         f"({exc}).") from exc
-    return ImageDocs(layers=layers, config=config, manifest=manifest)
+def recorded_docs(lock: Lockfile, registry_url: str | None) -> ImageDocs | None:
+    """The image the lock records (``image.ref``), read from ``registry_url`` or else from
+    the registry its reference names; ``None`` when the lock records no image reference.
+    Raises :class:`BuildError` (exit 8) for a malformed reference or a registry failure.
+    """
+    ref = lock.image.ref.value if lock.image.ref else None
+    if not ref:
+        return None
+    return fetch_docs(registry_url or parse_pinned(ref).registry_url, ref)

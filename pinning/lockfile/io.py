@@ -7,14 +7,15 @@ pydantic model; every problem is a ``LockfileError`` (exit 5) naming the file an
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from pinning.errors import LockfileError
+from pydantic import BaseModel
+
+from pinning.errors import InternalError, LockfileError
 from pinning.lockfile.models import LOCK_VERSION, Lockfile
+from pinning.util.digests import canonical_digest
 from pinning.util.files import atomic_write_bytes, read_toml
 from pinning.util.models import validation_summary
 
@@ -25,9 +26,7 @@ def content_hash(data: dict[str, Any]) -> str:
     """sha256 of the canonical JSON (sorted keys, no spaces) of ``data`` without
     ``content-hash``; ``data`` is the lock's JSON form (kebab-case keys).
     """
-    body = {k: v for k, v in data.items() if k != "content-hash"}
-    canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(canon.encode()).hexdigest()
+    return canonical_digest({k: v for k, v in data.items() if k != "content-hash"})
 
 
 def lock_json(lock: Lockfile) -> dict[str, Any]:
@@ -43,6 +42,37 @@ def seal(data: dict[str, Any]) -> Lockfile:
     as_json = lock_json(draft)
     as_json["content-hash"] = content_hash(as_json)
     return Lockfile.model_validate(as_json)
+
+
+def amend(lock: Lockfile, **updates: object) -> Lockfile:
+    """The one way to change a sealed lock: ``lock`` with the named top-level fields
+    replaced, validated and re-sealed (a new ``content-hash``).
+
+    Keys are the model's field names (``environment``, ``image``, ``build_steps``, ...);
+    values are models of that field's type or their JSON form (kebab-case keys). Raises
+    :class:`~pinning.errors.InternalError` for a name the lock does not have (a bug) and
+    pydantic's ``ValidationError`` when a value does not fit its field.
+    """
+    unknown = sorted(set(updates) - set(Lockfile.model_fields))
+    if unknown:
+        raise InternalError(f"amend(): the lock has no field {', '.join(unknown)}.")
+    data = lock_json(lock)
+    for name, value in updates.items():
+        field = Lockfile.model_fields[name]
+        data[field.alias or name] = _json_form(value)
+    data.pop("content-hash", None)
+    return seal(data)
+
+
+def _json_form(value: object) -> object:
+    """A model (or a list/dict of models) as JSON-ready data; plain data as it is."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, list):
+        return [_json_form(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_form(v) for k, v in value.items()}
+    return value
 
 
 def _schema_hint(dest: Path | None) -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -29,8 +28,10 @@ from pinning.matrix.models import (
     Release,
     WheelVariant,
 )
+from pinning.util.digests import sha256_digest
 from pinning.util.files import read_toml
 from pinning.util.models import validation_summary
+from pinning.util.versions import sort_key
 
 DATA_DIR = Path(__file__).with_name("data")
 OVERLAY_ENV = "PIN_MATRIX"
@@ -91,7 +92,7 @@ def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
     return LoadedFile(
         name=model.name,
         path=path,
-        sha256="sha256:" + hashlib.sha256(raw).hexdigest(),
+        sha256=sha256_digest(raw),
         overlay=overlay,
         data=model,
     )
@@ -101,11 +102,6 @@ def _norm_name(text: str) -> str:
     text = text.lower()
     text = re.sub(r"\b(amd|nvidia|instinct|tesla|geforce)\b", "", text)
     return re.sub(r"[\s_\-\[\]()]+", "", text)
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    """Numeric sort key of a dotted version (``'7.0.10'`` > ``'7.0.9'``); non-digits are 0."""
-    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.]", version))
 
 
 @dataclass
@@ -136,10 +132,7 @@ class Matrix:
     @property
     def sha256(self) -> str:
         """Hash of the data used: sha256 over each file's name and byte hash, in order."""
-        h = hashlib.sha256()
-        for f in self.files:
-            h.update(f"{f.name}={f.sha256}\n".encode())
-        return "sha256:" + h.hexdigest()
+        return sha256_digest("".join(f"{f.name}={f.sha256}\n" for f in self.files).encode())
 
     # -- GPUs -----------------------------------------------------------------------------
     @property
@@ -210,7 +203,7 @@ class Matrix:
             best.values(),
             key=lambda rr: (
                 rr.release.vendor,
-                tuple(-x for x in version_key(rr.release.version)),
+                tuple(-x for x in sort_key(rr.release.version)),
                 order[rr.file.name],
             ),
         )
@@ -260,7 +253,7 @@ class Matrix:
             (row, f) for f in self.files for row in f.data.cuda_toolkits
             if as_of is None or row.date <= as_of
         ]
-        return sorted(rows, key=lambda t: tuple(-x for x in version_key(t[0].version)))
+        return sorted(rows, key=lambda t: tuple(-x for x in sort_key(t[0].version)))
 
     def wheels(self, framework: str | None = None, *, as_of: dt.date | None = None
                ) -> list[tuple[WheelVariant, LoadedFile]]:
@@ -274,7 +267,7 @@ class Matrix:
     def kmd_modules(self) -> list[tuple[KmdModule, LoadedFile]]:
         """Observed amdgpu module version <-> ROCm release pairings (oldest module first)."""
         rows = [(row, f) for f in self.files for row in f.data.kmd_modules]
-        return sorted(rows, key=lambda t: version_key(t[0].module))
+        return sorted(rows, key=lambda t: sort_key(t[0].module))
 
     def framework_names(self) -> list[str]:
         """Every framework name any row mentions, sorted."""

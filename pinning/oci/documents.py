@@ -1,20 +1,19 @@
 """Deterministic OCI image config and manifest bytes (OCI image spec v1; FACTS.md §4.12-4.15).
 
 The config carries ``created`` = the lock's epoch, normalised history, the environment and
-labels; both documents are serialised canonically (sorted keys, no spaces) so the same
-inputs always give the same manifest digest. What is pushed is exactly these bytes.
+labels; both documents are serialised canonically (sorted keys, no spaces, UTF-8:
+:func:`pinning.util.digests.canonical_json`) so the same inputs always give the same
+manifest digest. What is pushed is exactly these bytes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pinning.image.layers import LayerBlob
+from pinning.util.digests import canonical_json, sha256_digest
 
 MEDIA_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 MEDIA_CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -23,14 +22,20 @@ MEDIA_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
 LOCK_LABEL = "dev.pin.lock.content-hash"
 
 
-def canonical(doc: Mapping[str, Any]) -> bytes:
-    """Canonical JSON bytes: sorted keys, no insignificant whitespace, UTF-8."""
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+@dataclass(frozen=True)
+class LayerBlob:
+    """A layer blob as pushed: its gzip bytes, ``digest`` (sha256 of those bytes), ``diff_id``
+    (sha256 of the uncompressed tar) and ``size`` in bytes of the gzip blob.
+    """
 
+    data: bytes
+    digest: str
+    diff_id: str
 
-def sha256_digest(data: bytes) -> str:
-    """``sha256:<hex>`` of ``data``."""
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    @property
+    def size(self) -> int:
+        """Compressed size in bytes."""
+        return len(self.data)
 
 
 def epoch_iso(epoch: int) -> str:
@@ -71,7 +76,8 @@ def image_docs(
     """Build the config and manifest for ``layers`` (base first).
 
     ``history`` gives one ``created_by`` text per layer (default ``"pin layer N"``);
-    every history entry and ``created`` use ``epoch`` (seconds).
+    every history entry and ``created`` use ``epoch`` (seconds). Raises ``ValueError`` (a
+    bug in the caller) when ``history`` does not have one entry per layer.
     """
     created = epoch_iso(epoch)
     steps = list(history or [f"pin layer {i}" for i in range(len(layers))])
@@ -92,7 +98,7 @@ def image_docs(
         "rootfs": {"type": "layers", "diff_ids": [layer.diff_id for layer in layers]},
         "history": [{"created": created, "created_by": s} for s in steps],
     }
-    config = canonical(config_doc)
+    config = canonical_json(config_doc)
     manifest_doc: dict[str, Any] = {
         "schemaVersion": 2,
         "mediaType": MEDIA_MANIFEST,
@@ -103,4 +109,4 @@ def image_docs(
     }
     if annotations:
         manifest_doc["annotations"] = dict(sorted(annotations.items()))
-    return ImageDocs(layers=tuple(layers), config=config, manifest=canonical(manifest_doc))
+    return ImageDocs(layers=tuple(layers), config=config, manifest=canonical_json(manifest_doc))

@@ -1,18 +1,22 @@
-"""Push exact bytes to an OCI registry over the distribution HTTP API (requests).
+"""Push and fetch exact bytes with an OCI registry over the distribution HTTP API (requests).
 
 Only what the registry API needs for pin: check a blob, upload a blob monolithically, put a
-manifest by tag, read a manifest's digest. The bytes sent are the bytes hashed; the digest
-the registry answers is checked against ours. Every failure is a
+manifest by tag, read a manifest's digest, read an image back (:func:`fetch_docs`). The
+bytes sent are the bytes hashed; the digest the registry answers is checked against ours,
+and blobs read are checked against their digests. Every failure is a
 :class:`~pinning.errors.BuildError` (exit 8) naming the URL and the status.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from pinning.errors import BuildError
-from pinning.oci.documents import MEDIA_MANIFEST, ImageDocs, sha256_digest
+from pinning.oci.documents import MEDIA_MANIFEST, ImageDocs, LayerBlob
+from pinning.oci.reference import parse_pinned
+from pinning.util.digests import sha256_digest
 
 if TYPE_CHECKING:
     import requests
@@ -21,7 +25,11 @@ HINT = "Check the registry is running and reachable (pin talks to it over plain 
 
 
 class Registry:
-    """A registry at ``base`` (``http://127.0.0.1:5000``); ``timeout`` in seconds."""
+    """A registry at ``base`` (``http://127.0.0.1:5000``); ``timeout`` in seconds per request.
+
+    Every method raises :class:`BuildError` (exit 8) naming the URL when the registry cannot
+    be reached or answers an unexpected status.
+    """
 
     def __init__(self, base: str, *, timeout: float = 60.0) -> None:
         import requests
@@ -112,3 +120,27 @@ class Registry:
             self.put_blob(repo, layer.data)
         self.put_blob(repo, docs.config)
         return self.put_manifest(repo, tag, docs.manifest)
+
+
+def fetch_docs(registry_url: str, ref: str) -> ImageDocs:
+    """The image ``ref`` (``HOST/REPO[:TAG]@sha256:<digest>``) as stored in the registry at
+    ``registry_url``: its exact manifest, config and layer bytes, each checked against its
+    digest. Raises :class:`BuildError` (exit 8) for a reference without a digest, a
+    registry failure or a document that is not a well-formed OCI image.
+    """
+    image = parse_pinned(ref)
+    repo, digest = image.repository, image.required_digest
+    reg = Registry(registry_url)
+    manifest = reg.get_manifest(repo, digest)
+    try:
+        doc = json.loads(manifest)
+        config = reg.get_blob(repo, doc["config"]["digest"])
+        diff_ids = json.loads(config)["rootfs"]["diff_ids"]
+        layers = tuple(
+            LayerBlob(data=reg.get_blob(repo, layer["digest"]), digest=layer["digest"],
+                      diff_id=diff_id)
+            for layer, diff_id in zip(doc["layers"], diff_ids, strict=True))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BuildError(f"Registry {registry_url}: {ref} is not a well-formed OCI image "
+                         f"({exc}).") from exc
+    return ImageDocs(layers=layers, config=config, manifest=manifest)

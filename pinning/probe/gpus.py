@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pinning.errors import PinError
+from pinning.probe.formats.amd_smi_gpu import AmdSmiStatic, GpuFirmware
 from pinning.probe.formats.rocminfo import RocminfoAgent
 from pinning.probe.models import AmdFacts, GpuFacts, NvidiaFacts, Reading
 from pinning.probe.root import HostRoot, run_tool
@@ -101,7 +102,7 @@ def amd_gpus(
     identify: Callable[[str], str | None], start: int, notes: list[str],
 ) -> tuple[list[GpuFacts], Reading]:
     """AMD GPUs from sysfs + KFD, completed with ``amd-smi static`` / ``firmware``."""
-    from pinning.probe.formats.amd_smi import parse_amd_smi_firmware, parse_amd_smi_static
+    from pinning.probe.formats.amd_smi_gpu import parse_amd_smi_firmware, parse_amd_smi_static
 
     kfd = _kfd_nodes(host)
     agents = _rocminfo_agents(runner)
@@ -125,74 +126,101 @@ def amd_gpus(
         # amd-smi numbers GPUs in PCI bus order, as sorted here.
         static = next((s for s in statics if s.gpu == n), None)
         fw = next((f for f in fws if f.gpu == n), None)
-        vbios_text = host.read_line(f"{base}/vbios_version")
-        if vbios_text:
-            vbios = Reading.of(vbios_text, f"{base}/vbios_version")
-        elif static is not None and static.vbios_version:
-            vbios = Reading.of(static.vbios_version, "amd-smi static")
-        else:
-            why = static_why or "no VBIOS in amd-smi static"
-            vbios = Reading.missing(f"no {base}/vbios_version and {why}")
         agent = agents.get(_bdfid(bus))
-        if bus in kfd:
-            gfx = Reading.of(kfd[bus][0], kfd[bus][1])
-        elif agent is not None and agent.gfx_target:
-            gfx = Reading.of(agent.gfx_target, "rocminfo")
-        elif static is not None and static.target_graphics_version:
-            gfx = Reading.of(static.target_graphics_version, "amd-smi static")
-        else:
-            gfx = Reading.missing("no KFD topology node for this device (amdgpu/KFD not loaded?)")
-        vram = host.read_line(f"{base}/mem_info_vram_total")
-        if vram and vram.isdigit():
-            memory = Reading.of(str(int(vram) // (1024 * 1024)), f"{base}/mem_info_vram_total")
-        elif static is not None and static.vram_mib is not None:
-            memory = Reading.of(str(static.vram_mib), "amd-smi static")
-        else:
-            memory = Reading.missing(f"no {base}/mem_info_vram_total")
-        firmware = _sysfs_firmware(host, base)
-        fw_source = f"{base}/fw_version" if firmware else None
-        if fw is not None:
-            firmware.update({k: v for k, v in fw.firmware.items() if k != "PLDM_BUNDLE"})
-            fw_source = f"{fw_source}, amd-smi firmware" if fw_source else "amd-smi firmware"
-        if fw is not None and "PLDM_BUNDLE" in fw.firmware:
-            pldm = Reading.of(fw.firmware["PLDM_BUNDLE"], "amd-smi firmware")
-        elif fw is not None:
-            pldm = Reading.missing("amd-smi firmware lists no PLDM_BUNDLE (shown since ROCm 6.4.2 "
-                                   "on supported systems)", "amd-smi firmware")
-        else:
-            pldm = Reading.missing(f"PLDM bundle is read from amd-smi firmware: {fw_why}")
-        name_value = (static.market_name or static.product_name) if static is not None else None
-        if not name_value and agent is not None:
-            name_value = agent.marketing_name
-        name = (
-            Reading.of(name_value, "amd-smi static" if static is not None else "rocminfo")
-            if name_value
-            else Reading.missing("marketing name comes from amd-smi static: "
-                                 + (static_why or "not shown"))
-        )
+        firmware, fw_source, pldm = _amd_firmware(host, base, fw, fw_why)
         gpus.append(
             GpuFacts(
                 index=start + n, vendor="amd", pci_bus=bus, pci_device_id=device,
-                product=identify(device), name=name, gfx_target=gfx, memory_mib=memory,
-                target_id=_target_id(agent),
-                vbios=vbios, firmware=firmware, firmware_source=fw_source, pldm_bundle=pldm,
+                product=identify(device), name=_amd_name(static, agent, static_why),
+                gfx_target=_amd_gfx(kfd, bus, agent, static),
+                memory_mib=_amd_memory(host, base, static), target_id=_target_id(agent),
+                vbios=_amd_vbios(host, base, static, static_why), firmware=firmware,
+                firmware_source=fw_source, pldm_bundle=pldm,
             )
         )
-    smi_version, why = run_tool(runner, ("amd-smi", "version"))
-    if smi_version is not None:
-        from pinning.probe.formats.amd_smi import parse_amd_smi_version
+    return gpus, _amd_smi_tool(runner)
 
-        try:
-            parsed = parse_amd_smi_version(smi_version.stdout)
-            tool = (
-                Reading.of(parsed.tool, "amd-smi version") if parsed.tool
-                else Reading.missing("amd-smi version printed no tool version", "amd-smi version")
-            )
-        except PinError as exc:
-            tool = Reading.missing(exc.message, "amd-smi version")
+
+def _amd_vbios(host: HostRoot, base: str, static: AmdSmiStatic | None,
+               static_why: str | None) -> Reading:
+    """The VBIOS/IFWI string: sysfs ``vbios_version``, else amd-smi static."""
+    vbios_text = host.read_line(f"{base}/vbios_version")
+    if vbios_text:
+        return Reading.of(vbios_text, f"{base}/vbios_version")
+    if static is not None and static.vbios_version:
+        return Reading.of(static.vbios_version, "amd-smi static")
+    why = static_why or "no VBIOS in amd-smi static"
+    return Reading.missing(f"no {base}/vbios_version and {why}")
+
+
+def _amd_gfx(kfd: dict[str, tuple[str, str]], bus: str, agent: RocminfoAgent | None,
+             static: AmdSmiStatic | None) -> Reading:
+    """The gfx target: KFD topology, else rocminfo, else amd-smi static."""
+    if bus in kfd:
+        return Reading.of(kfd[bus][0], kfd[bus][1])
+    if agent is not None and agent.gfx_target:
+        return Reading.of(agent.gfx_target, "rocminfo")
+    if static is not None and static.target_graphics_version:
+        return Reading.of(static.target_graphics_version, "amd-smi static")
+    return Reading.missing("no KFD topology node for this device (amdgpu/KFD not loaded?)")
+
+
+def _amd_memory(host: HostRoot, base: str, static: AmdSmiStatic | None) -> Reading:
+    """VRAM in MiB: sysfs ``mem_info_vram_total`` (bytes), else amd-smi static."""
+    vram = host.read_line(f"{base}/mem_info_vram_total")
+    if vram and vram.isdigit():
+        return Reading.of(str(int(vram) // (1024 * 1024)), f"{base}/mem_info_vram_total")
+    if static is not None and static.vram_mib is not None:
+        return Reading.of(str(static.vram_mib), "amd-smi static")
+    return Reading.missing(f"no {base}/mem_info_vram_total")
+
+
+def _amd_firmware(host: HostRoot, base: str, fw: GpuFirmware | None, fw_why: str | None
+                  ) -> tuple[dict[str, str], str | None, Reading]:
+    """Per-engine firmware (sysfs ``fw_version/*`` and amd-smi firmware), where it was
+    read, and the PLDM bundle (amd-smi firmware only).
+    """
+    firmware = _sysfs_firmware(host, base)
+    fw_source = f"{base}/fw_version" if firmware else None
+    if fw is not None:
+        firmware.update({k: v for k, v in fw.firmware.items() if k != "PLDM_BUNDLE"})
+        fw_source = f"{fw_source}, amd-smi firmware" if fw_source else "amd-smi firmware"
+    if fw is not None and "PLDM_BUNDLE" in fw.firmware:
+        pldm = Reading.of(fw.firmware["PLDM_BUNDLE"], "amd-smi firmware")
+    elif fw is not None:
+        pldm = Reading.missing("amd-smi firmware lists no PLDM_BUNDLE (shown since ROCm 6.4.2 "
+                               "on supported systems)", "amd-smi firmware")
     else:
-        tool = Reading.missing(why)
-    return gpus, tool
+        pldm = Reading.missing(f"PLDM bundle is read from amd-smi firmware: {fw_why}")
+    return firmware, fw_source, pldm
+
+
+def _amd_name(static: AmdSmiStatic | None, agent: RocminfoAgent | None,
+              static_why: str | None) -> Reading:
+    """The marketing name: amd-smi static, else rocminfo."""
+    name_value = (static.market_name or static.product_name) if static is not None else None
+    if not name_value and agent is not None:
+        name_value = agent.marketing_name
+    if name_value:
+        return Reading.of(name_value, "amd-smi static" if static is not None else "rocminfo")
+    return Reading.missing("marketing name comes from amd-smi static: "
+                           + (static_why or "not shown"))
+
+
+def _amd_smi_tool(runner: Runner) -> Reading:
+    """The amd-smi tool version (``amd-smi version``)."""
+    from pinning.probe.formats.amd_smi import parse_amd_smi_version
+
+    smi_version, why = run_tool(runner, ("amd-smi", "version"))
+    if smi_version is None:
+        return Reading.missing(why)
+    try:
+        parsed = parse_amd_smi_version(smi_version.stdout)
+    except PinError as exc:
+        return Reading.missing(exc.message, "amd-smi version")
+    if parsed.tool:
+        return Reading.of(parsed.tool, "amd-smi version")
+    return Reading.missing("amd-smi version printed no tool version", "amd-smi version")
 
 
 def _bdfid(bus: str) -> int | None:

@@ -7,12 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from pinning import __version__
-from pinning.lockfile.io import seal
+from pinning.errors import UsageError
+from pinning.lockfile.io import amend, seal
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.importers.release_notes import FIRMWARE_KIND
 from pinning.matrix.load import Matrix
-from pinning.matrix.models import Provenance
-from pinning.resolve.resolver import Resolution
+from pinning.matrix.models import Provenance, WheelVariant
+from pinning.resolve.constraints import Constraints
+from pinning.resolve.result import Resolution
 
 FREEZE = "freeze it from the trial host (pin freeze)"
 
@@ -40,6 +42,21 @@ def regenerate_command(res: Resolution, overlays: Sequence[str], output: str | N
     return shlex.join(argv)
 
 
+def with_build_steps(lock: Lockfile, steps: Sequence[str]) -> Lockfile:
+    """``lock`` with shell ``steps`` to run after the locked install (``--build-step``),
+    recorded in ``build-steps`` and in the regenerate command; unchanged when there are none.
+
+    Raises :class:`~pinning.errors.UsageError` for a step of more than one line.
+    """
+    if any("\n" in s or "\r" in s for s in steps):
+        raise UsageError("--build-step must be one line; give several --build-step flags.")
+    if not steps:
+        return lock
+    command = lock.generator.command + "".join(f" --build-step {shlex.quote(s)}" for s in steps)
+    return amend(lock, build_steps=list(steps),
+                 generator=lock.generator.model_copy(update={"command": command}))
+
+
 def _row(ref: str, p: Provenance) -> dict[str, Any]:
     out: dict[str, Any] = {"ref": ref, "source": p.source}
     if p.url:
@@ -65,6 +82,91 @@ def lock_from_resolution(
     """
     c = res.constraints
     rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    release = res.release
+    target = _target(res, matrix, rows)
+    if release is not None:
+        rows.append(_row(release.ref, release.release))
+    # Each section appends the matrix rows it used, in this order.
+    firmware, kmd_ref = _firmware(res, matrix, rows, notes)
+    kernel_driver = _kernel_driver(res, kmd_ref, rows)
+    runtime = _runtime(res, matrix, rows)
+    frameworks = _frameworks(res, matrix, rows)
+    if release is not None and release.release.unknown:
+        unknown = ", ".join(k for k in ("os", "kmd", "firmware") if k in release.release.unknown)
+        if unknown:
+            notes.insert(0, f"ROCm {res.runtime_version}: the matrix source does not state "
+                         f"{unknown}; those fields must be frozen from the trial host "
+                         "(pin freeze) before this lock can be verified.")
+    notes.extend(res.notes)
+    data: dict[str, Any] = {
+        "generator": {"name": "pin", "version": __version__,
+                      "command": regenerate_command(res, overlays, output)},
+        "request": _request(c),
+        "matrix": _provenance(matrix, c, overlays, rows),
+        "target": target,
+        "firmware": firmware,
+        "kernel-driver": kernel_driver,
+        "os": _os(res),
+        "kernel": _pin(None, "unknown", reason=f"the matrix does not bind a kernel version; "
+                       f"{FREEZE}"),
+        "runtime": runtime,
+        "frameworks": frameworks,
+        "image": {
+            "base": _pin(None, "unknown", reason="no base image chosen yet; pin build records it"),
+            "base-digest": _pin(None, "unknown", reason="set with the base image by pin build"),
+            "digest": _pin(None, "unknown", reason="not built yet; pin build records the "
+                           "manifest digest"),
+        },
+        "environment": {},
+        "notes": notes,
+    }
+    if c.model is not None:
+        data["model"] = {"id": c.model.id, "revision": c.model.revision, "origin": "user"}
+    return seal(data)
+
+
+def _request(c: Constraints) -> dict[str, Any]:
+    """The request as the user gave it (absent flags left out)."""
+    return {k: v for k, v in {
+        "gpu": c.gpu,
+        "frameworks": [f.raw for f in c.frameworks],
+        "rocm": str(c.rocm) if c.rocm is not None else None,
+        "cuda": str(c.cuda) if c.cuda is not None else None,
+        "os": f"{c.os[0]}-{c.os[1]}" if c.os else None,
+        "model": f"{c.model.id}@{c.model.revision}" if c.model else None,
+        "as-of": c.as_of.isoformat() if c.as_of else None,
+    }.items() if v is not None}
+
+
+def _provenance(matrix: Matrix, c: Constraints, overlays: Sequence[str],
+                rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The matrix hash, its files (overlays with the path the user gave) and the rows used,
+    each once, in the order first used.
+    """
+    seen: set[str] = set()
+    uniq_rows = []
+    for row in rows:
+        if row["ref"] not in seen:
+            seen.add(row["ref"])
+            uniq_rows.append(row)
+    overlay_iter = iter(overlays)
+    return {
+        "sha256": matrix.sha256,
+        **({"as-of": c.as_of.isoformat()} if c.as_of else {}),
+        "sources": [
+            {"name": f.name, "sha256": f.sha256, "overlay": f.overlay,
+             **({"path": next(overlay_iter, str(f.path))} if f.overlay else {})}
+            for f in matrix.files
+        ],
+        "rows": uniq_rows,
+    }
+
+
+def _target(res: Resolution, matrix: Matrix, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``[target]``: vendor, GPU (or the products sharing a target), gfx target or compute
+    capability, PCI device IDs.
+    """
     gpu = res.gpu
     gpu_ref: str | None = None
     if gpu is not None:
@@ -81,84 +183,94 @@ def lock_from_resolution(
     tkey = "gfx-target" if res.vendor == "amd" else "compute-capability"
     target[tkey] = _pin(res.target, "matrix" if gpu else "user", ref=gpu_ref)
     target["pci-device-ids"] = list(gpu.pci_device_ids) if gpu else []
+    return target
 
-    notes: list[str] = []
-    release = res.release
-    if release is not None:
-        rows.append(_row(release.ref, release.release))
-    rel_ref = release.ref if release else None
 
-    # Firmware.
-    if res.vendor == "amd":
-        fam = gpu.family if gpu else None
-        kind = res.firmware[0].firmware_kind if res.firmware else FIRMWARE_KIND.get(
-            fam or "", "firmware")
-        if res.firmware:
-            fwr = res.firmware[0]
-            fw_file = next(f.name for f in matrix.files if fwr in f.data.firmware)
-            ref = f"{fw_file}:rocm-{fwr.runtime_version}/{fwr.gpu}"
-            rows.append(_row(ref, fwr))
-            allowed = [v.value + (" (or later)" if v.or_later else "") for v in fwr.firmware]
-            firmware = {"kind": kind, "version": _pin(None, "matrix", ref=ref, allowed=allowed,
-                                                      reason=FREEZE)}
-            kmd_ref: str | None = ref
-            notes.extend(fwr.notes)
-        else:
-            firmware = {"kind": kind, "version": _pin(None, "unknown",
-                                                      reason=f"{res.firmware_unknown}")}
-            kmd_ref = rel_ref
-    else:
-        firmware = {"kind": "vbios", "version": _pin(None, "unknown",
-                                                     reason=res.firmware_unknown)}
-        kmd_ref = None
+def _firmware(res: Resolution, matrix: Matrix, rows: list[dict[str, Any]], notes: list[str]
+              ) -> tuple[dict[str, Any], str | None]:
+    """``[firmware]`` and the matrix row the amdgpu/KMD set comes from (AMD's firmware table
+    when there is one, else the release row).
+    """
+    rel_ref = res.release.ref if res.release else None
+    if res.vendor != "amd":
+        return {"kind": "vbios", "version": _pin(None, "unknown",
+                                                 reason=res.firmware_unknown)}, None
+    fam = res.gpu.family if res.gpu else None
+    kind = res.firmware[0].firmware_kind if res.firmware else FIRMWARE_KIND.get(
+        fam or "", "firmware")
+    if not res.firmware:
+        return {"kind": kind, "version": _pin(None, "unknown",
+                                              reason=f"{res.firmware_unknown}")}, rel_ref
+    fwr = res.firmware[0]
+    fw_file = next(f.name for f in matrix.files if fwr in f.data.firmware)
+    ref = f"{fw_file}:rocm-{fwr.runtime_version}/{fwr.gpu}"
+    rows.append(_row(ref, fwr))
+    allowed = [v.value + (" (or later)" if v.or_later else "") for v in fwr.firmware]
+    notes.extend(fwr.notes)
+    return {"kind": kind, "version": _pin(None, "matrix", ref=ref, allowed=allowed,
+                                          reason=FREEZE)}, ref
 
-    # Kernel driver.
+
+def _kernel_driver(res: Resolution, kmd_ref: str | None, rows: list[dict[str, Any]]
+                   ) -> dict[str, Any]:
+    """``[kernel-driver]``: the amdgpu/KMD set, or NVIDIA's driver constraint."""
     if res.vendor == "amd":
         if res.kmd_allowed:
             drv = _pin(None, "matrix", ref=kmd_ref, allowed=list(res.kmd_allowed), reason=FREEZE)
         else:
             drv = _pin(None, "unknown", reason=res.kmd_unknown or "not stated by the matrix")
-        kernel_driver = {"name": "amdgpu", "version": drv}
-    else:
-        if res.driver_rule is not None and res.driver_ref:
-            rows.append(_row(res.driver_ref, res.driver_rule))
-        kernel_driver = {"name": "nvidia", "version": _pin(
-            None, "matrix" if res.driver_constraint else "unknown",
-            ref=res.driver_ref,
-            constraint=res.driver_constraint,
-            reason=FREEZE if res.driver_constraint else "no driver rule for this CUDA major")}
+        return {"name": "amdgpu", "version": drv}
+    if res.driver_rule is not None and res.driver_ref:
+        rows.append(_row(res.driver_ref, res.driver_rule))
+    return {"name": "nvidia", "version": _pin(
+        None, "matrix" if res.driver_constraint else "unknown",
+        ref=res.driver_ref,
+        constraint=res.driver_constraint,
+        reason=FREEZE if res.driver_constraint else "no driver rule for this CUDA major")}
 
-    # OS and kernel.
+
+def _os(res: Resolution) -> dict[str, Any]:
+    """``os``: the entry ``--os`` picked from the allowed set, the set, or unknown."""
+    c = res.constraints
+    rel_ref = res.release.ref if res.release else None
     if res.os_allowed is not None:
-        os_pin = _pin(res.os_chosen, "user" if res.os_chosen else "matrix", ref=rel_ref,
-                      allowed=res.os_allowed, reason=None if res.os_chosen else FREEZE)
-    elif c.os is not None:
-        os_pin = _pin(f"{c.os[0]}-{c.os[1]}", "user",
-                      reason=f"not validated: {res.os_unknown}")
-    else:
-        os_pin = _pin(None, "unknown", reason=res.os_unknown or "not stated by the matrix")
-    kernel_pin = _pin(None, "unknown", reason=f"the matrix does not bind a kernel version; "
-                      f"{FREEZE}")
+        return _pin(res.os_chosen, "user" if res.os_chosen else "matrix", ref=rel_ref,
+                    allowed=res.os_allowed, reason=None if res.os_chosen else FREEZE)
+    if c.os is not None:
+        return _pin(f"{c.os[0]}-{c.os[1]}", "user", reason=f"not validated: {res.os_unknown}")
+    return _pin(None, "unknown", reason=res.os_unknown or "not stated by the matrix")
 
-    # Runtime.
+
+def _wheel_ref(matrix: Matrix, w: WheelVariant) -> str:
+    """``<file>:<framework>-<series>-<tag>`` of a wheel variant row."""
+    wfile = next(f.name for f in matrix.files if w in f.data.wheels)
+    return f"{wfile}:{w.framework}-{w.series}-{w.tag}"
+
+
+def _runtime(res: Resolution, matrix: Matrix, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """``[runtime]``: the ROCm release and HIP version, or the CUDA release (and the
+    toolkit's bundled driver).
+    """
     runtime: dict[str, Any] = {"name": res.runtime}
+    release = res.release
     if res.vendor == "amd" and release is not None:
         r = release.release
-        runtime["version"] = _pin(res.runtime_version, "matrix", ref=rel_ref)
-        runtime["hip"] = (_pin(r.hip, "matrix", ref=rel_ref) if r.hip else
+        runtime["version"] = _pin(res.runtime_version, "matrix", ref=release.ref)
+        runtime["hip"] = (_pin(r.hip, "matrix", ref=release.ref) if r.hip else
                           _pin(None, "unknown", reason=r.unknown.get("hip", "not stated")))
-    else:
-        wref = None
-        if res.wheels:
-            w = res.wheels[0]
-            wfile = next(f.name for f in matrix.files if w in f.data.wheels)
-            wref = f"{wfile}:{w.framework}-{w.series}-{w.tag}"
-        runtime["version"] = _pin(res.runtime_version, "matrix", ref=wref)
-        if res.toolkit is not None and res.toolkit_driver and res.toolkit_ref:
-            rows.append(_row(res.toolkit_ref, res.toolkit))
-            runtime["toolkit-driver"] = _pin(res.toolkit_driver, "matrix", ref=res.toolkit_ref)
+        return runtime
+    wref = _wheel_ref(matrix, res.wheels[0]) if res.wheels else None
+    runtime["version"] = _pin(res.runtime_version, "matrix", ref=wref)
+    if res.toolkit is not None and res.toolkit_driver and res.toolkit_ref:
+        rows.append(_row(res.toolkit_ref, res.toolkit))
+        runtime["toolkit-driver"] = _pin(res.toolkit_driver, "matrix", ref=res.toolkit_ref)
+    return runtime
 
-    # Frameworks.
+
+def _frameworks(res: Resolution, matrix: Matrix, rows: list[dict[str, Any]]
+                ) -> list[dict[str, Any]]:
+    """``[[frameworks]]``: each framework's version (release or series) and build."""
+    rel_ref = res.release.ref if res.release else None
     frameworks: list[dict[str, Any]] = []
     for fw in res.frameworks:
         if fw.version is None:
@@ -171,8 +283,7 @@ def lock_from_resolution(
             ver = _pin(fw.version, "matrix", ref=rel_ref, allowed=fw.allowed)
         if res.vendor == "nvidia":
             w = next(x for x in res.wheels if x.framework == fw.name)
-            wfile = next(f.name for f in matrix.files if w in f.data.wheels)
-            wref = f"{wfile}:{w.framework}-{w.series}-{w.tag}"
+            wref = _wheel_ref(matrix, w)
             rows.append(_row(wref, w))
             ver = {**ver, "ref": wref}
             build = _pin(fw.variant, "matrix", ref=wref, allowed=fw.published_variants or None)
@@ -184,60 +295,4 @@ def lock_from_resolution(
                                  f"the matrix names no build of {fw.name}; {FREEZE}"))
         frameworks.append({"name": fw.name, "version": ver, "build": build,
                            "status": fw.status, "notes": list(fw.notes)})
-
-    if release is not None and release.release.unknown:
-        unknown = ", ".join(k for k in ("os", "kmd", "firmware") if k in release.release.unknown)
-        if unknown:
-            notes.insert(0, f"ROCm {res.runtime_version}: the matrix source does not state "
-                         f"{unknown}; those fields must be frozen from the trial host "
-                         "(pin freeze) before this lock can be verified.")
-    notes.extend(res.notes)
-
-    seen: set[str] = set()
-    uniq_rows = []
-    for row in rows:
-        if row["ref"] not in seen:
-            seen.add(row["ref"])
-            uniq_rows.append(row)
-    overlay_iter = iter(overlays)
-    data: dict[str, Any] = {
-        "generator": {"name": "pin", "version": __version__,
-                      "command": regenerate_command(res, overlays, output)},
-        "request": {k: v for k, v in {
-            "gpu": c.gpu,
-            "frameworks": [f.raw for f in c.frameworks],
-            "rocm": str(c.rocm) if c.rocm is not None else None,
-            "cuda": str(c.cuda) if c.cuda is not None else None,
-            "os": f"{c.os[0]}-{c.os[1]}" if c.os else None,
-            "model": f"{c.model.id}@{c.model.revision}" if c.model else None,
-            "as-of": c.as_of.isoformat() if c.as_of else None,
-        }.items() if v is not None},
-        "matrix": {
-            "sha256": matrix.sha256,
-            **({"as-of": c.as_of.isoformat()} if c.as_of else {}),
-            "sources": [
-                {"name": f.name, "sha256": f.sha256, "overlay": f.overlay,
-                 **({"path": next(overlay_iter, str(f.path))} if f.overlay else {})}
-                for f in matrix.files
-            ],
-            "rows": uniq_rows,
-        },
-        "target": target,
-        "firmware": firmware,
-        "kernel-driver": kernel_driver,
-        "os": os_pin,
-        "kernel": kernel_pin,
-        "runtime": runtime,
-        "frameworks": frameworks,
-        "image": {
-            "base": _pin(None, "unknown", reason="no base image chosen yet; pin build records it"),
-            "base-digest": _pin(None, "unknown", reason="set with the base image by pin build"),
-            "digest": _pin(None, "unknown", reason="not built yet; pin build records the "
-                           "manifest digest"),
-        },
-        "environment": {},
-        "notes": notes,
-    }
-    if c.model is not None:
-        data["model"] = {"id": c.model.id, "revision": c.model.revision, "origin": "user"}
-    return seal(data)
+    return frameworks

@@ -9,18 +9,20 @@ Verification works on the exact bytes fetched (:mod:`pinning.sign.crypto`).
 
 from __future__ import annotations
 
-import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from pinning import __version__
 from pinning.errors import BuildError, SignatureError
-from pinning.oci.documents import MEDIA_CONFIG, MEDIA_MANIFEST, canonical, sha256_digest
+from pinning.oci.documents import MEDIA_CONFIG, MEDIA_MANIFEST
+from pinning.oci.reference import ImageRef, parse_pinned
 from pinning.oci.registry import Registry
 from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope, sign, verify
+from pinning.util.digests import canonical_json, sha256_digest, sha256_hex
 
 SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
 DSSE_MEDIA = "application/vnd.dsse.envelope.v1+json"
@@ -32,6 +34,8 @@ SLSA_PREDICATE = "https://slsa.dev/provenance/v1"
 BUILD_TYPE = "https://pin.dev/build/v1"
 BUILDER_ID = "https://pin.dev/builder"
 
+
+T = TypeVar("T")
 
 def sig_tag(digest: str, suffix: str) -> str:
     """``sha256:<hex>`` -> ``sha256-<hex>.sig`` (or ``.att``)."""
@@ -47,14 +51,14 @@ def payload_bytes(reference: str, digest: str, optional: dict[str, Any] | None =
                         "image": {"docker-manifest-digest": digest},
                         "type": COSIGN_TYPE},
            "optional": optional or None}
-    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    return canonical_json(doc, ascii_only=True)
 
 
 def _config(payloads: list[bytes]) -> bytes:
     """A fixed minimal OCI config for a signature manifest (cosign never reads it)."""
-    return canonical({"architecture": "", "os": "", "config": {},
-                      "rootfs": {"type": "layers",
-                                 "diff_ids": [sha256_digest(p) for p in payloads]}})
+    return canonical_json({"architecture": "", "os": "", "config": {},
+                           "rootfs": {"type": "layers",
+                                      "diff_ids": [sha256_digest(p) for p in payloads]}})
 
 
 def _existing_layers(registry: Registry, repo: str, tag: str) -> list[dict[str, Any]]:
@@ -75,10 +79,10 @@ def _append(registry: Registry, repo: str, tag: str, blob: bytes, layer: dict[st
     payloads = [registry.get_blob(repo, str(x["digest"])) for x in layers]
     config = _config(payloads)
     registry.put_blob(repo, config)
-    manifest = canonical({"schemaVersion": 2, "mediaType": MEDIA_MANIFEST,
-                          "config": {"mediaType": MEDIA_CONFIG, "digest": sha256_digest(config),
-                                     "size": len(config)},
-                          "layers": layers})
+    manifest = canonical_json({"schemaVersion": 2, "mediaType": MEDIA_MANIFEST,
+                               "config": {"mediaType": MEDIA_CONFIG,
+                                          "digest": sha256_digest(config), "size": len(config)},
+                               "layers": layers})
     return registry.put_manifest(repo, tag, manifest)
 
 
@@ -109,12 +113,12 @@ def statement(digest: str, name: str, predicate_type: str, predicate: dict[str, 
     doc = {"_type": STATEMENT_V1,
            "subject": [{"name": name, "digest": {"sha256": digest.split(":", 1)[1]}}],
            "predicateType": predicate_type, "predicate": predicate}
-    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    return canonical_json(doc, ascii_only=True)
 
 
 def lock_predicate(lock_bytes: bytes, lock_name: str) -> dict[str, Any]:
     """The lockfile predicate: sha256 of the lock's exact bytes, and its text."""
-    return {"lockfile": {"name": lock_name, "sha256": hashlib.sha256(lock_bytes).hexdigest(),
+    return {"lockfile": {"name": lock_name, "sha256": sha256_hex(lock_bytes),
                          "content": lock_bytes.decode("utf-8", errors="replace")}}
 
 
@@ -122,18 +126,33 @@ def provenance_predicate(lock_bytes: bytes, lock_name: str, base_ref: str | None
                          wheels: list[dict[str, str]]) -> dict[str, Any]:
     """SLSA Provenance v1 for a pin build: the lock as external parameter, the base image
     and wheels as resolved dependencies, pin as the builder.
+
+    ``base_ref`` is the base image reference (``HOST/REPO[:TAG]@sha256:<hex>``); it is listed
+    only when it parses (:mod:`pinning.oci.reference`) and names a digest. ``wheels`` are
+    the lock's wheel records (``filename``, ``sha256`` hex).
     """
     deps: list[dict[str, Any]] = []
-    if base_ref and "@sha256:" in base_ref:
-        deps.append({"uri": f"oci://{base_ref.split('@')[0]}",
-                     "digest": {"sha256": base_ref.rsplit(":", 1)[1]}})
+    base = _pinned_or_none(base_ref)
+    if base is not None:
+        deps.append({"uri": f"oci://{base.without_digest()}",
+                     "digest": {"sha256": base.required_digest.removeprefix("sha256:")}})
     deps += [{"name": w["filename"], "digest": {"sha256": w["sha256"]}} for w in wheels]
-    lock_digest = {"sha256": hashlib.sha256(lock_bytes).hexdigest()}
+    lock_digest = {"sha256": sha256_hex(lock_bytes)}
     return {"buildDefinition": {
                 "buildType": BUILD_TYPE,
                 "externalParameters": {"lockfile": {"uri": lock_name, "digest": lock_digest}},
                 "resolvedDependencies": deps},
             "runDetails": {"builder": {"id": BUILDER_ID, "version": {"pin": __version__}}}}
+
+
+def _pinned_or_none(text: str | None) -> ImageRef | None:
+    """``text`` parsed as an image reference with a digest, or ``None``."""
+    if not text:
+        return None
+    try:
+        return parse_pinned(text)
+    except BuildError:
+        return None
 
 
 def attest_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCurvePrivateKey,
@@ -227,49 +246,77 @@ def verify_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCur
     (exit 9) with the first precise reason when nothing valid is found.
     """
     result = ImageVerification(digest=digest)
-    reasons: list[str] = []
-    for layer in _layers(registry, repo, sig_tag(digest, ".sig"), "signature"):
-        try:
-            if layer.get("mediaType") != SIMPLE_SIGNING:
-                raise SignatureError(f"signature layer of media type {layer.get('mediaType')}")
-            payload = registry.get_blob(repo, str(layer["digest"]))
-            sig = str(layer.get("annotations", {}).get(SIG_ANNOTATION, ""))
-            if not sig:
-                raise SignatureError("a signature layer without its signature annotation")
-            verify(key, payload, sig, "image", urlsafe=False)
-            signed = parse_payload(payload, reference or f"{registry.host}/{repo}")
-            if signed != digest:
-                raise SignatureError(f"the signature is for {signed}, the image is {digest}")
-            result.signatures += 1
-        except SignatureError as exc:
-            reasons.append(exc.message)
-        except (BuildError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            reasons.append(f"unreadable signature ({type(exc).__name__}: {exc})")
+    signer = reference or f"{registry.host}/{repo}"
+
+    signed, reasons = _each_layer(
+        _layers(registry, repo, sig_tag(digest, ".sig"), "signature"),
+        lambda layer: _check_signature(registry, repo, layer, key, digest, signer), "signature")
+    result.signatures = len(signed)
     if not result.signatures:
         raise SignatureError("No valid signature for " + digest + ": " + "; ".join(reasons))
     result.checks.append(f"{result.signatures} signature(s) verify and sign {digest}")
     if not need_attestations:
         return result
-    att_reasons: list[str] = []
-    for layer in _layers(registry, repo, sig_tag(digest, ".att"), "attestation"):
-        try:
-            envelope = open_envelope(key, registry.get_blob(repo, str(layer["digest"])))
-            if envelope.payload_type != IN_TOTO:
-                raise SignatureError(f"attestation payload type {envelope.payload_type!r}")
-            doc = envelope.json()
-            if doc.get("_type") not in (STATEMENT_V1, "https://in-toto.io/Statement/v0.1"):
-                raise SignatureError(f"the attestation is not an in-toto statement "
-                                     f"({doc.get('_type')!r})")
-            subjects = [s.get("digest", {}).get("sha256") for s in doc.get("subject", [])]
-            if digest.split(":", 1)[1] not in subjects:
-                raise SignatureError(f"the attestation's subject is not {digest}")
-            predicate = doc.get("predicate") or {}
-            result.attestations.setdefault(str(doc.get("predicateType")), []).append(predicate)
-        except SignatureError as exc:
-            att_reasons.append(exc.message)
-        except (BuildError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            att_reasons.append(f"unreadable attestation ({type(exc).__name__}: {exc})")
+
+    attested, att_reasons = _each_layer(
+        _layers(registry, repo, sig_tag(digest, ".att"), "attestation"),
+        lambda layer: _check_attestation(registry, repo, layer, key, digest), "attestation")
+    for predicate_type, predicate in attested:
+        result.attestations.setdefault(predicate_type, []).append(predicate)
     if not result.attestations:
         raise SignatureError("No valid attestation for " + digest + ": " + "; ".join(att_reasons))
     result.checks.append(f"attestations verify: {', '.join(sorted(result.attestations))}")
     return result
+
+
+def _each_layer(layers: list[dict[str, Any]], check: Callable[[dict[str, Any]], T], what: str
+                ) -> tuple[list[T], list[str]]:
+    """Run ``check`` on every layer: the results of those that pass, and for the others the
+    reason (a :class:`SignatureError`'s message, or why the layer could not be read).
+    """
+    passed: list[T] = []
+    reasons: list[str] = []
+    for layer in layers:
+        try:
+            passed.append(check(layer))
+        except SignatureError as exc:
+            reasons.append(exc.message)
+        except (BuildError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            reasons.append(f"unreadable {what} ({type(exc).__name__}: {exc})")
+    return passed, reasons
+
+
+def _check_signature(registry: Registry, repo: str, layer: dict[str, Any],
+                     key: ec.EllipticCurvePublicKey, digest: str, signer: str) -> None:
+    """One signature layer must be a simple-signing payload whose signature verifies with
+    ``key`` and that signs ``digest`` for ``signer``; raises :class:`SignatureError` if not.
+    """
+    if layer.get("mediaType") != SIMPLE_SIGNING:
+        raise SignatureError(f"signature layer of media type {layer.get('mediaType')}")
+    payload = registry.get_blob(repo, str(layer["digest"]))
+    sig = str(layer.get("annotations", {}).get(SIG_ANNOTATION, ""))
+    if not sig:
+        raise SignatureError("a signature layer without its signature annotation")
+    verify(key, payload, sig, "image", urlsafe=False)
+    signed = parse_payload(payload, signer)
+    if signed != digest:
+        raise SignatureError(f"the signature is for {signed}, the image is {digest}")
+
+
+def _check_attestation(registry: Registry, repo: str, layer: dict[str, Any],
+                       key: ec.EllipticCurvePublicKey, digest: str) -> tuple[str, Any]:
+    """One attestation layer must be a DSSE envelope verifying with ``key`` holding an
+    in-toto statement about ``digest``; returns its predicate type and predicate, raises
+    :class:`SignatureError` if not.
+    """
+    envelope = open_envelope(key, registry.get_blob(repo, str(layer["digest"])))
+    if envelope.payload_type != IN_TOTO:
+        raise SignatureError(f"attestation payload type {envelope.payload_type!r}")
+    doc = envelope.json()
+    if doc.get("_type") not in (STATEMENT_V1, "https://in-toto.io/Statement/v0.1"):
+        raise SignatureError(f"the attestation is not an in-toto statement "
+                             f"({doc.get('_type')!r})")
+    subjects = [s.get("digest", {}).get("sha256") for s in doc.get("subject", [])]
+    if digest.split(":", 1)[1] not in subjects:
+        raise SignatureError(f"the attestation's subject is not {digest}")
+    return str(doc.get("predicateType")), doc.get("predicate") or {}

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from pinning.errors import SignatureError, UsageError
+from pinning.util.digests import canonical_json
 
 PASSWORD_ENV = "PIN_KEY_PASSWORD"
 IN_TOTO = "application/vnd.in-toto+json"
@@ -136,7 +137,7 @@ def dsse_envelope(key: ec.EllipticCurvePrivateKey, payload_type: str, body: byte
     """A DSSE envelope (JSON bytes) signing ``body`` as ``payload_type``."""
     doc = {"payload": base64.b64encode(body).decode(), "payloadType": payload_type,
            "signatures": [{"keyid": keyid, "sig": sign(key, pae(payload_type, body))}]}
-    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    return canonical_json(doc, ascii_only=True)
 
 
 @dataclass(frozen=True)

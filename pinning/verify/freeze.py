@@ -18,14 +18,15 @@ from typing import Any
 
 from pinning import __version__
 from pinning.errors import DriftError
-from pinning.guards.checks import Finding
-from pinning.lockfile.io import lock_json, seal
+from pinning.guards.view import Finding
+from pinning.lockfile.io import amend, lock_json
 from pinning.lockfile.models import Lockfile, Pinned
 from pinning.matrix.load import Matrix
 from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS
 from pinning.probe.models import NOT_JUDGED_ENV, GpuFacts, HostFacts, Reading, snapshot_hash
 from pinning.util.versions import normalize_name
-from pinning.verify.compare import host_os_text, verify
+from pinning.verify.compare import host_os_text
+from pinning.verify.report import verify
 
 
 def _frozen_facts(lock: Lockfile) -> set[str]:
@@ -125,6 +126,58 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
     found = deviations(lock, facts, matrix)
     data = lock_json(lock)
     unfrozen: list[str] = []
+    _freeze_hardware(lock, facts, data, unfrozen)
+    _freeze_system(lock, facts, data, unfrozen)
+    _freeze_frameworks(lock, facts, data, unfrozen)
+    if facts.python.distributions:
+        data["packages"] = {normalize_name(d.name): d.version
+                            for d in facts.python.distributions}
+    else:  # a previous freeze's packages stay only with --force (see `lost` below)
+        unfrozen.append(f"packages ({facts.python.reason or 'no Python distributions found'})")
+
+    still = _frozen_facts(lock)
+    lost = sorted(f for f in still if any(u.startswith(f + " ") for u in unfrozen))
+    lost_findings = [
+        Finding(code="not-refrozen", fact=f, status="not-probed", severity="error",
+                message=f"{f} was frozen before but cannot be read on this host; keeping the "
+                        "old value would credit it to the new snapshot.")
+        for f in lost
+    ]
+    found += lost_findings
+    if found and not force:
+        lines = "\n".join(f"  - {f.fact}: {f.message}" for f in found)
+        raise DriftError(
+            f"This host is outside what the lock validated; nothing was written.\n{lines}",
+            hint="Fix the host, resolve a lock that fits it, or pass --force to record the "
+                 "deviations in the lock.",
+        )
+
+    environment = {k: v for k, v in sorted(facts.environment.items())
+                   if k not in NOT_JUDGED_ENV}
+    frozen = {
+        "snapshot": snapshot_hash(facts),
+        "host": host_label,
+        "probed-by": facts.probe.tool,
+        "forced": bool(found),
+        "deviations": [f"{f.fact}: {f.message}" for f in found],
+    }
+    notes = [n for n in lock.notes if not n.startswith("Frozen from ")]
+    notes.append(f"Frozen from {host_label} by pin {__version__}"
+                 + (f"; not frozen: {'; '.join(unfrozen)}" if unfrozen else "") + ".")
+    frozen_lock = amend(
+        lock, target=data["target"], firmware=data["firmware"],
+        kernel_driver=data["kernel-driver"], os=data["os"], kernel=data["kernel"],
+        runtime=data["runtime"], frameworks=data["frameworks"], packages=data.get("packages"),
+        environment=environment, frozen=frozen, notes=notes)
+    return frozen_lock, found, unfrozen
+
+
+def _freeze_hardware(lock: Lockfile, facts: HostFacts, data: dict[str, Any],
+                     unfrozen: list[str]) -> None:
+    """Record the GPU count and the firmware common to all GPUs of the lock's vendor (PLDM
+    bundle or VBIOS, the VBIOS string, per-engine blocks) into ``data`` (the lock's JSON
+    form); what cannot be read goes to ``unfrozen`` with why.
+    """
     gpus = [g for g in facts.gpus if g.vendor == lock.target.vendor]
 
     if gpus:
@@ -154,6 +207,10 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
     elif lock.firmware.blocks is not None:
         unfrozen.append("firmware.blocks (not probed)")
 
+
+def _freeze_system(lock: Lockfile, facts: HostFacts, data: dict[str, Any],
+                   unfrozen: list[str]) -> None:
+    """Record the kernel driver (version, flavour), OS, kernel and CUDA toolkit."""
     kd = data["kernel-driver"]
     flavor: str | None
     if lock.kernel_driver.name == "amdgpu":
@@ -173,6 +230,12 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
     if lock.runtime.name == "cuda" and facts.nvidia and facts.nvidia.cuda_toolkit.known:
         data["runtime"]["toolkit"] = _host_pinned(str(facts.nvidia.cuda_toolkit.value))
 
+
+def _freeze_frameworks(lock: Lockfile, facts: HostFacts, data: dict[str, Any],
+                       unfrozen: list[str]) -> None:
+    """Record each framework's exact version (the requested release or series kept as the
+    allowed set) and its build (local version label).
+    """
     for fw_data, fwk in zip(data["frameworks"], lock.frameworks, strict=True):
         dist = FRAMEWORK_DISTRIBUTIONS.get(fwk.name, fwk.name)
         installed = facts.python.version_of(dist)
@@ -190,42 +253,3 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
             fw_data["build"].pop("allowed", None)
             if upstream:
                 fw_data["build"]["reason"] = f"frozen from the host; upstream publishes {upstream}"
-
-    if facts.python.distributions:
-        data["packages"] = {normalize_name(d.name): d.version
-                            for d in facts.python.distributions}
-    else:  # a previous freeze's packages stay only with --force (see `lost` below)
-        unfrozen.append(f"packages ({facts.python.reason or 'no Python distributions found'})")
-
-    still = _frozen_facts(lock)
-    lost = sorted(f for f in still if any(u.startswith(f + " ") for u in unfrozen))
-    lost_findings = [
-        Finding(code="not-refrozen", fact=f, status="not-probed", severity="error",
-                message=f"{f} was frozen before but cannot be read on this host; keeping the "
-                        "old value would credit it to the new snapshot.")
-        for f in lost
-    ]
-    found += lost_findings
-    if found and not force:
-        lines = "\n".join(f"  - {f.fact}: {f.message}" for f in found)
-        raise DriftError(
-            f"This host is outside what the lock validated; nothing was written.\n{lines}",
-            hint="Fix the host, resolve a lock that fits it, or pass --force to record the "
-                 "deviations in the lock.",
-        )
-
-    data["environment"] = {k: v for k, v in sorted(facts.environment.items())
-                           if k not in NOT_JUDGED_ENV}
-    data["frozen"] = {
-        "snapshot": snapshot_hash(facts),
-        "host": host_label,
-        "probed-by": facts.probe.tool,
-        "forced": bool(found),
-        "deviations": [f"{f.fact}: {f.message}" for f in found],
-    }
-    notes = [n for n in data.get("notes", []) if not n.startswith("Frozen from ")]
-    notes.append(f"Frozen from {host_label} by pin {__version__}"
-                 + (f"; not frozen: {'; '.join(unfrozen)}" if unfrozen else "") + ".")
-    data["notes"] = notes
-    data.pop("content-hash", None)
-    return seal(data), found, unfrozen

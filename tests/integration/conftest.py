@@ -15,11 +15,17 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
-from integration.components import Engine, RegistryProc, push_base, start_dockerd, start_registry
+from tests.support.components import (
+    BaseImage,
+    Engine,
+    RegistryProc,
+    push_base,
+    start_dockerd,
+    start_registry,
+)
 
 
 def _unavailable(reason: str) -> None:
@@ -50,16 +56,6 @@ def registry() -> Iterator[RegistryProc]:
         yield reg
     finally:
         reg.stop()
-
-
-@dataclass
-class BaseImage:
-    """The base image in the test registry: ``repo``, ``digest`` and ``ref`` (repo@digest)."""
-
-    repo: str
-    digest: str
-    ref: str
-    epoch: int
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,12 @@ import subprocess
 
 import pytest
 
+from tests.support.components import BaseImage, Engine, RegistryProc
+
 pytestmark = pytest.mark.docker
 
 
-def test_base_push_is_reproducible(registry, base_image):
+def test_base_push_is_reproducible(registry: RegistryProc, base_image: BaseImage) -> None:
     from pinning.image.base import base_layer, load_recipe
     from pinning.image.layers import gzip_layer
     from pinning.oci.documents import image_docs
@@ -28,7 +30,7 @@ def test_base_push_is_reproducible(registry, base_image):
     assert Registry(registry.url).manifest_digest("pin/base", recipe.suite) == base_image.digest
 
 
-def test_skopeo_reads_the_digest(registry, base_image):
+def test_skopeo_reads_the_digest(registry: RegistryProc, base_image: BaseImage) -> None:
     skopeo = shutil.which("skopeo")
     if skopeo is None:
         pytest.fail("skopeo is not installed")
@@ -40,7 +42,7 @@ def test_skopeo_reads_the_digest(registry, base_image):
     assert info["Os"] == "linux" and info["Architecture"] == "amd64"
 
 
-def test_engine_runs_the_base_with_network_off(dockerd, base_image):
+def test_engine_runs_the_base_with_network_off(dockerd: Engine, base_image: BaseImage) -> None:
     client = dockerd.client
     image = client.images.pull(base_image.ref)
     out = client.containers.run(image.id, ["python3", "-c", "import sys; print(sys.version[:4])"],

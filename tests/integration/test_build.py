@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from integration.components import WHEELS, small_lock
+from tests.support.components import WHEELS, BaseImage, Engine, RegistryProc, small_lock
 
 pytestmark = pytest.mark.docker
 
 
-def test_build_push_record_and_rebuild_identically(dockerd, registry, base_image, tmp_path):
-    from pinning.image.record import build_once, record
+def test_build_push_record_and_rebuild_identically(dockerd: Engine, registry: RegistryProc,
+                                                   base_image: BaseImage, tmp_path: Path) -> None:
+    from pinning.image.engine import build_once
+    from pinning.image.record import record
     from pinning.oci.registry import Registry
 
     lock = small_lock()
@@ -24,6 +27,7 @@ def test_build_push_record_and_rebuild_identically(dockerd, registry, base_image
     digest = reg.push_image("pin/trial", "t1", first.docs)
     assert digest == first.docs.digest
     recorded = record(lock, first, f"{registry.host}/pin/trial@{digest}")
+    assert recorded.wheels is not None
     assert recorded.image.digest.value == digest and len(recorded.wheels) == 3
     # From scratch twice more, from the recorded lock (wheels pinned by hash): same bytes.
     for _ in range(2):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from integration.components import WHEELS, small_lock
 from pinning.lockfile.io import read_lock, write_lock
+from tests.support.components import WHEELS, BaseImage, Engine, RegistryProc, small_lock
 
 pytestmark = pytest.mark.docker
 
@@ -24,13 +24,14 @@ def pin(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def lock_file(tmp_path) -> Path:
+def lock_file(tmp_path: Path) -> Path:
     path = tmp_path / "trial.lock"
     write_lock(small_lock(), path)
     return path
 
 
-def test_cli_build_skip_and_rebuild(dockerd, registry, base_image, lock_file):
+def test_cli_build_skip_and_rebuild(dockerd: Engine, registry: RegistryProc, base_image: BaseImage,
+                                    lock_file: Path) -> None:
     args = ["--wheelhouse", str(WHEELS), "--engine", dockerd.url]
     r = pin("build", str(lock_file), "--base", base_image.ref, "--registry", registry.url,
             *args, "--format", "json")
@@ -38,6 +39,7 @@ def test_cli_build_skip_and_rebuild(dockerd, registry, base_image, lock_file):
     out = json.loads(r.stdout)
     lock = read_lock(lock_file)
     assert out["built"] and lock.image.digest.value == out["digest"]
+    assert lock.image.ref is not None
     assert lock.image.ref.value == f"{registry.host}/pin/trial@{out['digest']}"
     assert lock.image.base_digest.value == base_image.digest
     again = pin("build", str(lock_file), "--registry", registry.url, *args)
@@ -47,7 +49,9 @@ def test_cli_build_skip_and_rebuild(dockerd, registry, base_image, lock_file):
     assert rb.stdout.count("identical") == 2
 
 
-def test_rebuild_names_the_files_that_differ(dockerd, registry, base_image, lock_file, tmp_path):
+def test_rebuild_names_the_files_that_differ(dockerd: Engine, registry: RegistryProc,
+                                             base_image: BaseImage, lock_file: Path,
+                                             tmp_path: Path) -> None:
     args = ["--wheelhouse", str(WHEELS), "--engine", dockerd.url]
     assert pin("build", str(lock_file), "--base", base_image.ref, "--registry", registry.url,
                *args).returncode == 0
@@ -66,7 +70,9 @@ def test_rebuild_names_the_files_that_differ(dockerd, registry, base_image, lock
     assert "DIFFERENT" in r.stdout and "config differs" in r.stdout
 
 
-def test_faults_are_exit_8_and_leave_the_lock(dockerd, registry, base_image, lock_file, tmp_path):
+def test_faults_are_exit_8_and_leave_the_lock(dockerd: Engine, registry: RegistryProc,
+                                              base_image: BaseImage, lock_file: Path,
+                                              tmp_path: Path) -> None:
     before = lock_file.read_bytes()
     wh = ["--wheelhouse", str(WHEELS)]
     no_base = pin("build", str(lock_file), "--registry", registry.url, *wh,
@@ -83,7 +89,8 @@ def test_faults_are_exit_8_and_leave_the_lock(dockerd, registry, base_image, loc
         assert "Traceback" not in r.stderr
 
 
-def test_hash_mismatch_is_exit_8(dockerd, registry, base_image, lock_file, tmp_path):
+def test_hash_mismatch_is_exit_8(dockerd: Engine, registry: RegistryProc, base_image: BaseImage,
+                                 lock_file: Path, tmp_path: Path) -> None:
     assert pin("build", str(lock_file), "--base", base_image.ref, "--registry", registry.url,
                "--wheelhouse", str(WHEELS), "--engine", dockerd.url).returncode == 0
     bad = tmp_path / "wheels"
@@ -120,7 +127,8 @@ class _DyingRegistry(http.server.BaseHTTPRequestHandler):
         self.connection.close()
 
 
-def test_registry_dying_mid_push(dockerd, registry, base_image, lock_file):
+def test_registry_dying_mid_push(dockerd: Engine, registry: RegistryProc, base_image: BaseImage,
+                                 lock_file: Path) -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DyingRegistry)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -138,7 +146,8 @@ def test_registry_dying_mid_push(dockerd, registry, base_image, lock_file):
     assert ok.returncode == 0, ok.stderr
 
 
-def test_a_failing_build_step_is_exit_8(dockerd, registry, base_image, tmp_path):
+def test_a_failing_build_step_is_exit_8(dockerd: Engine, registry: RegistryProc,
+                                        base_image: BaseImage, tmp_path: Path) -> None:
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     for whl in WHEELS.glob("*.whl"):

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from integration.components import WHEELS, small_lock
 from pinning.errors import GuardRefused
 from pinning.lockfile.io import lock_json, seal
+from pinning.lockfile.models import Lockfile
+from tests.support.components import WHEELS, BaseImage, Engine, small_lock
 
 pytestmark = pytest.mark.docker
 
@@ -71,7 +72,7 @@ def _overwriter_wheel(dest: Path) -> None:
 
 
 @pytest.fixture
-def wheelhouse(tmp_path) -> Path:
+def wheelhouse(tmp_path: Path) -> Path:
     dest = tmp_path / "wheels"
     dest.mkdir()
     for whl in WHEELS.glob("*.whl"):
@@ -83,7 +84,7 @@ def wheelhouse(tmp_path) -> Path:
     return dest
 
 
-def lock_with(steps: list[str], env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+def lock_with(steps: list[str], env: dict[str, str] | None = None) -> Lockfile:
     data = lock_json(small_lock())
     data["build_steps"] = steps
     if env:
@@ -99,8 +100,9 @@ AITER = ("python3 -m pip install --no-index --no-build-isolation --break-system-
          "/tmp/pin-wheels/fake-aiter-0.1.tar.gz")
 
 
-def test_a_step_pulling_another_version_is_refused(dockerd, base_image, wheelhouse):
-    from pinning.image.record import build_once
+def test_a_step_pulling_another_version_is_refused(dockerd: Engine, base_image: BaseImage,
+                                                   wheelhouse: Path) -> None:
+    from pinning.image.engine import build_once
 
     with pytest.raises(GuardRefused) as exc:
         build_once(dockerd.client, lock_with([PULL]), base_image.ref, wheelhouse, nocache=True)
@@ -108,8 +110,9 @@ def test_a_step_pulling_another_version_is_refused(dockerd, base_image, wheelhou
     assert "step 1: six 1.16.0 -> 1.15.0" in exc.value.message
 
 
-def test_aiter_like_sdist_is_refused_then_remedied(dockerd, base_image, wheelhouse):
-    from pinning.image.record import build_once
+def test_aiter_like_sdist_is_refused_then_remedied(dockerd: Engine, base_image: BaseImage,
+                                                   wheelhouse: Path) -> None:
+    from pinning.image.engine import build_once
 
     with pytest.raises(GuardRefused) as exc:
         build_once(dockerd.client, lock_with([AITER]), base_image.ref, wheelhouse,
@@ -121,9 +124,10 @@ def test_aiter_like_sdist_is_refused_then_remedied(dockerd, base_image, wheelhou
     assert built.docs.digest.startswith("sha256:")
 
 
-def test_a_new_distribution_overwriting_locked_files_is_refused(dockerd, base_image,
-                                                                 wheelhouse):
-    from pinning.image.record import build_once
+def test_a_new_distribution_overwriting_locked_files_is_refused(dockerd: Engine,
+                                                                base_image: BaseImage,
+                                                                wheelhouse: Path) -> None:
+    from pinning.image.engine import build_once
 
     step = ("python3 -m pip install --no-index --no-deps --break-system-packages "
             "--root-user-action=ignore --find-links /tmp/pin-wheels sixclone  # a comment")
@@ -132,8 +136,9 @@ def test_a_new_distribution_overwriting_locked_files_is_refused(dockerd, base_im
     assert "new distribution sixclone 1.0 overwrote files of six" in exc.value.message
 
 
-def test_a_step_that_adds_unlocked_packages_passes(dockerd, base_image, wheelhouse):
-    from pinning.image.record import build_once
+def test_a_step_that_adds_unlocked_packages_passes(dockerd: Engine, base_image: BaseImage,
+                                                   wheelhouse: Path) -> None:
+    from pinning.image.engine import build_once
 
     step = ("python3 -m pip install --no-index --no-deps --break-system-packages "
             "--root-user-action=ignore --find-links /tmp/pin-wheels puller; exit 0")

@@ -9,17 +9,31 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TypedDict
 
 import pytest
 
-from integration.components import WHEELS, small_lock
 from pinning.lockfile.io import lock_json, seal, write_lock
-from pinning.oci.documents import MEDIA_MANIFEST, canonical, sha256_digest
+from pinning.oci.documents import MEDIA_MANIFEST
 from pinning.oci.registry import Registry
+from pinning.util.digests import canonical_json, sha256_digest
+from tests.support.components import WHEELS, BaseImage, Engine, RegistryProc, small_lock
 
 pytestmark = pytest.mark.docker
 PASS = {"PIN_KEY_PASSWORD": "test-passphrase"}
+
+
+class Signed(TypedDict):
+    """The signed trial image the tamper tests start from, and its keys' folder."""
+
+    dir: Path
+    lock: Path
+    ref: str
+    digest: str
+    pub: Path
+    registry: RegistryProc
 
 
 def pin(*args: str) -> subprocess.CompletedProcess[str]:
@@ -28,7 +42,8 @@ def pin(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def signed(dockerd, registry, base_image, tmp_path_factory):
+def signed(dockerd: Engine, registry: RegistryProc, base_image: BaseImage,
+           tmp_path_factory: pytest.TempPathFactory) -> Signed:
     d = tmp_path_factory.mktemp("signed")
     assert pin("keygen", "-o", str(d / "pin")).returncode == 0
     assert pin("keygen", "-o", str(d / "other")).returncode == 0
@@ -44,11 +59,11 @@ def signed(dockerd, registry, base_image, tmp_path_factory):
             "pub": d / "pin.pub", "registry": registry}
 
 
-def verify(signed, *extra: str, ref: str | None = None):
+def verify(signed: Signed, *extra: str, ref: str | None = None) -> subprocess.CompletedProcess[str]:
     return pin("verify-image", ref or signed["ref"], "--key", str(signed["pub"]), *extra)
 
 
-def test_verify_image_accepts_pin_signatures(signed):
+def test_verify_image_accepts_pin_signatures(signed: Signed) -> None:
     r = verify(signed, "--lock", str(signed["lock"]), "--format", "json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -57,7 +72,7 @@ def test_verify_image_accepts_pin_signatures(signed):
                                    "https://slsa.dev/provenance/v1"]
 
 
-def _skopeo(signed, pub: Path) -> subprocess.CompletedProcess[str]:
+def _skopeo(signed: Signed, pub: Path) -> subprocess.CompletedProcess[str]:
     d = signed["dir"]
     host = signed["registry"].host
     policy = d / "policy.json"
@@ -78,7 +93,7 @@ def _skopeo(signed, pub: Path) -> subprocess.CompletedProcess[str]:
 SIGSTORE_DISABLED = "sigstore disabled"
 
 
-def test_skopeo_sigstore_policy_accepts_and_rejects(signed):
+def test_skopeo_sigstore_policy_accepts_and_rejects(signed: Signed) -> None:
     ok = _skopeo(signed, signed["pub"])
     if ok.returncode != 0 and SIGSTORE_DISABLED in ok.stderr:
         # Debian bookworm's skopeo 1.9.3 is built with sigstore support removed ("Debian-local
@@ -89,21 +104,21 @@ def test_skopeo_sigstore_policy_accepts_and_rejects(signed):
     assert bad.returncode != 0
 
 
-def _sig_manifest(signed):
+def _sig_manifest(signed: Signed) -> tuple[Registry, str, Any]:
     reg: Registry = Registry(signed["registry"].url)
     tag = signed["digest"].replace(":", "-") + ".sig"
     return reg, tag, json.loads(reg.get_manifest("pin/signed", tag))
 
 
-def _put(reg, repo, tag, doc):
-    reg.put_manifest(repo, tag, canonical(doc))
+def _put(reg: Registry, repo: str, tag: str, doc: Any) -> None:
+    reg.put_manifest(repo, tag, canonical_json(doc))
 
 
 @pytest.fixture
-def restore(signed):
+def restore(signed: Signed) -> Iterator[Registry]:
     """Put the original .sig / .att manifests back after a tamper test."""
     reg = Registry(signed["registry"].url)
-    saved = {}
+    saved: dict[str, bytes] = {}
     for suffix in (".sig", ".att"):
         tag = signed["digest"].replace(":", "-") + suffix
         saved[tag] = reg.get_manifest("pin/signed", tag)
@@ -112,7 +127,7 @@ def restore(signed):
         reg.put_manifest("pin/signed", tag, raw)
 
 
-def test_payload_edited(signed, restore):
+def test_payload_edited(signed: Signed, restore: Registry) -> None:
     reg, tag, doc = _sig_manifest(signed)
     payload = reg.get_blob("pin/signed", doc["layers"][0]["digest"])
     edited = payload.replace(b'"optional":null', b'"optional":{"x":"y"}')
@@ -123,7 +138,7 @@ def test_payload_edited(signed, restore):
     assert r.returncode == 9 and "does not verify" in r.stderr
 
 
-def test_signature_bytes_flipped(signed, restore):
+def test_signature_bytes_flipped(signed: Signed, restore: Registry) -> None:
     reg, tag, doc = _sig_manifest(signed)
     ann = doc["layers"][0]["annotations"]
     raw = bytearray(base64.b64decode(ann["dev.cosignproject.cosign/signature"]))
@@ -134,12 +149,13 @@ def test_signature_bytes_flipped(signed, restore):
     assert r.returncode == 9 and "does not verify" in r.stderr
 
 
-def test_wrong_key(signed):
+def test_wrong_key(signed: Signed) -> None:
     r = pin("verify-image", signed["ref"], "--key", str(signed["dir"] / "other.pub"))
     assert r.returncode == 9 and "does not verify" in r.stderr
 
 
-def test_signature_for_another_digest_and_retag(signed, registry, base_image):
+def test_signature_for_another_digest_and_retag(signed: Signed, registry: RegistryProc,
+                                                base_image: BaseImage) -> None:
     reg = Registry(registry.url)
     # Another image (the base) under the same repository, with the trial's .sig copied over.
     base_manifest = reg.get_manifest(base_image.repo, base_image.digest)
@@ -164,7 +180,7 @@ def test_signature_for_another_digest_and_retag(signed, registry, base_image):
     assert r.returncode == 9 and "is not in the registry" in r.stderr
 
 
-def test_attestation_for_another_lock(signed, tmp_path):
+def test_attestation_for_another_lock(signed: Signed, tmp_path: Path) -> None:
     other = tmp_path / "other.lock"
     data = lock_json(small_lock())
     data["environment"] = {"PIN_TRIAL": "2"}
@@ -174,7 +190,7 @@ def test_attestation_for_another_lock(signed, tmp_path):
     assert r.returncode == 9 and "is not" in r.stderr and "attested lockfile" in r.stderr
 
 
-def test_truncated_envelope(signed, restore):
+def test_truncated_envelope(signed: Signed, restore: Registry) -> None:
     reg = restore
     tag = signed["digest"].replace(":", "-") + ".att"
     doc = json.loads(reg.get_manifest("pin/signed", tag))
@@ -188,7 +204,7 @@ def test_truncated_envelope(signed, restore):
     assert r.returncode == 9 and "Malformed DSSE envelope" in r.stderr
 
 
-def test_unsupported_key_type(signed, tmp_path):
+def test_unsupported_key_type(signed: Signed, tmp_path: Path) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ed25519
 
@@ -199,7 +215,7 @@ def test_unsupported_key_type(signed, tmp_path):
     assert r.returncode == 9 and "unsupported key type" in r.stderr
 
 
-def test_signing_again_appends(signed):
+def test_signing_again_appends(signed: Signed) -> None:
     r = pin("sign", signed["ref"], "--key", str(signed["dir"] / "other.key"))
     assert r.returncode == 0, r.stderr
     _reg, _tag, doc = _sig_manifest(signed)

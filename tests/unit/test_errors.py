@@ -1,14 +1,18 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
 from pinning.errors import ALL_ERRORS, PinError, UsageError
 
 
-def test_exit_codes_are_unique_and_cover_design_table():
+def test_exit_codes_are_unique_and_cover_design_table() -> None:
     codes = [cls.exit_code for cls in ALL_ERRORS]
     assert len(codes) == len(set(codes))
     assert sorted(codes) == list(range(1, 11))
 
 
-def test_every_error_subclass_is_listed():
-    def walk(cls):
+def test_every_error_subclass_is_listed() -> None:
+    def walk(cls: type[PinError]) -> Iterator[type[PinError]]:
         for sub in cls.__subclasses__():
             yield sub
             yield from walk(sub)
@@ -21,7 +25,7 @@ def test_every_error_subclass_is_listed():
         assert bases and extra.exit_code == bases[0].exit_code
 
 
-def test_render_is_message_then_hint():
+def test_render_is_message_then_hint() -> None:
     err = UsageError("bad flag --x", hint="use --y")
     assert err.render() == "bad flag --x\nuse --y"
     assert err.exit_code == 2

@@ -153,7 +153,9 @@ def parse_footnote_texts(page: str) -> dict[str, str]:
     return out
 
 
-def import_amd_csv(
+# One pass over AMD's CSV; each branch is one of its row shapes (continuation rows, footnotes,
+# renamed driver rows), kept together so the quirks read in file order.
+def import_amd_csv(  # noqa: C901,PLR0915
     text: str,
     *,
     published: dt.date,

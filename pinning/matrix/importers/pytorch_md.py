@@ -25,7 +25,8 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:
+# One pass over RELEASE.md's table; each branch is one cell shape.
+def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:  # noqa: C901
     """Parse the saved PyTorch matrix ``text`` into one row per (series, accelerator build).
 
     ``checked`` is the date the copy was read (rows of releases with a known release date

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from pinning.errors import FormatError
-from pinning.probe.formats.amd_smi import norm_pci_id
+from pinning.probe.formats.common import norm_pci_id
 from pinning.util.models import Strict
 
 __all__ = [
@@ -82,7 +82,8 @@ def _memory(value: str, unit: str | None) -> int | None:
     return int(float(m.group(1)) * factor)
 
 
-def parse_nvidia_smi_query(
+# CSV with or without header and units; one branch per field shape.
+def parse_nvidia_smi_query(  # noqa: C901
     text: str,
     *,
     fields: Sequence[str] | None = None,

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from pinning.errors import FormatError
-from pinning.probe.formats.amd_smi import norm_pci_id
+from pinning.probe.formats.common import norm_pci_id
 from pinning.util.models import Strict
 
 __all__ = ["RocmSmiGpu", "RocmSmiReport", "RocmSmiVersion", "parse_rocm_smi"]
@@ -86,7 +86,8 @@ def _int(value: str) -> int | None:
     return int(value) if re.fullmatch(r"\d{1,9}", value) else None
 
 
-def _column_key(name: str, qualifier: str) -> str:
+# Maps the column titles of three rocm-smi generations, one branch each.
+def _column_key(name: str, qualifier: str) -> str:  # noqa: C901
     base = name.strip().lower()
     qual = qualifier.strip().strip("()").lower()
     if base in ("device", "gpu"):
@@ -196,7 +197,8 @@ def _apply_row(gpu: _Gpu, columns: list[str], values: list[str]) -> None:
             gpu.telemetry[key] = value
 
 
-def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:
+# Line-oriented parser: one branch per rocm-smi table or key shape.
+def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # noqa: C901
     """Parse any mix of rocm-smi outputs into one :class:`RocmSmiReport` (FACTS.md §2.4).
 
     Recognises ``ROCM-SMI version:`` / ``ROCM-SMI-LIB version:``, ``Driver version: x``,

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from pinning.errors import FormatError
-from pinning.probe.formats.amd_smi import norm_pci_id
+from pinning.probe.formats.common import norm_pci_id
 from pinning.util.models import Strict
 
 __all__ = ["Rocminfo", "RocminfoAgent", "gfx_from_isa", "parse_rocminfo"]
@@ -176,7 +176,8 @@ class _Agent:
             self.data.setdefault("compute_units", _leading_int(value))
 
 
-def parse_rocminfo(text: str, *, source: str = "rocminfo") -> Rocminfo:
+# Line-oriented parser of rocminfo's agent blocks; one branch per key shape, in output order.
+def parse_rocminfo(text: str, *, source: str = "rocminfo") -> Rocminfo:  # noqa: C901,PLR0915
     """Parse rocminfo output into a :class:`Rocminfo` (FACTS.md §2.5).
 
     Key lines are ``Key:  value`` (``Packet Processor uCode::`` has two colons); agents

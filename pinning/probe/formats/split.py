@@ -10,14 +10,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from pinning.errors import FormatError
-from pinning.probe.formats.dumps import (
-    PIP_HEADER,
-    PIP_RULER,
-    PURE_RULER,
-    parse_collect_env,
-    parse_pip_list,
-    parse_sglang_check_env,
-)
+from pinning.probe.formats.collect_env import PURE_RULER, parse_collect_env
+from pinning.probe.formats.pip_list import PIP_HEADER, PIP_RULER, parse_pip_list
+from pinning.probe.formats.sglang import parse_sglang_check_env
 from pinning.util.models import Strict
 
 DumpKind = Literal[
@@ -108,7 +103,9 @@ class _Splitter:
             self.step(i, line, offsets[i])
         return self.starts
 
-    def step(self, i: int, line: str, offset: int) -> None:
+    # The splitter's state machine: one branch per tool banner or section start that begins a
+    # dump, kept in one place so their precedence reads top to bottom.
+    def step(self, i: int, line: str, offset: int) -> None:  # noqa: C901,PLR0915
         s = line.strip()
         low = s.lower()
         if self.absorb:
@@ -303,11 +300,8 @@ def parse_section(section: DumpSection, *, source: str | None = None) -> Any:
 
     ``source`` defaults to ``"<kind> at line N"``.
     """
-    from pinning.probe.formats.amd_smi import (
-        parse_amd_smi_firmware,
-        parse_amd_smi_static,
-        parse_amd_smi_version,
-    )
+    from pinning.probe.formats.amd_smi import parse_amd_smi_version
+    from pinning.probe.formats.amd_smi_gpu import parse_amd_smi_firmware, parse_amd_smi_static
     from pinning.probe.formats.nvidia import (
         parse_nvidia_smi_banner,
         parse_nvidia_smi_query,

@@ -1,0 +1,92 @@
+"""``pin doctor``: diagnose pasted environment dumps against the matrix.
+
+Registered on the main group by :func:`register`; the doctor and matrix code are imported
+inside the command so ``pin --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from pinning.cli.options import format_option
+from pinning.cli.render import doctor_text
+from pinning.errors import DriftError, UsageError
+
+__all__ = ["doctor", "register"]
+
+_LIMIT = 64 * 1024 * 1024
+"""The most bytes read from one dump file or stdin (64 MiB)."""
+
+
+def _read_dump(path: str) -> tuple[str, str]:
+    """``(label, text)`` of one dump: a regular file, or stdin for ``-``.
+
+    Raises ``UsageError`` when the file is not a regular file, cannot be read or is over
+    64 MiB. Bytes that are not UTF-8 are replaced.
+    """
+    import stat
+    import sys
+
+    if path == "-":
+        data = sys.stdin.buffer.read(_LIMIT + 1)
+    else:
+        try:
+            if not stat.S_ISREG(Path(path).stat().st_mode):
+                raise UsageError(f"{path}: not a regular file.",
+                                 hint="Pass files that hold pasted tool output.")
+            with Path(path).open("rb") as fh:
+                data = fh.read(_LIMIT + 1)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot be read ({exc.strerror or exc}).",
+                             hint="Pass files that hold pasted tool output.") from exc
+    if len(data) > _LIMIT:
+        raise UsageError(f"{path}: larger than 64 MiB; not an environment dump.",
+                         hint="Pass only the tool outputs.")
+    return (path if path != "-" else "<stdin>", data.decode("utf-8", "replace"))
+
+
+@click.command()
+@click.argument("paths", metavar="FILE...", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--matrix", "overlays", multiple=True, metavar="FILE",
+              help="Add a site overlay to the matrix (also PIN_MATRIX).")
+@format_option
+def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
+    """Diagnose pasted environment dumps against the matrix.
+
+    Reads python -m torch.utils.collect_env (and vLLM's), python -m sglang.check_env,
+    pip list / pip freeze, amd-smi version / static / firmware, rocm-smi, rocminfo,
+    nvidia-smi (--query-gpu CSV with its header line, or the banner) and
+    /proc/driver/nvidia/version: several files, or one file with several dumps. '-' reads
+    stdin.
+
+    Reports each problem with a code, an explanation and its source: unsupported gfx target,
+    CUDA torch on an AMD host, several Triton distributions, a JAX plugin for another ROCm
+    major, a driver too old for the CUDA build, HSA_OVERRIDE_GFX_VERSION, an inbox or old
+    amdgpu, and more. Exit 0 when nothing is wrong, 6 when an error is found, 7 when a file
+    holds no recognisable dump.
+    """
+    from pinning.doctor.report import doctor as do_doctor
+    from pinning.matrix.load import load_matrix
+
+    if paths.count("-") > 1:
+        raise UsageError("'-' (stdin) can be given once.")
+    files = [_read_dump(path) for path in paths]
+    report = do_doctor(files, load_matrix(overlays))
+    if fmt == "json":
+        click.echo(report.model_dump_json(by_alias=True, exclude_none=True, indent=2))
+    else:
+        click.echo(doctor_text(report))
+    errors = [f for f in report.findings if f.severity == "error"]
+    if errors:
+        raise DriftError(
+            f"{len(errors)} problem(s) found: {', '.join(sorted({f.code for f in errors}))}.",
+            hint="Fix the environment as each finding says, then paste a fresh dump.",
+        )
+
+
+def register(group: click.Group) -> None:
+    """Add ``pin doctor`` to the ``pin`` group."""
+    group.add_command(doctor)

@@ -1,0 +1,62 @@
+"""Click options and value parsing shared by the ``pin`` commands.
+
+Only click and the standard library are imported here, so ``pin --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from pinning.errors import UsageError
+
+__all__ = ["FORMAT", "format_option", "host_options", "parse_date"]
+
+FORMAT = click.Choice(["text", "json"])
+"""The ``--format`` choice of every command that can print JSON: ``text`` or ``json``."""
+
+
+def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--format [text|json]`` (default ``text``), passed to the command as ``fmt``."""
+    return click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)(func)
+
+
+def parse_date(flag: str, text: str | None) -> dt.date | None:
+    """Read a ``YYYY-MM-DD`` flag value; ``None`` when the flag was not given.
+
+    Raises ``UsageError`` (exit 2) naming ``flag`` when ``text`` is not an ISO date.
+    """
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag} {text!r}: expected a date as YYYY-MM-DD.") from exc
+
+
+def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that say which host to read: a snapshot, a recorded root, or live.
+
+    Adds ``--host`` (``host_file``), ``--root``, ``--replay``, ``--site-packages``
+    (``site_packages``, repeatable) and ``--matrix`` (``overlays``, repeatable).
+    """
+    for option in reversed([
+        click.option("--host", "host_file", metavar="FILE", type=click.Path(dir_okay=False),
+                     help="Read a snapshot written by `pin probe -o FILE` instead of probing."),
+        click.option("--root", metavar="DIR", type=click.Path(file_okay=False),
+                     help="Probe a recorded host tree read exactly as / (default: this machine)."),
+        click.option("--replay", metavar="FILE", type=click.Path(dir_okay=False),
+                     help="Answer tool commands (amd-smi, rocminfo, nvidia-smi, ldd) from this "
+                          "recording (commands.toml) instead of running them; also gives the "
+                          "host's environment. Without it a --root probe runs no tools."),
+        click.option("--site-packages", "site_packages", multiple=True, metavar="DIR",
+                     help="Python site-packages to read (default: VIRTUAL_ENV/CONDA_PREFIX, "
+                          "else this interpreter's, or the usual places under --root)."),
+        click.option("--matrix", "overlays", multiple=True, metavar="FILE",
+                     help="Add a site overlay to the matrix (also PIN_MATRIX)."),
+    ]):
+        func = option(func)
+    return func

@@ -1,0 +1,240 @@
+"""Text (and JSON-shape) renderers of the ``pin`` commands: lock summary, resolve explanation,
+probe, verify and doctor reports.
+
+Pure functions over the core's models, returning strings or plain dicts; nothing here prints.
+Core models are imported for type checking only, so ``pin --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pinning.doctor.report import DoctorReport
+    from pinning.guards.view import Finding
+    from pinning.lockfile.models import Lockfile, Pinned
+    from pinning.probe.models import HostFacts, Reading
+    from pinning.resolve.result import Resolution
+    from pinning.verify.report import VerifyReport
+
+__all__ = [
+    "considered_json",
+    "doctor_text",
+    "explain_text",
+    "finding_line",
+    "lock_summary",
+    "pinned_text",
+    "probe_text",
+    "reading_text",
+    "verify_text",
+]
+
+
+# ------------------------------------------------------------------------ resolve, lock
+def considered_json(res: Resolution) -> list[dict[str, Any]]:
+    """The candidates a resolution considered, as JSON-ready dicts (newest first).
+
+    Each dict has ``ref``, ``runtime``, ``version``, ``source``, ``date`` (ISO, or ``None``
+    when the row has no date), ``valid``, ``verdict``, ``reasons`` and ``frameworks``
+    (name -> version).
+    """
+    return [
+        {"ref": c.ref, "runtime": c.runtime, "version": c.version, "source": c.source,
+         "date": c.date.isoformat() if c.date != dt.date.min else None, "valid": c.valid,
+         "verdict": c.verdict, "reasons": c.reasons,
+         "frameworks": {f.name: f.version for f in c.frameworks}}
+        for c in res.considered
+    ]
+
+
+def pinned_text(p: Pinned | None) -> str:
+    """One pinned lock value for people: the value, a constraint or allowed set still to be
+    frozen from a host, ``unknown: reason``, or ``-`` when absent.
+    """
+    if p is None:
+        return "-"
+    if p.value is not None:
+        return p.value
+    if p.constraint:
+        return f"{p.constraint} (freeze from host)"
+    if p.allowed:
+        shown = ", ".join(p.allowed[:4]) + (", ..." if len(p.allowed) > 4 else "")
+        return f"one of {shown} (freeze from host)"
+    return f"unknown: {p.reason}"
+
+
+def lock_summary(lock: Lockfile) -> str:
+    """A lockfile's stack as aligned ``name  value`` lines, then its matrix sources and up to
+    three notes (``pin resolve``, ``pin lock show``).
+    """
+    t = lock.target
+    tgt = t.gfx_target or t.compute_capability
+    rows = [
+        ("GPU", f"{pinned_text(t.gpu)} ({pinned_text(tgt)})"),
+        ("Runtime", f"{'ROCm' if lock.runtime.name == 'rocm' else 'CUDA'} "
+                    f"{pinned_text(lock.runtime.version)}"),
+    ]
+    rows += [(f"Framework {f.name}", f"{pinned_text(f.version)}  build {pinned_text(f.build)}")
+             for f in lock.frameworks]
+    rows += [
+        (f"Firmware ({lock.firmware.kind})", pinned_text(lock.firmware.version)),
+        (f"Kernel driver ({lock.kernel_driver.name})", pinned_text(lock.kernel_driver.version)),
+        ("OS", pinned_text(lock.os)),
+    ]
+    if lock.model:
+        rows.append(("Model", f"{lock.model.id}@{lock.model.revision}"))
+    if lock.packages is not None:
+        from pinning.matrix.names import TRITON_DISTRIBUTIONS
+
+        tritons = [f"{n}=={v}" for n, v in lock.packages.items() if n in TRITON_DISTRIBUTIONS]
+        rows.append(("Python packages", f"{len(lock.packages)} frozen"
+                     + (f" (Triton: {', '.join(tritons)})" if tritons else "")))
+    if lock.frozen is not None:
+        fz = lock.frozen
+        forced = f"; forced, {len(fz.deviations)} deviation(s)" if fz.forced else ""
+        rows.append(("Frozen from", f"{lock.frozen.host} ({lock.frozen.snapshot}{forced})"))
+    width = max(len(k) for k, _ in rows)
+    out = [f"{k:<{width}}  {v}" for k, v in rows]
+    out.append("Sources:")
+    for r in lock.matrix.rows:
+        when = f"published {r.published}" if r.published else f"checked {r.checked}"
+        out.append(f"  {r.ref}: {r.source} ({when})")
+    out += [f"Note: {n}" for n in lock.notes[:3]]
+    return "\n".join(out)
+
+
+def explain_text(res: Resolution) -> str:
+    """``pin resolve --explain``: every candidate, newest first, with its verdict, the
+    frameworks it validates and the reasons it lost. Starts with a blank line.
+    """
+    out = ["", "Candidates (newest first):"]
+    for c in res.considered:
+        fws = ", ".join(f"{f.name} {f.version or '?'}" for f in c.frameworks)
+        head = f"  {'ROCm' if c.runtime == 'rocm' else 'CUDA'} {c.version:<8} "
+        head += f"[{c.verdict}] {c.ref}"
+        if c.date != dt.date.min:
+            head += f" ({c.date})"
+        out.append(head)
+        if fws and c.valid:
+            out.append(f"      validates {fws}")
+        for r in c.reasons:
+            out.append(f"      - {r}")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------- probe
+def reading_text(r: Reading | None) -> str:
+    """A probed fact for people: its value, ``not-probed (reason)``, or ``-`` when absent."""
+    if r is None:
+        return "-"
+    if r.value is not None:
+        return r.value
+    return f"not-probed ({r.reason})"
+
+
+def probe_text(facts: HostFacts) -> str:
+    """Human summary of a probe: one line per fact, not-probed facts with their reason."""
+    rows: list[tuple[str, str]] = [
+        ("OS", f"{reading_text(facts.os.pretty_name)}"),
+        ("Kernel", reading_text(facts.os.kernel)),
+        ("glibc", reading_text(facts.os.glibc)),
+        ("GPU vendor", facts.vendor),
+    ]
+    for g in facts.gpus:
+        target = g.gfx_target or g.compute_capability
+        label = f"GPU {g.index}"
+        tid = f" ({g.target_id})" if g.target_id else ""
+        desc = (f"{g.product or '?'} {g.pci_device_id or ''} at {g.pci_bus or '?'}: "
+                f"{reading_text(g.name)}, target {reading_text(target)}{tid}, memory "
+                + (f"{g.memory_mib.value} MiB" if g.memory_mib.known
+                   else reading_text(g.memory_mib)))
+        rows.append((label, desc))
+        rows.append(("  VBIOS/IFWI", reading_text(g.vbios)))
+        if g.pldm_bundle is not None:
+            rows.append(("  PLDM bundle", reading_text(g.pldm_bundle)))
+        if g.firmware:
+            shown = ", ".join(f"{k}={v}" for k, v in list(g.firmware.items())[:6])
+            more = f" (+{len(g.firmware) - 6} more)" if len(g.firmware) > 6 else ""
+            rows.append(("  firmware", shown + more))
+    if facts.amd:
+        kind = f" ({facts.amd.driver_kind})" if facts.amd.driver_kind else ""
+        rows += [("amdgpu driver", reading_text(facts.amd.driver) + kind),
+                 ("ROCm user space", reading_text(facts.amd.rocm)),
+                 ("amd-smi", reading_text(facts.amd.amd_smi))]
+    if facts.nvidia:
+        kind = f" ({facts.nvidia.module_kind} module)" if facts.nvidia.module_kind else ""
+        rows += [("NVIDIA driver", reading_text(facts.nvidia.driver) + kind),
+                 ("CUDA toolkit", reading_text(facts.nvidia.cuda_toolkit))]
+    py = facts.python
+    rows.append(("Python env", ", ".join(py.site_packages) or f"not-probed ({py.reason})"))
+    if py.site_packages:
+        rows.append(("  distributions", str(len(py.distributions))))
+    if py.torch:
+        t = py.torch
+        extra = f"HIP {t.hip}" if t.hip else f"CUDA {t.cuda}" if t.cuda else ""
+        rows.append(("  torch", f"{t.version} ({t.kind} build{', ' + extra if extra else ''})"))
+    for tr in py.tritons:
+        rows.append(("  triton", f"{tr.name}=={tr.version}"
+                     + (" (provides `import triton`)" if tr.owns_import else "")))
+    for k, v in facts.environment.items():
+        rows.append((f"  env {k}", v))
+    c = facts.container
+    rows.append(("Container", f"{c.runtime} ({c.evidence}); image {reading_text(c.image_digest)}"
+                 if c.inside else "no"))
+    if facts.model:
+        m = facts.model
+        rows.append((f"Model {m.id}", ", ".join(m.revisions) or f"not cached ({m.reason})"))
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    lines += [f"Note: {n}" for n in facts.notes]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ verify, doctor
+def finding_line(f: Finding) -> str:
+    """One finding: a mark (✓ match, ✗ error, ! warning, · info), its status, fact, GPU and
+    message, then an indented ``source:`` line for anything but a match.
+    """
+    mark = {"error": "✗", "warning": "!", "info": "·"}[f.severity]
+    if f.status == "match":
+        mark = "✓"
+    gpu = f" [GPU {f.gpu}]" if f.gpu is not None and f"(GPU {f.gpu})" not in f.message else ""
+    text = f"{mark} {f.status:<17} {f.fact}{gpu}: {f.message}"
+    if f.source and f.status not in ("match",):
+        text += f"\n    source: {f.source}"
+    return text
+
+
+def verify_text(report: VerifyReport, *, verbose: bool) -> str:
+    """The verify report for people: drift first, then warnings, notes, and a summary."""
+    order = {"error": 0, "warning": 1, "info": 2}
+    shown = [f for f in report.findings if verbose or f.status != "match"]
+    shown.sort(key=lambda f: order[f.severity])
+    head = (f"pin verify {report.lock} against {report.host}: "
+            f"{'MATCH' if report.result == 'match' else 'DRIFT'}")
+    counts = ", ".join(f"{n} {k}" for k, n in report.counts.items())
+    sev = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning")}
+    lines = [head, *(finding_line(f) for f in shown),
+             f"Summary: {sev['error']} error(s), {sev['warning']} warning(s); {counts}."]
+    if not verbose and report.counts.get("match"):
+        lines.append("(matches hidden; -v lists them)")
+    return "\n".join(lines)
+
+
+def doctor_text(report: DoctorReport) -> str:
+    """The doctor report for people: the dumps read, the environment they describe, then one
+    line per finding with its code (or a line saying nothing is wrong).
+    """
+    read = ", ".join(f"{d.kind} ({d.file}:{d.first_line})" for d in report.dumps)
+    lines = [f"Read: {read}"]
+    env = "; ".join(f"{k} {v if not isinstance(v, list) else ', '.join(map(str, v))}"
+                    for k, v in report.environment.items())
+    if env:
+        lines.append(f"Environment: {env}")
+    if not report.findings:
+        lines.append("No problems found: nothing in these dumps conflicts with the matrix or "
+                     "the known install hazards.")
+    for f in report.findings:
+        lines.append(finding_line(f).replace(f"{f.status:<17} ", f"[{f.code}] ", 1))
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""The one image-reference grammar pin reads and writes.
+
+An image reference is ``HOST[:PORT]/REPOSITORY[:TAG][@sha256:<64 hex>]``: a registry host
+(everything up to the first ``/``), a repository of lower-case letters, digits, ``.``, ``_``,
+``-`` and ``/``, an optional tag of word characters, ``.`` and ``-``, and an optional manifest
+digest. The registry host is always written; pin never implies ``docker.io``. Every command
+that takes or records an image reference (``pin build --base``, ``pin rebuild``, ``pin sign``,
+``pin verify-image``, the lock's ``image.ref`` and ``image.base``) parses it here, and
+``str()`` of a parsed reference gives back exactly the text that was parsed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from pinning.errors import BuildError, PinError, UsageError
+
+_GRAMMAR = re.compile(
+    r"(?P<registry>[^/]+)/(?P<repository>[a-z0-9._/-]+?)(?::(?P<tag>[\w.-]+))?"
+    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?")
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """A parsed image reference.
+
+    ``registry`` is ``host`` or ``host:port`` as written; ``repository`` the path inside the
+    registry (``pin/trial``); ``tag`` the tag or ``None``; ``digest`` the manifest digest
+    (``sha256:<64 hex>``) or ``None``. Build one with :func:`parse` (validated); the
+    constructor itself checks nothing, so values composed by pin (a registry's host and a
+    ``--repo``) print exactly as given.
+    """
+
+    registry: str
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    def __str__(self) -> str:
+        """``HOST/REPO[:TAG][@DIGEST]``: the text :func:`parse` read, unchanged."""
+        text = self.name
+        if self.tag is not None:
+            text += f":{self.tag}"
+        if self.digest is not None:
+            text += f"@{self.digest}"
+        return text
+
+    @property
+    def name(self) -> str:
+        """``HOST/REPO`` without tag or digest: the cosign ``docker-reference``."""
+        return f"{self.registry}/{self.repository}"
+
+    @property
+    def required_digest(self) -> str:
+        """The digest of a reference known to name one (from :func:`parse_pinned`); raises
+        ``ValueError`` (a bug in the caller) when it names none.
+        """
+        if self.digest is None:
+            raise ValueError(f"image reference {self} names no digest")
+        return self.digest
+
+    @property
+    def manifest_reference(self) -> str:
+        """What to ask the registry's manifest endpoint for: the digest, else the tag,
+        else ``latest``.
+        """
+        return self.digest or self.tag or "latest"
+
+    @property
+    def registry_url(self) -> str:
+        """The base URL of this reference's registry (see :func:`registry_url`)."""
+        return registry_url(self.registry)
+
+    def without_digest(self) -> ImageRef:
+        """The same reference without its digest (``HOST/REPO[:TAG]``)."""
+        return dataclasses.replace(self, digest=None)
+
+
+def registry_url(host: str) -> str:
+    """The registry base URL for an image host (``host`` or ``host:port``): plain HTTP on
+    loopback (``localhost``, ``127.*``), HTTPS elsewhere. No trailing slash.
+    """
+    name = host.split(":", 1)[0]
+    local = name in ("localhost", "::1") or name.startswith("127.")
+    return ("http://" if local else "https://") + host
+
+
+def parse(text: str, *, error: type[PinError] = UsageError) -> ImageRef:
+    """Parse ``HOST/REPO[:TAG][@sha256:DIGEST]`` (the whole text must match).
+
+    Raises ``error`` (a :class:`~pinning.errors.PinError` subclass chosen by the caller:
+    :class:`~pinning.errors.UsageError`, exit 2, for a command-line argument by default)
+    naming the text and the accepted form.
+    """
+    m = _GRAMMAR.fullmatch(text)
+    if m is None:
+        raise error(f"Image reference {text!r} is not HOST/REPO[:TAG][@sha256:DIGEST].")
+    return ImageRef(registry=m["registry"], repository=m["repository"], tag=m["tag"],
+                    digest=m["digest"])
+
+
+def parse_pinned(text: str, *, error: type[PinError] = BuildError) -> ImageRef:
+    """Parse a reference that must name a digest (``HOST/REPO[:TAG]@sha256:DIGEST``), such
+    as a lock's recorded image or base. Raises ``error`` (default
+    :class:`~pinning.errors.BuildError`, exit 8) when the text is malformed or has no digest.
+    """
+    m = _GRAMMAR.fullmatch(text)
+    if m is None or m["digest"] is None:
+        raise error(f"Image reference {text!r} is not HOST/REPO@sha256:<digest>.")
+    return ImageRef(registry=m["registry"], repository=m["repository"], tag=m["tag"],
+                    digest=m["digest"])

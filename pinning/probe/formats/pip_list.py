@@ -1,0 +1,71 @@
+"""Parser for pasted ``pip list`` / ``pip freeze`` output, and the package-line reader
+collect_env's ``[pip3]`` lines share (FACTS.md §2.10).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pinning.errors import FormatError
+from pinning.util.versions import normalize_name
+
+__all__ = ["LIB_LINE", "PIP_HEADER", "PIP_RULER", "parse_pip_list", "pip_entry"]
+
+LIB_LINE = re.compile(r"^\s*\[(pip\d*|conda)\]\s*(.*?)\s*$")
+"""A ``[pip3] name==version`` / ``[conda] name version ...`` line of collect_env; groups: the
+bracketed tool, the rest of the line.
+"""
+
+
+def pip_entry(text: str) -> tuple[str, str] | None:
+    """One package line -> ``(PEP 503 name, version as printed)``; ``None`` when it is not one.
+
+    Reads ``name==version`` (``===`` and extras allowed), ``name (version)`` and the
+    ``name  version ...`` columns of ``pip list``; the version must start with a digit.
+    """
+    m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*(\S+)", text)
+    if m:
+        return normalize_name(m.group(1)), m.group(2)
+    m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*\(([0-9][^)\s]*)\)", text)
+    if m:
+        return normalize_name(m.group(1)), m.group(2)
+    m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s+([0-9]\S*)(?:\s+.*)?", text)
+    if m:
+        return normalize_name(m.group(1)), m.group(2)
+    return None
+
+
+PIP_RULER = re.compile(r"^-{3,}(\s+-{3,})*\s*$")
+"""The ``----- -----`` ruler under the ``pip list`` header."""
+PIP_HEADER = re.compile(r"^Package\s+Version\b")
+"""The ``Package  Version`` header line of ``pip list``."""
+
+
+def parse_pip_list(text: str, *, source: str = "pip list") -> dict[str, str]:
+    """Parse ``pip list`` columns (header and ruler optional) or ``pip freeze`` lines.
+
+    Returns PEP 503 names -> versions as printed. ``name==version`` and ``name (version)``
+    are read; ``name @ url``, ``-e ...`` and comments are skipped; a version must start with
+    a digit. Raises ``FormatError`` naming ``source`` when no package line is present.
+    """
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", "-e ", "--")):
+            continue
+        if PIP_HEADER.match(stripped) or PIP_RULER.match(stripped):
+            continue
+        lib = LIB_LINE.match(stripped)
+        if lib:
+            if lib.group(1) == "conda":
+                continue
+            stripped = lib.group(2)
+        entry = pip_entry(stripped)
+        if entry is not None:
+            out[entry[0]] = entry[1]
+    if not out:
+        raise FormatError(
+            f"{source}: no package line found (expected `pip list` columns "
+            "'name  version' or `pip freeze` lines 'name==version')"
+        )
+    return out

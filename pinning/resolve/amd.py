@@ -1,0 +1,153 @@
+"""Resolve on AMD: walk ROCm releases newest first; the first whose targets, frameworks and
+OS fit is chosen, with its OS set, firmware rows and amdgpu/KMD set.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from pinning.matrix.load import Matrix, ReleaseRef
+from pinning.matrix.models import FirmwareRow, GpuIdentity, Release
+from pinning.matrix.names import os_matches
+from pinning.resolve.candidates import framework_in_release, gpu_restricted
+from pinning.resolve.constraints import Constraints
+from pinning.resolve.result import ChosenFramework, Considered, NoCandidate, Resolution
+from pinning.util.versions import match_entry
+
+
+def resolve_amd(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
+                gpus: list[GpuIdentity], target: str) -> Resolution:
+    """The newest ROCm release that validates ``target`` with every requested framework (and
+    ``--rocm`` / ``--os``); ``gpu`` is ``None`` when a shared gfx target named the GPU.
+
+    Raises :class:`~pinning.resolve.result.NoCandidate` with every candidate considered when
+    none fits (the resolver turns it into exit 4 with a diagnosis).
+    """
+    considered: list[Considered] = []
+    chosen: tuple[ReleaseRef, list[ChosenFramework]] | None = None
+    for rr in matrix.releases(as_of=c.as_of):
+        r = rr.release
+        if r.vendor != "amd":
+            continue
+        reasons, fws = _judge_release(matrix, c, gpu, target, rr)
+        ok = not reasons
+        entry = Considered(ref=rr.ref, runtime="rocm", version=r.version, source=r.source,
+                           date=r.date, valid=ok, reasons=reasons, frameworks=fws)
+        if ok and chosen is None:
+            chosen = (rr, fws)
+            entry.verdict = "chosen"
+        elif ok:
+            entry.verdict = f"valid, older than ROCm {chosen[0].release.version}" if chosen else ""
+        else:
+            entry.verdict = "rejected"
+        considered.append(entry)
+    if chosen is None:
+        raise NoCandidate(considered)
+    rr, fws = chosen
+    r = rr.release
+    os_allowed, os_chosen = _os_sets(matrix, c, gpu, target, r)
+    fw_rows = [row for row, _ in matrix.firmware(r.version, gpu.family if gpu else None,
+                                                  as_of=c.as_of)]
+    kmd_allowed = fw_rows[0].kmd if fw_rows else r.kmd
+    kmd_ref = "release notes" if fw_rows else rr.ref
+    _wheel_variants(matrix, c, r, fws)
+    return Resolution(
+        constraints=c, vendor="amd", gpu=gpu, gpu_candidates=gpus, target=target,
+        runtime="rocm", runtime_version=r.version, release=rr, wheels=[], frameworks=fws,
+        considered=considered, os_allowed=os_allowed, os_unknown=r.unknown.get("os"),
+        os_chosen=os_chosen, kmd_allowed=kmd_allowed,
+        kmd_unknown=None if kmd_allowed else r.unknown.get("kmd"), kmd_ref=kmd_ref,
+        firmware=fw_rows, firmware_unknown=_firmware_unknown(fw_rows, gpu, target, r),
+        driver_constraint=None, driver_ref=None, toolkit_driver=None, notes=list(r.notes),
+    )
+
+
+def _judge_release(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None, target: str,
+                   rr: ReleaseRef) -> tuple[list[str], list[ChosenFramework]]:
+    """Why one ROCm release does not fit (empty when it does), and the frameworks it gives."""
+    r = rr.release
+    reasons: list[str] = []
+    if c.rocm is not None and not c.rocm.contains(Version(r.version), prereleases=True):
+        reasons.append(f"outside --rocm {c.rocm}")
+    if r.targets is None:
+        reasons.append(f"GPU targets unknown: {r.unknown.get('targets', '')}")
+    elif target not in r.targets:
+        partial = "" if r.targets_complete else " (the source names only some targets)"
+        reasons.append(f"{target} is not among its GPU targets{partial}")
+    fws: list[ChosenFramework] = []
+    for req in c.frameworks:
+        fw, why = framework_in_release(req, rr, target)
+        if fw is None:
+            reasons.append(why or f"{req} not validated")
+        else:
+            fws.append(fw)
+    if c.os is not None:
+        reasons += _os_reasons(matrix, c, gpu, target, r)
+    return reasons, fws
+
+
+def _os_reasons(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None, target: str,
+                r: Release) -> list[str]:
+    """Why ``--os`` does not fit release ``r`` for this GPU (empty when it does)."""
+    assert c.os is not None
+    os_text = f"{c.os[0]}-{c.os[1]}"
+    if r.os is None:
+        return [f"OS list unknown ({r.unknown.get('os', '')}); cannot validate --os {os_text}"]
+    hits = [o for o in r.os if os_matches(c.os, o)]
+    if not hits:
+        return [f"--os {os_text} is not among its operating systems"]
+    blocked = [gpu_restricted(matrix, gpu, target, r.version, o, c.as_of) for o in hits]
+    return [str(blocked[0])] if all(blocked) else []
+
+
+def _os_sets(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None, target: str,
+             r: Release) -> tuple[list[str] | None, str | None]:
+    """The OS set the release allows for this GPU, and the entry ``--os`` picked from it."""
+    if r.os is None:
+        return None, None
+    allowed = [o for o in r.os if not gpu_restricted(matrix, gpu, target, r.version, o, c.as_of)]
+    chosen = None
+    if c.os is not None:
+        want = c.os
+        chosen = next((o for o in allowed if os_matches(want, o)), None)
+    return allowed, chosen
+
+
+def _firmware_unknown(fw_rows: list[FirmwareRow], gpu: GpuIdentity | None, target: str,
+                      r: Release) -> str | None:
+    """Why no firmware rows were found for the release and GPU (``None`` when some were)."""
+    if fw_rows:
+        return None
+    if "firmware" in r.unknown:
+        return r.unknown["firmware"]
+    if gpu is None:
+        return (f"the GPU was given by gfx target {target}, which several products share; "
+                "firmware is listed per product")
+    return (f"the matrix has no firmware table for ROCm {r.version} and {gpu.name} (AMD's "
+            "release notes list firmware from ROCm 7.0)")
+
+
+def _wheel_variants(matrix: Matrix, c: Constraints, r: Release,
+                    fws: list[ChosenFramework]) -> None:
+    """Record the ROCm wheel variants upstream publishes for each chosen framework version;
+    for PyTorch, the variant of this ROCm series when one exists, else why it is unknown.
+    """
+    series = f"rocm{'.'.join(r.version.split('.')[:2])}"
+    for fw in fws:
+        fw.published_variants = sorted(
+            {w.tag for w, _ in matrix.wheels(fw.name, as_of=c.as_of)
+             if w.accelerator == "rocm" and fw.version
+             and match_entry(w.series, SpecifierSet(f"=={fw.version}")) is not None},
+        )
+        rocm_tags = fw.published_variants
+        if fw.name == "pytorch" and fw.version:
+            if any(t == series for t in rocm_tags):
+                fw.variant = series
+            else:
+                fw.unknown = (
+                    f"AMD's matrix names no wheel build for PyTorch {fw.version} with ROCm "
+                    f"{r.version}; PyTorch publishes "
+                    + (", ".join(rocm_tags) if rocm_tags else "no ROCm wheel")
+                    + " for that release. Freeze the exact build from the trial host."
+                )

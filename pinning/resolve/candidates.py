@@ -1,0 +1,102 @@
+"""Judging one candidate: is a framework validated in a release for a gfx target, is an
+OS entry ruled out for a GPU by a footnote restriction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from pinning.matrix.load import Matrix, ReleaseRef
+from pinning.matrix.models import (
+    FrameworkSupport,
+    GpuIdentity,
+)
+from pinning.matrix.names import OS_ID_VERSION, os_matches
+from pinning.resolve.constraints import FrameworkRequest
+from pinning.resolve.result import ChosenFramework
+from pinning.util.versions import match_entry, pep440
+
+
+def gpu_restricted(matrix: Matrix, gpu: GpuIdentity | None, target: str, version: str,
+                    os_entry: str, as_of: dt.date | None) -> str | None:
+    """Reason the OS entry is ruled out for this GPU by a footnote restriction, or ``None``."""
+    m = OS_ID_VERSION.match(os_entry)
+    if not m:
+        return None
+    want = (m.group(1), m.group(2))
+    ids = {target} | ({gpu.id} if gpu else set())
+    v = pep440(version)
+    for row, f in matrix.os_restrictions(as_of=as_of):
+        if v is None or not SpecifierSet(row.runtimes).contains(v, prereleases=True):
+            continue
+        gpu_in = bool(ids & set(row.gpus))
+        os_in = any(os_matches(want, x) for x in row.os)
+        if (
+            (row.mode == "only-these-os" and gpu_in and not os_in)
+            or (row.mode == "not-these-os" and gpu_in and os_in)
+            or (row.mode == "os-only-on-gpus" and os_in and not gpu_in)
+        ):
+            return f"{os_entry} is restricted for this GPU ({row.mode}, {f.name}: {row.source})"
+    return None
+
+
+def framework_in_release(req: FrameworkRequest, rr: ReleaseRef, target: str
+                         ) -> tuple[ChosenFramework | None, str | None]:
+    """The framework ``req`` as the release ``rr`` validates it for ``target`` (the newest
+    matching version over the release's entries), or ``None`` and the reasons it does not.
+    """
+    rel = rr.release
+    entries = [fw for fw in rel.frameworks if fw.name == req.name]
+    if not entries:
+        return None, f"does not list {req.name}"
+    reasons: list[str] = []
+    best: tuple[Version, ChosenFramework] | None = None
+    for fw in entries:
+        why = entry_blocked(fw, rel.version, target)
+        if why:
+            reasons.append(why)
+            continue
+        if fw.versions is None:
+            if str(req.spec):
+                reasons.append(f"{req.name}: {fw.versions_unknown}; cannot validate {req}")
+                continue
+            choice = ChosenFramework(
+                name=req.name, request=req.raw, version=None, series=False, allowed=None,
+                status=fw.status, notes=list(fw.notes), unknown=fw.versions_unknown,
+            )
+            return choice, None
+        hits = [(e, match_entry(e, req.spec)) for e in fw.versions]
+        ok = [(e, v) for e, v in hits if v is not None]
+        if not ok:
+            reasons.append(f"{req.name} {req.spec} not among {', '.join(fw.versions)}")
+            continue
+        entry, locked = max(ok, key=lambda t: pep440(t[1]) or Version("0"))
+        key = pep440(locked) or Version("0")
+        choice = ChosenFramework(
+            name=req.name, request=req.raw, version=locked,
+            series=locked == entry and len((pep440(entry) or Version("0")).release) < 3,
+            allowed=list(fw.versions), status=fw.status, notes=list(fw.notes),
+        )
+        if best is None or key > best[0]:
+            best = (key, choice)
+    if best is not None:
+        return best[1], None
+    return None, "; ".join(reasons)
+
+
+def entry_blocked(fw: FrameworkSupport, version: str, target: str) -> str | None:
+    """Why a release's framework entry does not apply to ``target`` at runtime ``version``
+    (listed for other targets, or a minimum runtime), or ``None``.
+    """
+    if fw.targets is not None and target not in fw.targets:
+        return f"{fw.name} is listed only for {', '.join(fw.targets)}"
+    rv = pep440(version)
+    if fw.min_runtime and rv is not None and rv < Version(fw.min_runtime):
+        return f"{fw.name} needs runtime >= {fw.min_runtime}"
+    need = fw.min_runtime_by_target.get(target)
+    if need and rv is not None and rv < Version(need):
+        return f"{fw.name} on {target} needs runtime >= {need}"
+    return None

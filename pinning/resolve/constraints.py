@@ -1,0 +1,135 @@
+"""What the user asks for: ``--gpu``, ``--framework NAME[SPEC]``, ``--rocm``/``--cuda``,
+``--os``, ``--model``, ``--as-of``, parsed into :class:`Constraints` (``UsageError``, exit 2,
+for malformed flags).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from pinning.errors import UsageError
+from pinning.matrix.names import OS_ID_VERSION
+
+#: Other names users type for a framework -> the matrix name.
+FRAMEWORK_ALIASES: dict[str, str] = {
+    "torch": "pytorch",
+    "tf": "tensorflow",
+    "tensorflow-rocm": "tensorflow",
+    "onnx-runtime": "onnxruntime",
+    "onnxruntime-rocm": "onnxruntime",
+    "flash-attn": "flash-attention",
+    "flash_attn": "flash-attention",
+    "flashattention": "flash-attention",
+    "jaxlib": "jax",
+}
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
+_MODEL = re.compile(r"^([A-Za-z0-9][\w.-]*/[\w.-]+)@([0-9a-f]{40})$")
+
+
+@dataclass(frozen=True)
+class FrameworkRequest:
+    """One ``--framework NAME[SPEC]``: matrix name, PEP 440 specifier, and the raw text."""
+
+    name: str
+    spec: SpecifierSet
+    raw: str
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.spec}" if str(self.spec) else self.name
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model pinned by Hugging Face id and 40-hex commit revision."""
+
+    id: str
+    revision: str
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Everything the user asked for. ``os`` is ``(id, version)`` in os-release terms."""
+
+    gpu: str
+    frameworks: tuple[FrameworkRequest, ...]
+    rocm: SpecifierSet | None = None
+    cuda: SpecifierSet | None = None
+    os: tuple[str, str] | None = None
+    model: ModelRef | None = None
+    as_of: dt.date | None = None
+
+
+def parse_framework(text: str, known: Sequence[str] = ()) -> FrameworkRequest:
+    """Parse ``pytorch==2.13.0`` / ``pytorch>=2.12`` / ``jax~=0.10.0`` / ``pytorch``.
+
+    ``known`` are the framework names of the matrix: an unknown name is a ``UsageError``
+    with a "did you mean". A malformed specifier is a ``UsageError`` (exit 2).
+    """
+    m = _NAME.match(text)
+    if not m:
+        raise UsageError(
+            f"--framework {text!r}: expected NAME[SPEC], for example pytorch==2.13.0, "
+            "pytorch>=2.12 or jax~=0.10.0."
+        )
+    name = m.group(1).lower().replace("_", "-")
+    name = FRAMEWORK_ALIASES.get(name, name)
+    try:
+        spec = SpecifierSet(m.group(2))
+    except InvalidSpecifier as exc:
+        hint = " Use `==` for an exact version." if re.match(r"^=[^=]", m.group(2)) else ""
+        raise UsageError(
+            f"--framework {text!r}: {m.group(2)!r} is not a PEP 440 version specifier.{hint}",
+            hint="Examples: pytorch==2.13.0, pytorch>=2.12, jax~=0.10.0.",
+        ) from exc
+    if known and name not in known:
+        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
+        mean = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UsageError(
+            f"--framework {text!r}: no framework named {name!r} in the matrix.{mean}",
+            hint=f"Known frameworks: {', '.join(known)}.",
+        )
+    return FrameworkRequest(name=name, spec=spec, raw=text)
+
+
+def parse_runtime_spec(flag: str, text: str) -> SpecifierSet:
+    """Parse ``--rocm``/``--cuda`` SPEC; a bare version means ``==VERSION``."""
+    t = text.strip()
+    if re.fullmatch(r"[0-9]+(\.[0-9]+)*", t):
+        t = f"=={t}" if t.count(".") >= 2 else f"=={t}.*"
+    try:
+        return SpecifierSet(t)
+    except InvalidSpecifier as exc:
+        raise UsageError(
+            f"{flag} {text!r}: not a PEP 440 version specifier.",
+            hint=f"Examples: {flag} 7.2.0, {flag} '>=7.0', {flag} '<7'.",
+        ) from exc
+
+
+def parse_model(text: str) -> ModelRef:
+    """Parse ``ORG/NAME@REVISION`` where REVISION is a 40-hex commit; else ``UsageError``."""
+    m = _MODEL.match(text.strip())
+    if not m:
+        raise UsageError(
+            f"--model {text!r}: expected ORG/NAME@REVISION with a 40-hex commit revision.",
+            hint="Find the commit on the model's Hugging Face page (Files and versions -> "
+            "History); a branch name such as `main` moves and cannot be locked.",
+        )
+    return ModelRef(id=m.group(1), revision=m.group(2))
+
+
+def parse_os(text: str) -> tuple[str, str]:
+    """Parse ``--os ID-VERSION`` (os-release ``ID`` and ``VERSION_ID``), e.g. ``ubuntu-24.04``."""
+    m = OS_ID_VERSION.match(text.strip().lower())
+    if not m:
+        raise UsageError(
+            f"--os {text!r}: expected ID-VERSION as in /etc/os-release, e.g. ubuntu-24.04, "
+            "rhel-9.6, sles-15.7, debian-12."
+        )
+    return m.group(1), m.group(2)

@@ -1,0 +1,209 @@
+"""Verify the software facts of a lock: framework versions and builds, the Python packages
+(Triton first), the model revision, the container image and behaviour-changing variables.
+"""
+
+from __future__ import annotations
+
+from pinning.guards.checks import HAZARDS_SOURCE
+from pinning.lockfile.models import Pinned
+from pinning.matrix.names import (
+    FRAMEWORK_DISTRIBUTIONS,
+    TRITON_DISTRIBUTIONS,
+)
+from pinning.probe.models import NOT_JUDGED_ENV, Reading
+from pinning.util.versions import (
+    normalize_name,
+)
+from pinning.verify.compare import (
+    Comparer,
+    allowed_text,
+    torch_build_label,
+)
+
+
+class SoftwareFacts(Comparer):
+    """The software fact groups; each method adds its findings."""
+
+    def frameworks(self) -> None:
+        """Each locked framework: its installed version and build."""
+        python = self.facts.python
+        for fw in self.lock.frameworks:
+            dist = FRAMEWORK_DISTRIBUTIONS.get(fw.name, fw.name)
+            installed = python.version_of(dist)
+            fact = f"frameworks.{fw.name}.version"
+            if installed is None and (python.reason or not python.distributions):
+                why = python.reason or "no Python distributions found in " + (
+                    ", ".join(python.site_packages) or "any Python environment")
+                self.add("framework-missing", fact, "missing",
+                         f"{fw.name} ({dist}) is locked but no Python environment with it was "
+                         f"found: {why}.", expected=fw.version.value or allowed_text(fw.version))
+                continue
+            if installed is None:
+                self.add("framework-missing", fact, "missing",
+                         f"{fw.name} ({dist}) is locked but not installed in "
+                         f"{', '.join(python.site_packages)}.",
+                         expected=fw.version.value or allowed_text(fw.version))
+                continue
+            public, _, local = installed.partition("+")
+            pinned = fw.version
+            if pinned.origin != "host" and pinned.value and len(pinned.value.split(".")) < 3:
+                # A matrix series such as "2.7": any 2.7.x release is inside it.
+                pinned = pinned.model_copy(update={"value": None,
+                                                   "allowed": [pinned.value + ".x"]})
+            self.compare(fact, fw.name, pinned, Reading.of(public, "dist-info"))
+            self._build(fw.name, dist, installed, local, fw.build)
+
+    def _build(self, name: str, dist: str, installed: str, local: str, build: Pinned) -> None:
+        """The framework build: the local version label (``rocm6.3``, ``cu130``), or for torch
+        without one, its kind from ``torch/version.py`` (``cpu``, ``rocm``, ``cuda``).
+        """
+        fact = f"frameworks.{name}.build"
+        if build.origin == "unknown" and build.value is None:
+            # The lock only lists what upstream publishes: a hint, not a validated set.
+            shown = local or "no local version label"
+            self.add("not-locked", fact, "not-locked",
+                     f"{name} build is {shown}; the lock leaves it open "
+                     f"({build.reason or 'unknown'}).", actual=local or None)
+            return
+        torch = self.facts.python.torch
+        if local:
+            reading = Reading.of(local, "dist-info local version")
+        elif dist == "torch" and torch is not None and torch.kind != "unknown":
+            # No local label (PyPI's default wheel, a source build): name the build the way
+            # the wheel indexes do, from torch.version.cuda / .hip (FACTS.md §2.8).
+            reading = Reading.of(torch_build_label(torch.kind, torch.cuda, torch.hip),
+                                 f"{torch.source} (no local version label)")
+        else:
+            reading = Reading.missing(f"{dist} {installed} has no local version label")
+        self.compare(fact, f"{name} build", build, reading)
+
+    def packages(self) -> None:
+        """The frozen Python packages: Triton first, then changed, missing and extra ones."""
+        locked = self.lock.packages
+        if locked is None:
+            return
+        python = self.facts.python
+        if not python.distributions:
+            self.add("packages-missing", "packages", "missing",
+                     f"{len(locked)} Python packages are locked but none were found: "
+                     f"{python.reason or 'empty site-packages'}.",
+                     source=self.source_of(Pinned(origin="host", reason="-")))
+            return
+        installed = {normalize_name(d.name): d.version for d in python.distributions}
+        src = self.source_of(Pinned(origin="host", reason="-"))
+        self._tritons(locked, installed, src)
+        changed, gone, extra = _package_changes(locked, installed)
+        for name, version, have in changed:
+            self.add("package-changed", f"packages.{name}", "mismatch",
+                     f"{name} is {have}, the lock has {version}.", expected=version, actual=have,
+                     source=src)
+        for item in gone:
+            self.add("package-missing", f"packages.{item.split('==')[0]}", "missing",
+                     f"{item} is locked but not installed.", expected=item, source=src)
+        if extra:
+            self.add("package-extra", "packages", "mismatch",
+                     f"Installed but not in the lock: {', '.join(extra[:10])}"
+                     + (f" and {len(extra) - 10} more" if len(extra) > 10 else "") + ".",
+                     actual=", ".join(extra), source=src, severity="warning")
+        if not (changed or gone or extra):
+            self.add("packages", "packages", "match",
+                     f"All {len(locked)} locked Python packages match.")
+
+    def _tritons(self, locked: dict[str, str], installed: dict[str, str], src: str | None
+                 ) -> None:
+        """Triton first: which distribution provides ``import triton`` is the fact (AITER or
+        a dependency swaps it), not each name on its own.
+        """
+        locked_tritons = {n: v for n, v in locked.items() if n in TRITON_DISTRIBUTIONS}
+        host_tritons = {n: v for n, v in installed.items() if n in TRITON_DISTRIBUTIONS}
+        if locked_tritons and not host_tritons:
+            exp = ", ".join(f"{n}=={v}" for n, v in sorted(locked_tritons.items()))
+            self.add("triton-missing", "packages.triton", "missing",
+                     f"Triton ({exp}) is locked but no Triton distribution is installed.",
+                     expected=exp, source=src)
+        elif locked_tritons != host_tritons:
+            exp = ", ".join(f"{n}=={v}" for n, v in sorted(locked_tritons.items())) or "none"
+            act = ", ".join(f"{n}=={v}" for n, v in sorted(host_tritons.items())) or "none"
+            self.add("triton-swapped", "packages.triton", "mismatch",
+                     f"Triton is {act}, the lock has {exp}: the distribution that provides "
+                     "`import triton` was replaced (AMD's AITER does this unless "
+                     "AITER_USE_SYSTEM_TRITON=1; a dependency can pull CUDA Triton).",
+                     expected=exp, actual=act, source=src)
+        elif locked_tritons:
+            text = ", ".join(f"{n}=={v}" for n, v in sorted(locked_tritons.items()))
+            self.add("triton", "packages.triton", "match", f"Triton is {text}.",
+                     expected=text, actual=text)
+
+    def model(self) -> None:
+        """The locked model revision in the local Hugging Face cache."""
+        model = self.lock.model
+        if model is None:
+            return
+        cached = self.facts.model
+        if cached is None or cached.id != model.id:
+            self.add("not-probed", "model.revision", "not-probed",
+                     f"The Hugging Face cache was not probed for {model.id}; run `pin probe "
+                     "--lock LOCK` or `pin verify` live.", expected=model.revision)
+        elif model.revision in cached.revisions:
+            self.add("model", "model.revision", "match",
+                     f"{model.id} revision {model.revision} is in the cache.",
+                     expected=model.revision, actual=model.revision)
+        elif not cached.revisions:
+            self.add("model-missing", "model.revision", "missing",
+                     f"{model.id}: {(cached.reason or 'not cached').rstrip('.')}.",
+                     expected=model.revision)
+        else:
+            self.add("model-mismatch", "model.revision", "mismatch",
+                     f"{model.id} is cached at {', '.join(cached.revisions)}, the lock has "
+                     f"{model.revision}.", expected=model.revision,
+                     actual=", ".join(cached.revisions))
+
+    def image(self) -> None:
+        """The container image digest, when the host is a container."""
+        image = self.lock.image
+        container = self.facts.container
+        if image.digest.value is None or not container.inside:
+            return
+        self.compare("image.digest", "container image", image.digest, container.image_digest)
+
+    def environment(self) -> None:
+        """Behaviour-changing variables: locked ones set as locked, no others set."""
+        host_env = self.facts.environment
+        for name, value in sorted(self.lock.environment.items()):
+            have = host_env.get(name)
+            if have == value:
+                self.add("env", f"environment.{name}", "match", f"{name}={value}.",
+                         expected=value, actual=have)
+            else:
+                now = f"is {have!r}" if have is not None else "is not set"
+                self.add("env-mismatch", f"environment.{name}", "mismatch" if have else "missing",
+                         f"{name} {now} on the host, the lock has {value!r}.",
+                         expected=value, actual=have)
+        if self.lock.frozen is None:
+            return
+        for name, value in sorted(host_env.items()):
+            if name in self.lock.environment or name in NOT_JUDGED_ENV:
+                continue
+            self.add("env-extra", f"environment.{name}", "mismatch",
+                     f"{name}={value} is set on the host but not in the lock; it changes kernels "
+                     "or numerics.", actual=value, source=HAZARDS_SOURCE)
+
+
+def _package_changes(locked: dict[str, str], installed: dict[str, str]
+                     ) -> tuple[list[tuple[str, str, str]], list[str], list[str]]:
+    """Locked packages (Triton aside) that changed version ``(name, locked, installed)``,
+    are gone (``name==version``), and installed ones the lock does not have.
+    """
+    changed, gone, extra = [], [], []
+    for name, version in sorted(locked.items()):
+        if name in TRITON_DISTRIBUTIONS:
+            continue
+        have = installed.get(name)
+        if have is None:
+            gone.append(f"{name}=={version}")
+        elif have != version:
+            changed.append((name, version, have))
+    for name, version in sorted(installed.items()):
+        if name not in locked and name not in TRITON_DISTRIBUTIONS:
+            extra.append(f"{name}=={version}")
+    return changed, gone, extra

@@ -1,0 +1,1 @@
+"""Helpers shared by the test modules (paths, recorded hosts, the ``pin`` subprocess, locks)."""

@@ -1,0 +1,25 @@
+"""Locks resolved from the shipped matrix, as ``pin resolve`` would write them."""
+
+from __future__ import annotations
+
+from pinning.lockfile.models import Lockfile
+from pinning.matrix.load import Matrix
+from pinning.resolve.constraints import (
+    Constraints,
+    parse_framework,
+    parse_model,
+    parse_runtime_spec,
+)
+from pinning.resolve.resolver import resolve
+from pinning.resolve.to_lock import lock_from_resolution
+
+
+def lock_for(matrix: Matrix, gpu: str, framework: str, *, rocm: str | None = None,
+             cuda: str | None = None, model: str | None = None) -> Lockfile:
+    c = Constraints(
+        gpu=gpu, frameworks=(parse_framework(framework, matrix.framework_names()),),
+        rocm=parse_runtime_spec("--rocm", rocm) if rocm else None,
+        cuda=parse_runtime_spec("--cuda", cuda) if cuda else None,
+        model=parse_model(model) if model else None,
+    )
+    return lock_from_resolution(resolve(matrix, c), matrix)
