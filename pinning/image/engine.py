@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pinning.errors import BuildError, GuardRefused
+from pinning.errors import BuildError, GuardRefused, PinError
 from pinning.image.plan import BuildPlan, assemble, plan_build, render_context
 from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import ImageDocs, LayerBlob
@@ -68,6 +68,7 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
     step = "?"
     tail: list[str] = []
     image_id = None
+    failure: PinError | None = None
     try:
         stream: Iterator[dict[str, Any]] = client.api.build(
             path=str(context), tag=tag, rm=True, forcerm=True, nocache=nocache,
@@ -81,25 +82,32 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
                     tail = [*tail, line][-12:]
                     if progress:
                         progress(line)
-            if "error" in chunk or "errorDetail" in chunk:
+            if failure is None and ("error" in chunk or "errorDetail" in chunk):
                 msg = chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")
                 guard = [line.removeprefix("PIN-GUARD: ") for line in tail
                          if line.startswith("PIN-GUARD: ")]
                 if guard:
-                    raise GuardRefused(
+                    failure = GuardRefused(
                         "The build-time guard stopped the build: a locked distribution "
                         "changed.\n" + "\n".join(f"  {g}" for g in guard) + f"\n  ({step})",
                         hint="Apply the matching guard rule's remedy (pin guard list), e.g. "
                              "set AITER_USE_SYSTEM_TRITON=1 in the lock's [environment].")
-                raise BuildError(
-                    f"Image build failed at {step}: {str(msg).strip()}\n" + "\n".join(tail[-8:]),
-                    hint="Fix the failing step (a missing wheel, a hash mismatch) and build again.")
+                else:
+                    failure = BuildError(
+                        f"Image build failed at {step}: {str(msg).strip()}\n"
+                        + "\n".join(tail[-8:]),
+                        hint="Fix the failing step (a missing wheel, a hash mismatch) and build "
+                             "again.")
+                # Read the stream to its end (the engine ends it after an error), so that the
+                # connection to the engine is closed before the error is raised.
             aux = chunk.get("aux")
             if isinstance(aux, dict) and "ID" in aux:
                 image_id = str(aux["ID"])
     except engine_errors() as exc:
         raise BuildError(f"Docker Engine: {exc}",
                          hint="Check the engine is running (DOCKER_HOST / --engine).") from exc
+    if failure is not None:
+        raise failure
     if image_id is None:
         raise BuildError("Image build ended without an image ID.\n" + "\n".join(tail[-8:]))
     return image_id

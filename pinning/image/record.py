@@ -19,8 +19,8 @@ from typing import Any
 
 from pinning.errors import BuildError
 from pinning.image.engine import Built
-from pinning.lockfile.io import lock_json, seal, write_lock
-from pinning.lockfile.models import Lockfile
+from pinning.lockfile.io import amend, write_lock
+from pinning.lockfile.models import Image, Lockfile, Pinned
 from pinning.oci.documents import LOCK_LABEL, ImageDocs
 from pinning.oci.reference import ImageRef, parse_pinned
 from pinning.oci.registry import Registry, fetch_docs
@@ -46,17 +46,15 @@ def record(lock: Lockfile, built: Built, ref: str) -> Lockfile:
 
     Raises :class:`BuildError` when the plan's base reference names no digest.
     """
-    data = lock_json(lock)
     base = parse_pinned(built.plan.base_ref)
-    image = data["image"]
-    image["base"] = {"value": str(base.without_digest()), "origin": "user"}
-    image["base-digest"] = {"value": base.required_digest, "origin": "user"}
-    image["digest"] = {"value": built.docs.digest, "origin": "derived"}
-    image["ref"] = {"value": ref, "origin": "derived"}
-    image["epoch"] = built.plan.epoch
-    data["wheels"] = [w.model_dump(mode="json", by_alias=True) for w in built.plan.wheels]
-    data.pop("content-hash", None)
-    return seal(data)
+    image = Image(
+        base=Pinned(value=str(base.without_digest()), origin="user"),
+        base_digest=Pinned(value=base.required_digest, origin="user"),
+        digest=Pinned(value=built.docs.digest, origin="derived"),
+        ref=Pinned(value=ref, origin="derived"),
+        epoch=built.plan.epoch,
+    )
+    return amend(lock, image=image, wheels=list(built.plan.wheels))
 
 
 def publish(registry: Registry, repo: str, lock: Lockfile, built: Built, dest: Path) -> str:

@@ -138,6 +138,7 @@ def test_registry_dying_mid_push(dockerd: Engine, registry: RegistryProc, base_i
                 "--wheelhouse", str(WHEELS), "--engine", dockerd.url)
     finally:
         server.shutdown()
+        server.server_close()
     assert r.returncode == 8 and "Traceback" not in r.stderr
     assert lock_file.read_bytes() == before
     # A re-run against a working registry succeeds.

@@ -72,12 +72,12 @@ def start_dockerd() -> Engine:
 
     root = Path(tempfile.mkdtemp(prefix="pind-", dir="/tmp"))  # short: socket path limit
     sock = root / "docker.sock"
-    log = (root / "dockerd.log").open("wb")
-    proc = subprocess.Popen(
-        [exe, "--host", f"unix://{sock}", "--data-root", str(root / "data"),
-         "--exec-root", str(root / "exec"), "--pidfile", str(root / "docker.pid"),
-         "--bridge=none", "--iptables=false", "--ip6tables=false"],
-        stdout=log, stderr=subprocess.STDOUT)
+    with (root / "dockerd.log").open("wb") as log:  # the daemon keeps its own descriptor
+        proc = subprocess.Popen(
+            [exe, "--host", f"unix://{sock}", "--data-root", str(root / "data"),
+             "--exec-root", str(root / "exec"), "--pidfile", str(root / "docker.pid"),
+             "--bridge=none", "--iptables=false", "--ip6tables=false"],
+            stdout=log, stderr=subprocess.STDOUT)
     wait_for(lambda: proc.poll() is None and sock.exists(), "dockerd socket")
     client = docker.DockerClient(base_url=f"unix://{sock}", timeout=600)
     wait_for(client.ping, "dockerd")
@@ -127,8 +127,9 @@ def start_registry() -> RegistryProc:
         "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n"
         f"    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
         f"http:\n  addr: 127.0.0.1:{port}\n")
-    log = (root / "registry.log").open("wb")
-    proc = subprocess.Popen([exe, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT)
+    with (root / "registry.log").open("wb") as log:  # the registry keeps its own descriptor
+        proc = subprocess.Popen([exe, "serve", str(config)], stdout=log,
+                                stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     wait_for(lambda: proc.poll() is None and requests.get(url + "/v2/", timeout=2).ok,
              "registry")
