@@ -56,9 +56,12 @@ def guard_show(rule_id: str, fmt: str) -> None:
         click.echo(rule.model_dump_json(by_alias=True, exclude_none=True, indent=2))
         return
     when = rule.when.model_dump(by_alias=True, exclude_none=True)
+    judged = (f"\n  check:  {rule.check} (coded judgement, pinning/guards/checks.py)"
+              if rule.check else "")
+    shown_when = f"\n  when:   {json.dumps(when)}" if when or not rule.check else ""
     click.echo(f"{rule.id}: {rule.title}\n  why:    {rule.why}\n  source: {rule.source} "
-               f"({rule.date})\n  phases: {', '.join(rule.phases)}\n  when:   "
-               f"{json.dumps(when)}\n  remedy: {rule.remedy.kind}: {rule.remedy.text}")
+               f"({rule.date})\n  phases: {', '.join(rule.phases)}{shown_when}{judged}"
+               f"\n  remedy: {rule.remedy.kind}: {rule.remedy.text}")
 
 
 def register(group: click.Group) -> None:
