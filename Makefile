@@ -66,6 +66,7 @@ bench: install
 	$(BIN)/python bench/bench_probe.py
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_sign.py
+	$(BIN)/python bench/bench_lock_write.py
 
 schemas: install
 	$(BIN)/python -c "from pathlib import Path; from pinning.schemas import write; [print('wrote', p) for p in write(Path('schemas'))]"

@@ -14,6 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinning.errors import PinError, UsageError
+from pinning.util.files import read_regular_bytes
+
 SOURCE = "pytorch/pytorch@0180055:docs/source/notes/hip.rst (via pin FACTS.md §2.8)"
 _BAD = re.compile(r"^(rocm|hip)(:\d+)?$")
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "site-packages"}
@@ -56,26 +59,48 @@ def audit_source(text: str, path: str) -> list[AuditHit]:
 
 
 MAX_SOURCE_BYTES = 10 * 1024 * 1024
+MAX_DEPTH = 100
+"""The deepest folder level under a scanned root whose files are scanned (root = 0)."""
+
+
+def _walk(root: Path, problems: list[str]) -> Iterator[Path]:
+    """The ``*.py`` names under the folder ``root``, in ``os.walk`` order (top-down, sorted),
+    without recursion: a tree of any depth cannot exhaust the stack. Symbolic links to
+    folders are not followed; folders deeper than :data:`MAX_DEPTH` and folders that cannot
+    be listed are added to ``problems``.
+    """
+    import os
+
+    stack: list[tuple[str, int]] = [(str(root), 0)]
+    while stack:
+        base, depth = stack.pop()
+        try:
+            with os.scandir(base) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(f"{exc.filename or base}: cannot be listed ({exc.strerror or exc})")
+            continue
+        dirs: list[str] = []
+        for entry in entries:
+            if entry.is_dir():
+                if entry.name not in _SKIP_DIRS and not entry.is_symlink():
+                    dirs.append(entry.path)
+            elif entry.name.endswith(".py"):
+                yield Path(entry.path)
+        if dirs and depth >= MAX_DEPTH:
+            problems.append(f"{base}: folders below it are more than {MAX_DEPTH} levels deep; "
+                            "not scanned")
+            continue
+        stack.extend((d, depth + 1) for d in reversed(dirs))
 
 
 def python_files(root: Path, problems: list[str]) -> Iterator[Path]:
     """Regular ``*.py`` files under ``root`` (or ``root`` itself), skipping virtualenvs and
     caches. What cannot be scanned (an unreadable folder, a FIFO, a dangling link, a file
-    over 10 MiB) is added to ``problems`` instead of stopping the scan.
+    over 10 MiB, folders more than :data:`MAX_DEPTH` levels deep) is added to ``problems``
+    instead of stopping the scan.
     """
-    import os
-
-    if not root.is_dir():
-        candidates = [root]
-    else:
-        candidates = []
-
-        def onerror(exc: OSError) -> None:
-            problems.append(f"{exc.filename}: cannot be listed ({exc.strerror or exc})")
-
-        for base, dirs, files in os.walk(root, onerror=onerror):
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
-            candidates += [Path(base) / f for f in sorted(files) if f.endswith(".py")]
+    candidates = _walk(root, problems) if root.is_dir() else iter([root])
     for path in candidates:
         try:
             if not path.is_file():
@@ -102,17 +127,21 @@ class AuditResult:
 
 def audit_paths(paths: list[Path]) -> AuditResult:
     """Scan every Python file under ``paths`` (files or folders). Files that are not valid
-    Python or cannot be read are listed in ``unparsed``, not fatal; raises nothing.
+    Python (a syntax error, or nesting too deep for the parser) or cannot be read are listed
+    in ``unparsed``, not fatal; raises nothing.
     """
     hits: list[AuditHit] = []
     unparsed: list[str] = []
     for root in paths:
         for path in python_files(root, unparsed):
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-                hits += audit_source(text, str(path))
+                # Opened without blocking and read to at most 10 MiB, even if the file was
+                # swapped for a FIFO or grew since it was listed.
+                raw = read_regular_bytes(path, UsageError, label=str(path),
+                                         limit=MAX_SOURCE_BYTES)
+                hits += audit_source(raw.decode("utf-8", "replace"), str(path))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 unparsed.append(f"{path}: not valid Python; not scanned")
-            except OSError as exc:
-                unparsed.append(f"{path}: {exc.strerror or exc}; not scanned")
+            except PinError as exc:
+                unparsed.append(f"{exc.message.rstrip('.')}; not scanned")
     return AuditResult(hits=hits, unparsed=unparsed)

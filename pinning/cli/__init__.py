@@ -21,14 +21,18 @@ import click
 
 from pinning import __version__
 from pinning.errors import InternalError, PinError
+from pinning.util.text import printable
 
 __all__ = ["PinGroup", "main"]
 
 
 def _fail(err: PinError, debug: bool) -> NoReturn:
+    """Print ``err``'s paragraph (terminal controls from file content escaped) and exit with
+    its code; the traceback first with ``--debug``.
+    """
     if debug:
-        traceback.print_exc()
-    click.echo(f"pin: error: {err.render()}", err=True)
+        click.echo(printable(traceback.format_exc()), err=True, nl=False)
+    click.echo(f"pin: error: {printable(err.render())}", err=True)
     sys.exit(err.exit_code)
 
 

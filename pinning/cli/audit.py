@@ -11,6 +11,7 @@ import json
 import click
 
 from pinning.cli.options import format_option
+from pinning.util.text import printable
 
 __all__ = ["audit", "register"]
 
@@ -38,9 +39,10 @@ def audit(paths: tuple[str, ...], fmt: str) -> None:
                                "source": SOURCE}, indent=2))
     else:
         for h in hits:
-            click.echo(f"{h.path}:{h.line}:{h.column}: {h.text}: ROCm builds use \"cuda\"")
+            click.echo(printable(f"{h.path}:{h.line}:{h.column}: {h.text}: ROCm builds use "
+                                 '"cuda"', newlines=False))
         for line in unparsed:
-            click.echo(line)
+            click.echo(printable(line, newlines=False))
         if not hits:
             click.echo("No rocm/hip device strings found.")
     if hits:

@@ -23,27 +23,22 @@ _LIMIT = 64 * 1024 * 1024
 def _read_dump(path: str) -> tuple[str, str]:
     """``(label, text)`` of one dump: a regular file, or stdin for ``-``.
 
-    Raises ``UsageError`` when the file is not a regular file, cannot be read or is over
-    64 MiB. Bytes that are not UTF-8 are replaced.
+    Raises ``UsageError`` (exit 2) when the file is not a regular file (a FIFO, a device, a
+    directory), cannot be read or is over 64 MiB; stdin is read to at most 64 MiB + 1 byte.
+    Bytes that are not UTF-8 are replaced.
     """
-    import stat
     import sys
 
+    from pinning.util.files import read_regular_bytes
+
+    hint = "Pass files that hold pasted tool output."
     if path == "-":
         data = sys.stdin.buffer.read(_LIMIT + 1)
+        if len(data) > _LIMIT:
+            raise UsageError(f"{path}: larger than 64 MiB; not an environment dump.",
+                             hint="Pass only the tool outputs.")
     else:
-        try:
-            if not stat.S_ISREG(Path(path).stat().st_mode):
-                raise UsageError(f"{path}: not a regular file.",
-                                 hint="Pass files that hold pasted tool output.")
-            with Path(path).open("rb") as fh:
-                data = fh.read(_LIMIT + 1)
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot be read ({exc.strerror or exc}).",
-                             hint="Pass files that hold pasted tool output.") from exc
-    if len(data) > _LIMIT:
-        raise UsageError(f"{path}: larger than 64 MiB; not an environment dump.",
-                         hint="Pass only the tool outputs.")
+        data = read_regular_bytes(Path(path), UsageError, label=path, hint=hint, limit=_LIMIT)
     return (path if path != "-" else "<stdin>", data.decode("utf-8", "replace"))
 
 

@@ -14,6 +14,7 @@ import click
 from pinning.cli.options import format_option, host_options
 from pinning.cli.render import probe_text, verify_text
 from pinning.errors import DriftError, UsageError
+from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.matrix.load import Matrix
@@ -69,10 +70,11 @@ def _host_facts(host_file: str | None, root: str | None, replay: str | None,
 
 @click.command()
 @host_options
-@click.option("--lock", "lock_path", metavar="LOCK", type=click.Path(dir_okay=False),
+@click.option("--lock", "lock_path", metavar="LOCK", type=click.Path(),
               help="Also look for the lock's model revision in the Hugging Face cache.")
 @click.option("-o", "--output", metavar="FILE",
-              help="Write the snapshot (JSON, schemas/host.schema.json) to FILE.")
+              help="Write the snapshot (JSON, schemas/host.schema.json) to FILE (exit 2 when "
+                   "it cannot be written).")
 @format_option
 def probe(host_file: str | None, root: str | None, replay: str | None,
           site_packages: tuple[str, ...], overlays: tuple[str, ...], lock_path: str | None,
@@ -113,7 +115,7 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
 
 
 @click.command()
-@click.argument("lock_path", metavar="LOCK", type=click.Path(dir_okay=False))
+@click.argument("lock_path", metavar="LOCK", type=click.Path())
 @host_options
 @click.option("--strict", is_flag=True,
               help="Warnings are drift too: a locked fact that could not be read, packages "
@@ -158,12 +160,13 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
 
 
 @click.command()
-@click.argument("lock_path", metavar="LOCK", type=click.Path(dir_okay=False))
+@click.argument("lock_path", metavar="LOCK", type=click.Path())
 @host_options
 @click.option("--force", is_flag=True,
               help="Freeze even when the host is outside what the lock validated; the "
                    "deviations are recorded in the lock.")
-@click.option("-o", "--output", metavar="FILE", help="Write here instead of replacing LOCK.")
+@click.option("-o", "--output", metavar="FILE",
+              help="Write here instead of replacing LOCK (exit 2 when it cannot be written).")
 @format_option
 def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str | None,
            site_packages: tuple[str, ...], overlays: tuple[str, ...], force: bool,
@@ -173,33 +176,38 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
     the snapshot's hash.
 
     Exit 6 (nothing written) when the host is outside what the lock's matrix validated,
-    unless --force.
+    unless --force; exit 5 (nothing written) when LOCK changed while pin was probing
+    (another pin command wrote it): re-run.
     """
-    from pinning.lockfile.io import lock_json, read_lock, write_lock
+    from pinning.lockfile.io import lock_json, read_lock_bytes, write_lock
     from pinning.matrix.load import load_matrix
     from pinning.verify.freeze import freeze as do_freeze
 
-    lock = read_lock(Path(lock_path))
+    raw, lock = read_lock_bytes(Path(lock_path))
     matrix = load_matrix(overlays)
     model_id = lock.model.id if lock.model else None
     facts, label = _host_facts(host_file, root, replay, site_packages, matrix, model_id)
     frozen, found, unfrozen = do_freeze(lock, facts, matrix, host_label=label, force=force)
     dest = Path(output or lock_path)
-    write_lock(frozen, dest)
+    # Replacing the lock read above: only if nobody wrote it meanwhile (exit 5 otherwise).
+    in_place = output is None or dest.resolve() == Path(lock_path).resolve()
+    write_lock(frozen, dest, if_unchanged=raw if in_place else None)
     if fmt == "json":
         click.echo(json.dumps({"lockfile": str(dest), "lock": lock_json(frozen),
                                "deviations": [f.model_dump(mode="json") for f in found],
                                "not-frozen": unfrozen}, indent=2))
         return
     for f in found:
-        click.echo(f"Recorded deviation (--force): {f.fact}: {f.message}")
+        click.echo(printable(f"Recorded deviation (--force): {f.fact}: {f.message}",
+                             newlines=False))
     if found:
         click.echo("pin verify will keep reporting these facts as outside what the matrix "
                    "validated.")
     for item in unfrozen:
-        click.echo(f"Not frozen: {item}")
+        click.echo(printable(f"Not frozen: {item}", newlines=False))
     assert frozen.frozen is not None
-    click.echo(f"Froze {label} into {dest} (snapshot {frozen.frozen.snapshot}).")
+    click.echo(printable(f"Froze {label} into {dest} (snapshot {frozen.frozen.snapshot}).",
+                         newlines=False))
 
 
 def register(group: click.Group) -> None:

@@ -16,6 +16,7 @@ import click
 
 from pinning.errors import BuildError, DriftError
 from pinning.oci.reference import ImageRef
+from pinning.util.text import printable
 
 FORMAT = click.Choice(["text", "json"])
 
@@ -35,9 +36,10 @@ def _progress(fmt: str) -> Callable[[str], None] | None:
 
     def show(line: str) -> None:
         if tty:
-            click.echo("\r\033[K  " + line[:110], err=True, nl=False)
+            click.echo("\r\033[K  " + printable(line[:110], newlines=False), err=True,
+                       nl=False)
         else:
-            click.echo("  " + line, err=True)
+            click.echo("  " + printable(line, newlines=False), err=True)
 
     return show
 
@@ -48,7 +50,7 @@ def _end_progress() -> None:
 
 
 @click.command()
-@click.argument("lock_path", metavar="LOCK", type=click.Path(dir_okay=False))
+@click.argument("lock_path", metavar="LOCK", type=click.Path())
 @click.option("--base", metavar="HOST/REPO@sha256:...",
               help="Base image by digest (recorded in the lock; default: the lock's).")
 @click.option("--wheelhouse", required=True, metavar="DIR", type=click.Path(file_okay=False),
@@ -59,8 +61,9 @@ def _end_progress() -> None:
 @click.option("--engine", metavar="URL", help="Docker Engine (default: DOCKER_HOST).")
 @click.option("--no-cache", is_flag=True, help="Build from scratch even if the lock's image "
               "is already in the registry.")
-@click.option("-o", "--output", metavar="FILE", help="Write the updated lock here instead.")
-@click.option("--sign", "sign_key", metavar="KEY", type=click.Path(dir_okay=False),
+@click.option("-o", "--output", metavar="FILE",
+              help="Write the updated lock here instead (exit 2 when it cannot be written).")
+@click.option("--sign", "sign_key", metavar="KEY", type=click.Path(),
               help="Sign the image and attest the lock and the build with this private key.")
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
 def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, repo: str,
@@ -76,16 +79,16 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     registry with the same inputs, nothing is built.
 
     Exit 8 for a build, engine or registry failure; the lock is only updated after the
-    registry holds the image.
+    registry holds the image, and not when another command changed it meanwhile (exit 5).
     """
     from pinning.image.engine import build_once, engine_client
     from pinning.image.plan import plan_build
     from pinning.image.record import already_built, base_of, publish
-    from pinning.lockfile.io import read_lock
+    from pinning.lockfile.io import read_lock_bytes
     from pinning.oci.registry import Registry
     from pinning.sign.policy import sign_and_attest, signing_key
 
-    lock = read_lock(Path(lock_path))
+    raw, lock = read_lock_bytes(Path(lock_path))
     # The passphrase is asked before anything is built.
     key = signing_key(Path(sign_key), _ask) if sign_key else None
     base_ref = base_of(lock, base)
@@ -109,7 +112,8 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
                        progress=_progress(fmt))
     _end_progress()
     dest = Path(output or lock_path)
-    ref = publish(registry, repo, lock, built, dest)
+    in_place = output is None or dest.resolve() == Path(lock_path).resolve()
+    ref = publish(registry, repo, lock, built, dest, if_unchanged=raw if in_place else None)
     if key is not None:
         sign_and_attest(ref, key, dest, registry_url)
     if fmt == "json":
@@ -123,7 +127,7 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
 
 
 @click.command()
-@click.argument("lock_path", metavar="LOCK", type=click.Path(dir_okay=False))
+@click.argument("lock_path", metavar="LOCK", type=click.Path())
 @click.option("--wheelhouse", required=True, metavar="DIR", type=click.Path(file_okay=False),
               help="Folder holding the wheels the lock records.")
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 100),
@@ -173,7 +177,7 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
                 click.echo(json.dumps({"lockfile": lock_path, "expected": want,
                                        "digests": digests, "differences": lines}))
             else:
-                click.echo("\n".join(lines))
+                click.echo("\n".join(printable(line, newlines=False) for line in lines))
             raise DriftError(f"Rebuild {i + 1} of {lock_path} gave {built.docs.digest}, the lock "
                              f"records {want}.",
                              hint="The differing files above are not reproducible; fix the "

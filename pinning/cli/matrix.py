@@ -14,6 +14,7 @@ import click
 
 from pinning.cli.options import format_option, parse_date
 from pinning.errors import UsageError
+from pinning.util.text import printable
 
 __all__ = [
     "matrix",
@@ -57,8 +58,9 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
         fws = "; ".join(f"{fw.name} {', '.join(fw.versions) if fw.versions else '?'}"
                         for fw in r.frameworks)
         date = f"published {r.published}" if r.published else f"checked {r.checked}"
-        click.echo(f"  {r.runtime.upper():4} {r.version:<7} {fws}")
-        click.echo(f"       source: {r.source}; {date} [{rr.file.name}]")
+        click.echo(printable(f"  {r.runtime.upper():4} {r.version:<7} {fws}", newlines=False))
+        click.echo(printable(f"       source: {r.source}; {date} [{rr.file.name}]",
+                             newlines=False))
     click.echo("PyTorch wheel variants (upstream):")
     by_series: dict[str, list[str]] = {}
     for w, _ in m.wheels(as_of=when):
@@ -68,7 +70,8 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
     click.echo("  (* experimental)  source: PyTorch RELEASE.md release compatibility matrix")
     click.echo("Data files:")
     for f in m.files:
-        click.echo(f"  {f.name:<22} {'overlay ' if f.overlay else ''}{f.path}")
+        click.echo(printable(f"  {f.name:<22} {'overlay ' if f.overlay else ''}{f.path}",
+                             newlines=False))
 
 
 @matrix.command("show")
@@ -90,10 +93,11 @@ def matrix_show(what: str, overlays: tuple[str, ...], fmt: str) -> None:
                                for ref, row in rows], indent=2))
         return
     for ref, row in rows:
-        click.echo(f"[{ref}]")
+        click.echo(printable(f"[{ref}]", newlines=False))
         for k, v in row.model_dump(mode="json", by_alias=True, exclude_none=True,
                                    exclude_defaults=True).items():
-            click.echo(f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}")
+            click.echo(printable(f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}",
+                                 newlines=False))
 
 
 @matrix.command("import-amd")
@@ -105,7 +109,7 @@ def matrix_show(what: str, overlays: tuple[str, ...], fmt: str) -> None:
 @click.option("--published", metavar="DATE",
               help="Date of the copy (default: the YYYY-MM-DD in the CSV file name).")
 @click.option("-o", "--output", default="-", show_default=True, metavar="FILE",
-              help="Matrix TOML to write; '-' prints it.")
+              help="Matrix TOML to write; '-' prints it (exit 2 when it cannot be written).")
 def matrix_import_amd(csv_path: str, page: str | None, release_notes: tuple[str, ...],
                       published: str | None, output: str) -> None:
     """Convert AMD's historical compatibility CSV (and release-note firmware tables) into a
@@ -141,7 +145,8 @@ def _emit_matrix_file(mf: Any, command: str, output: str, summary: str) -> None:
 @matrix.command("import-pytorch")
 @click.argument("md_path", metavar="MARKDOWN", type=click.Path(dir_okay=False))
 @click.option("--checked", metavar="DATE", required=True, help="Date the copy was read.")
-@click.option("-o", "--output", default="-", show_default=True, metavar="FILE")
+@click.option("-o", "--output", default="-", show_default=True, metavar="FILE",
+              help="Matrix TOML to write; '-' prints it (exit 2 when it cannot be written).")
 def matrix_import_pytorch(md_path: str, checked: str, output: str) -> None:
     """Convert PyTorch's release compatibility matrix into wheel-variant rows."""
     from pinning.matrix.importers.build import pytorch_wheels_file

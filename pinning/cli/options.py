@@ -41,14 +41,16 @@ def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options that say which host to read: a snapshot, a recorded root, or live.
 
     Adds ``--host`` (``host_file``), ``--root``, ``--replay``, ``--site-packages``
-    (``site_packages``, repeatable) and ``--matrix`` (``overlays``, repeatable).
+    (``site_packages``, repeatable) and ``--matrix`` (``overlays``, repeatable). Paths are
+    not checked here: the readers report a missing, unreadable or wrong kind of file with
+    the documented code (a snapshot, tree or recording 7, an overlay 3), not click's 2.
     """
     for option in reversed([
-        click.option("--host", "host_file", metavar="FILE", type=click.Path(dir_okay=False),
+        click.option("--host", "host_file", metavar="FILE", type=click.Path(),
                      help="Read a snapshot written by `pin probe -o FILE` instead of probing."),
-        click.option("--root", metavar="DIR", type=click.Path(file_okay=False),
+        click.option("--root", metavar="DIR", type=click.Path(),
                      help="Probe a recorded host tree read exactly as / (default: this machine)."),
-        click.option("--replay", metavar="FILE", type=click.Path(dir_okay=False),
+        click.option("--replay", metavar="FILE", type=click.Path(),
                      help="Answer tool commands (amd-smi, rocminfo, nvidia-smi, ldd) from this "
                           "recording (commands.toml) instead of running them; also gives the "
                           "host's environment. Without it a --root probe runs no tools."),

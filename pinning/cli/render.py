@@ -3,12 +3,20 @@ probe, verify and doctor reports.
 
 Pure functions over the core's models, returning strings or plain dicts; nothing here prints.
 Core models are imported for type checking only, so ``pin --help`` stays fast.
+
+Every value shown comes from a lock, snapshot, overlay or dump someone else may have written:
+each rendered line goes through :func:`~pinning.util.text.printable` with line breaks
+escaped, so a value can neither send the terminal a control sequence (erase lines, move the
+cursor) nor start a line of its own that reads like pin's.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.doctor.report import DoctorReport
@@ -29,6 +37,11 @@ __all__ = [
     "reading_text",
     "verify_text",
 ]
+
+
+def _lines(lines: Iterable[str]) -> str:
+    """``lines`` joined by line feeds, each escaped as one line (:func:`printable`)."""
+    return "\n".join(printable(line, newlines=False) for line in lines)
 
 
 # ------------------------------------------------------------------------ resolve, lock
@@ -101,7 +114,7 @@ def lock_summary(lock: Lockfile) -> str:
         when = f"published {r.published}" if r.published else f"checked {r.checked}"
         out.append(f"  {r.ref}: {r.source} ({when})")
     out += [f"Note: {n}" for n in lock.notes[:3]]
-    return "\n".join(out)
+    return _lines(out)
 
 
 def explain_text(res: Resolution) -> str:
@@ -120,7 +133,7 @@ def explain_text(res: Resolution) -> str:
             out.append(f"      validates {fws}")
         for r in c.reasons:
             out.append(f"      - {r}")
-    return "\n".join(out)
+    return _lines(out)
 
 
 # ------------------------------------------------------------------------------- probe
@@ -188,7 +201,7 @@ def probe_text(facts: HostFacts) -> str:
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines += [f"Note: {n}" for n in facts.notes]
-    return "\n".join(lines)
+    return _lines(lines)
 
 
 # ------------------------------------------------------------------------ verify, doctor
@@ -200,9 +213,9 @@ def finding_line(f: Finding) -> str:
     if f.status == "match":
         mark = "✓"
     gpu = f" [GPU {f.gpu}]" if f.gpu is not None and f"(GPU {f.gpu})" not in f.message else ""
-    text = f"{mark} {f.status:<17} {f.fact}{gpu}: {f.message}"
+    text = printable(f"{mark} {f.status:<17} {f.fact}{gpu}: {f.message}", newlines=False)
     if f.source and f.status not in ("match",):
-        text += f"\n    source: {f.source}"
+        text += f"\n    source: {printable(f.source, newlines=False)}"
     return text
 
 
@@ -215,8 +228,9 @@ def verify_text(report: VerifyReport, *, verbose: bool) -> str:
             f"{'MATCH' if report.result == 'match' else 'DRIFT'}")
     counts = ", ".join(f"{n} {k}" for k, n in report.counts.items())
     sev = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning")}
-    lines = [head, *(finding_line(f) for f in shown),
-             f"Summary: {sev['error']} error(s), {sev['warning']} warning(s); {counts}."]
+    lines = [printable(head, newlines=False), *(finding_line(f) for f in shown),
+             printable(f"Summary: {sev['error']} error(s), {sev['warning']} warning(s); "
+                       f"{counts}.", newlines=False)]
     if not verbose and report.counts.get("match"):
         lines.append("(matches hidden; -v lists them)")
     return "\n".join(lines)
@@ -227,11 +241,11 @@ def doctor_text(report: DoctorReport) -> str:
     line per finding with its code (or a line saying nothing is wrong).
     """
     read = ", ".join(f"{d.kind} ({d.file}:{d.first_line})" for d in report.dumps)
-    lines = [f"Read: {read}"]
+    lines = [printable(f"Read: {read}", newlines=False)]
     env = "; ".join(f"{k} {v if not isinstance(v, list) else ', '.join(map(str, v))}"
                     for k, v in report.environment.items())
     if env:
-        lines.append(f"Environment: {env}")
+        lines.append(printable(f"Environment: {env}", newlines=False))
     if not report.findings:
         lines.append("No problems found: nothing in these dumps conflicts with the matrix or "
                      "the known install hazards.")

@@ -35,7 +35,8 @@ __all__ = ["register", "resolve"]
 @click.option("--matrix", "overlays", multiple=True, metavar="FILE",
               help="Site overlay with rows your team validated (also PIN_MATRIX).")
 @click.option("-o", "--output", default="pin.lock", show_default=True, metavar="FILE",
-              help="Where to write the lockfile; '-' writes it to stdout.")
+              help="Where to write the lockfile; '-' writes it to stdout (exit 2 when it "
+                   "cannot be written).")
 @click.option("--build-step", "build_steps", multiple=True, metavar="CMD",
               help="A shell command pin build runs after the locked install, under the "
                    "build-time guard (repeatable; files of the wheel house are in "
@@ -48,7 +49,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     """Resolve constraints to the newest validated stack and write a lockfile.
 
     Exit 4 when no validated combination exists (the message names the failing constraint
-    and the nearest alternatives); exit 2 for a malformed flag; exit 3 for a bad overlay.
+    and the nearest alternatives); exit 2 for a malformed flag or an -o FILE that cannot be
+    written; exit 3 for a bad overlay.
     """
     from pinning.lockfile.io import lock_json, render, write_lock
     from pinning.matrix.load import load_matrix, overlay_paths

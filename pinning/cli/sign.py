@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from pinning.util.text import printable
+
 FORMAT = click.Choice(["text", "json"])
 
 
@@ -22,7 +24,8 @@ def _ask(confirm: bool) -> str:
 
 @click.command()
 @click.option("-o", "--output", "prefix", default="pin", show_default=True, metavar="PREFIX",
-              help="Writes PREFIX.key (encrypted private key) and PREFIX.pub.")
+              help="Writes PREFIX.key (encrypted private key) and PREFIX.pub (exit 2 when "
+                   "they cannot be written).")
 def keygen(prefix: str) -> None:
     """Make an ECDSA P-256 key pair: PREFIX.key (PKCS#8 PEM, encrypted with the passphrase
     from PIN_KEY_PASSWORD or a prompt) and PREFIX.pub (SubjectPublicKeyInfo PEM, what
@@ -37,9 +40,9 @@ def keygen(prefix: str) -> None:
 
 @click.command()
 @click.argument("ref", metavar="HOST/REPO@sha256:DIGEST")
-@click.option("--key", "key_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--key", "key_path", required=True, type=click.Path(),
               help="Private key from pin keygen.")
-@click.option("--lock", "lock_path", type=click.Path(dir_okay=False),
+@click.option("--lock", "lock_path", type=click.Path(),
               help="Also attest this lockfile (in-toto) and the build (SLSA provenance v1).")
 @click.option("--registry", "registry_url", metavar="URL",
               help="Registry URL (default: http:// for loopback hosts, else https://).")
@@ -65,9 +68,9 @@ def sign(ref: str, key_path: str, lock_path: str | None, registry_url: str | Non
 
 @click.command("verify-image")
 @click.argument("ref", metavar="HOST/REPO[:TAG][@sha256:DIGEST]")
-@click.option("--key", "pub_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--key", "pub_path", required=True, type=click.Path(),
               help="Public key (PEM).")
-@click.option("--lock", "lock_path", type=click.Path(dir_okay=False),
+@click.option("--lock", "lock_path", type=click.Path(),
               help="Also check the attested lockfile is this file and the image label agrees.")
 @click.option("--registry", "registry_url", metavar="URL", help="Registry URL override.")
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
@@ -98,9 +101,9 @@ def verify_image(ref: str, pub_path: str, lock_path: str | None, registry_url: s
                                "attestations": sorted(result.attestations),
                                "checks": result.checks}, indent=2))
     else:
-        click.echo(f"{served}: valid")
+        click.echo(printable(f"{served}: valid", newlines=False))
         for check in result.checks:
-            click.echo(f"  ✓ {check}")
+            click.echo(printable(f"  ✓ {check}", newlines=False))
 
 
 def register(group: click.Group) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import ValidationError
@@ -38,7 +38,7 @@ def load_rules(path: Path | None = None) -> list[Rule]:
         path = Path(str(resources.files("pinning.guards") / RULES_FILE))
     _, data = read_toml(path, MatrixError, label=f"Guard rules {path}")
     try:
-        rules = RuleFile.model_validate(data).rules
+        rules = RuleFile.model_validate(data, strict=True).rules
     except ValidationError as exc:
         raise MatrixError(
             f"Guard rules {path}: {validation_summary(exc, data, limit=4)}.") from exc
@@ -51,12 +51,7 @@ def load_rules(path: Path | None = None) -> list[Rule]:
             raise MatrixError(f"Guard rules {path}: rule {rule.id} has no condition (`when`); "
                               "it would fire on every stack.")
         if when.package_pattern is not None:
-            try:
-                re.compile(when.package_pattern)
-            except re.error as exc:
-                raise MatrixError(f"Guard rules {path}: rule {rule.id}: package_pattern "
-                                  f"{when.package_pattern!r} is not a regular expression "
-                                  f"({exc}).") from exc
+            _check_pattern(path, rule.id, when.package_pattern)
         stray = set(when.env_values or {}) - set(when.env_set or []) - set(when.env_unset or [])
         if stray:
             raise MatrixError(f"Guard rules {path}: rule {rule.id}: env_values for "
@@ -69,6 +64,102 @@ def load_rules(path: Path | None = None) -> list[Rule]:
                     raise MatrixError(f"Guard rules {path}: rule {rule.id}: {spec!r} is not a "
                                       "PEP 440 specifier.") from exc
     return rules
+
+
+MAX_PATTERN_CHARS = 200
+"""The most characters a rule's ``package_pattern`` may have."""
+MAX_PATTERN_REPEATS = 3
+"""The most quantified parts (``*``, ``+``, ``?``, ``{m,n}``) one pattern may have: the time
+a match can take grows with the name length to this power (128**3 steps at most)."""
+MAX_NAME_CHARS = 128
+"""Installed names longer than this are never matched against a pattern (no PEP 503 name
+pin has met is near it)."""
+
+_REPEATS = frozenset({"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"})
+_BACKREFS = frozenset({"GROUPREF", "GROUPREF_EXISTS"})
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` may not be a rule's ``package_pattern``, or ``None`` when it may.
+
+    Python's ``re`` backtracks, so some patterns take exponential time on a name that
+    almost matches. Refused, from the parsed pattern: a quantified part inside another
+    (``(a+)+``, ``(a*)*``, ``(a?a?)+``, ``(.*a){10}``), an alternation inside a quantified group
+    (``(a|a)*``, ``(a|ab)+``), a backreference, more than :data:`MAX_PATTERN_REPEATS`
+    quantified parts, more than :data:`MAX_PATTERN_CHARS` characters, or text that is not
+    a regular expression. The check is conservative (``(\\d+\\.)*`` is safe but refused):
+    a name pattern never needs these forms. A pattern ``re`` warns about (``[[``, a
+    possible nested set) is refused as well. Matching is bounded too: names over
+    :data:`MAX_NAME_CHARS` characters are not matched.
+    """
+    import importlib
+    import warnings
+
+    if len(pattern) > MAX_PATTERN_CHARS:
+        return f"{len(pattern)} characters, more than the {MAX_PATTERN_CHARS} a pattern may have"
+    try:
+        with warnings.catch_warnings():  # "possible nested set" and the like: refused too
+            warnings.simplefilter("error")
+            re.compile(pattern)
+            parsed = importlib.import_module("re._parser").parse(pattern)
+    except (re.error, RecursionError, OverflowError, Warning) as exc:
+        return f"not a regular expression ({exc})"
+    repeats = [0]
+    problem = _scan(list(parsed), inside=False, repeats=repeats)
+    if problem is None and repeats[0] > MAX_PATTERN_REPEATS:
+        problem = (f"{repeats[0]} quantified parts, more than the {MAX_PATTERN_REPEATS} a "
+                   "pattern may have (the match time grows with their number)")
+    return problem
+
+
+def _scan(items: list[tuple[Any, Any]], *, inside: bool, repeats: list[int]) -> str | None:
+    """The first refused form in the parsed ``items`` (``re._parser`` opcodes and
+    arguments); ``inside`` is true within a part repeated more than once. Counts the
+    repeated parts in ``repeats[0]``.
+    """
+    for op, av in items:
+        name = str(op)
+        subs: list[list[tuple[Any, Any]]] = []
+        nested = inside
+        if name in _REPEATS:
+            _lo, hi, sub = av
+            if inside:
+                return "a quantifier inside a quantified group, e.g. (a+)+ or (a?a?)* " \
+                       "(catastrophic backtracking)"
+            repeats[0] += 1
+            nested = hi > 1
+            subs = [list(sub)]
+        elif name == "BRANCH":
+            if inside:
+                return "an alternation inside a quantified group, e.g. (a|a)* (catastrophic " \
+                       "backtracking)"
+            subs = [list(alt) for alt in av[1]]
+        elif name in _BACKREFS:
+            return "a backreference (matching time is not bounded)"
+        elif name == "SUBPATTERN":
+            subs = [list(av[3])]
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            subs = [list(av[1])]
+        elif name == "ATOMIC_GROUP":
+            subs = [list(av)]
+        for sub_items in subs:
+            problem = _scan(sub_items, inside=nested, repeats=repeats)
+            if problem:
+                return problem
+    return None
+
+
+def _check_pattern(path: Path, rule_id: str, pattern: str) -> None:
+    """Raise :class:`MatrixError` (exit 3) naming the rule and ``package_pattern`` when
+    :func:`pattern_problem` refuses ``pattern``.
+    """
+    problem = pattern_problem(pattern)
+    if problem:
+        shown = pattern if len(pattern) <= 80 else pattern[:80] + "..."
+        raise MatrixError(f"Guard rules {path}: rule {rule_id}: package_pattern {shown!r}: "
+                          f"{problem}.",
+                          hint="Write the pattern without nested or alternated repeats, e.g. "
+                               "nvidia-.*-cu12 (see pattern_problem in guards/engine.py).")
 
 
 @dataclass
@@ -218,11 +309,13 @@ def _package_count(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcom
 
 
 def _package_pattern(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
-    """An installed package name matches the pattern (whole name)."""
+    """An installed package name (of at most :data:`MAX_NAME_CHARS`) matches the pattern
+    (whole name); the pattern passed :func:`pattern_problem` when the rules were loaded.
+    """
     installed = _installed(ctx.view)
     if c.package_pattern is not None:
         pattern = re.compile(c.package_pattern)
-        hits = sorted(n for n in installed if pattern.fullmatch(n))
+        hits = sorted(n for n in installed if len(n) <= MAX_NAME_CHARS and pattern.fullmatch(n))
         if not hits:
             return ("passed", f"no package matches {c.package_pattern}")
         held.append(", ".join(hits[:5]))

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from pinning.util.models import Strict
+from pinning.util.models import EnvName, FormatVersion, OneLine, Strict
 
 Phase = Literal["resolve", "build", "verify"]
 
@@ -32,8 +32,8 @@ class Conditions(Strict):
     be installed; ``any_packages`` needs one of them; ``package_count`` several of a set;
     ``package_pattern`` a regular expression over installed names; ``runtime`` a PEP 440
     specifier on the ROCm / CUDA release; ``env_set`` / ``env_unset`` variables set / unset
-    (or not equal to ``env_values``); ``device_strings`` torch device strings that
-    ``pin audit`` found in the user's code.
+    (or not equal to ``env_values``; names are POSIX names); ``device_strings`` torch device
+    strings that ``pin audit`` found in the user's code.
     """
 
     vendor: Literal["amd", "nvidia"] | None = None
@@ -45,9 +45,9 @@ class Conditions(Strict):
     any_packages: list[str] | None = None
     package_count: PackageCount | None = None
     package_pattern: str | None = None
-    env_set: list[str] | None = None
-    env_unset: list[str] | None = None
-    env_values: dict[str, str] | None = None
+    env_set: list[EnvName] | None = None
+    env_unset: list[EnvName] | None = None
+    env_values: dict[EnvName, str] | None = None
     quantization: list[str] | None = None
     head_dim_above: int | None = None
     dtypes_not: list[str] | None = None
@@ -57,12 +57,13 @@ class Conditions(Strict):
 
 class Remedy(Strict):
     """What pin does when the rule fires: ``refuse`` (exit 10), ``warn``, ``set-env``
-    (``name`` = ``value`` recorded in the lock) or ``constraint`` (a PEP 440 requirement).
+    (``name`` = ``value`` recorded in the lock: a POSIX variable name, a value without
+    control characters) or ``constraint`` (a PEP 440 requirement).
     """
 
     kind: Literal["refuse", "warn", "set-env", "constraint"]
-    name: str | None = None
-    value: str | None = None
+    name: EnvName | None = None
+    value: OneLine | None = None
     text: str
 
     @model_validator(mode="after")
@@ -99,7 +100,7 @@ class Rule(Strict):
 class RuleFile(Strict):
     """A rules file: ``schema-version`` and its rules."""
 
-    schema_version: Literal[1] = 1
+    schema_version: FormatVersion = 1
     rules: list[Rule]
 
     @model_validator(mode="after")

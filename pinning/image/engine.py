@@ -25,7 +25,7 @@ from pinning.image.plan import BuildPlan, assemble, plan_build, render_context
 from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import ImageDocs, LayerBlob
 from pinning.oci.reference import parse_pinned
-from pinning.oci.registry import fetch_docs
+from pinning.oci.registry import clip_text, fetch_docs
 
 
 def engine_client(url: str | None) -> Any:
@@ -41,7 +41,7 @@ def engine_client(url: str | None) -> Any:
         client.ping()
     except docker.errors.DockerException as exc:
         raise BuildError(f"Docker Engine at {url or 'the default socket'} does not answer: "
-                         f"{exc}", hint="Start dockerd, or pass --engine unix:///path/docker.sock."
+                         f"{clip_text(str(exc))}", hint="Start dockerd, or pass --engine unix:///path/docker.sock."
                          ) from exc
     return client
 
@@ -79,7 +79,7 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
                 for line in text.splitlines():
                     if line.startswith("Step "):
                         step = line
-                    tail = [*tail, line][-12:]
+                    tail = [*tail, clip_text(line, 1000, squeeze=False)][-12:]
                     if progress:
                         progress(line)
             if failure is None and ("error" in chunk or "errorDetail" in chunk):
@@ -89,12 +89,13 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
                 if guard:
                     failure = GuardRefused(
                         "The build-time guard stopped the build: a locked distribution "
-                        "changed.\n" + "\n".join(f"  {g}" for g in guard) + f"\n  ({step})",
+                        "changed.\n" + "\n".join(f"  {g}" for g in guard)
+                        + f"\n  ({clip_text(step)})",
                         hint="Apply the matching guard rule's remedy (pin guard list), e.g. "
                              "set AITER_USE_SYSTEM_TRITON=1 in the lock's [environment].")
                 else:
                     failure = BuildError(
-                        f"Image build failed at {step}: {str(msg).strip()}\n"
+                        f"Image build failed at {clip_text(step)}: {clip_text(str(msg))}\n"
                         + "\n".join(tail[-8:]),
                         hint="Fix the failing step (a missing wheel, a hash mismatch) and build "
                              "again.")
@@ -104,7 +105,7 @@ def engine_build(client: Any, context: Path, *, tag: str, nocache: bool = False,
             if isinstance(aux, dict) and "ID" in aux:
                 image_id = str(aux["ID"])
     except engine_errors() as exc:
-        raise BuildError(f"Docker Engine: {exc}",
+        raise BuildError(f"Docker Engine: {clip_text(str(exc))}",
                          hint="Check the engine is running (DOCKER_HOST / --engine).") from exc
     if failure is not None:
         raise failure
@@ -120,7 +121,8 @@ def export_layers(client: Any, image_id: str) -> list[bytes]:
     try:
         raw = b"".join(client.api.get_image(image_id))
     except engine_errors() as exc:
-        raise BuildError(f"Docker Engine: cannot export {image_id}: {exc}") from exc
+        raise BuildError(f"Docker Engine: cannot export {image_id}: {clip_text(str(exc))}"
+                         ) from exc
     with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
         manifest_file = tar.extractfile("manifest.json")
         if manifest_file is None:
@@ -171,7 +173,8 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
         base_layers = len(base_image.attrs["RootFS"]["Layers"])
         architecture = str(base_image.attrs.get("Architecture") or "amd64")
     except engine_errors() as exc:
-        raise BuildError(f"Docker Engine: cannot get the base image {base_ref}: {exc}",
+        raise BuildError(f"Docker Engine: cannot get the base image {base_ref}: "
+                         f"{clip_text(str(exc))}",
                          hint="Check the engine runs and the base's registry is reachable."
                          ) from exc
     with tempfile.TemporaryDirectory(prefix="pin-build-") as tmp:

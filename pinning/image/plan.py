@@ -30,7 +30,9 @@ from pinning.lockfile.io import lock_json
 from pinning.lockfile.models import Lockfile, Wheel
 from pinning.oci.documents import LOCK_LABEL, ImageDocs, LayerBlob, image_docs
 from pinning.oci.reference import parse, parse_pinned
-from pinning.util.digests import canonical_digest, sha256_digest, sha256_hex
+from pinning.util.digests import canonical_digest, sha256_digest
+from pinning.util.files import sha256_file
+from pinning.util.text import control_chars, is_word
 from pinning.util.versions import normalize_name
 
 TEMPLATE = asset_path("images", "Dockerfile.tmpl")
@@ -78,6 +80,8 @@ def build_inputs_hash(lock: Lockfile) -> str:
 
 
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+# A wheel file name pin writes into the build context (no folder, space or quote).
+_WHEEL_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]*\.whl")
 
 
 def find_wheels(lock: Lockfile, wheelhouse: Path) -> tuple[Wheel, ...]:
@@ -93,7 +97,7 @@ def find_wheels(lock: Lockfile, wheelhouse: Path) -> tuple[Wheel, ...]:
     files: dict[tuple[str, str], Path] = {}
     for path in sorted(wheelhouse.glob("*.whl")):
         m = _WHEEL.match(path.name)
-        if m:
+        if m and _WHEEL_FILE.fullmatch(path.name):  # other names are not wheels pin installs
             files[(normalize_name(m["name"]), m["version"])] = path
     recorded = {(normalize_name(w.name), w.version) for w in lock.wheels or []}
     wanted = {(normalize_name(n), v) for n, v in (lock.packages or {}).items()}
@@ -103,7 +107,7 @@ def find_wheels(lock: Lockfile, wheelhouse: Path) -> tuple[Wheel, ...]:
             path = wheelhouse / w.filename
             if not path.is_file():
                 raise BuildError(f"Wheel {w.filename} recorded in the lock is not in {wheelhouse}.")
-            got = sha256_hex(path.read_bytes())
+            got = sha256_file(path, BuildError, label=f"Wheel {path}")
             if got != w.sha256:
                 raise BuildError(
                     f"Wheel {w.filename}: sha256 {got} does not match the lock's {w.sha256}.",
@@ -121,7 +125,7 @@ def find_wheels(lock: Lockfile, wheelhouse: Path) -> tuple[Wheel, ...]:
             raise BuildError(f"No wheel for {name}=={version} in {wheelhouse}.",
                              hint="Download it (pip download --no-deps) into the wheel house.")
         wheels.append(Wheel(name=name, version=version, filename=found.name,
-                            sha256=sha256_hex(found.read_bytes())))
+                            sha256=sha256_file(found, BuildError, label=f"Wheel {found}")))
     return tuple(wheels)
 
 
@@ -161,11 +165,82 @@ def expected_label(lock: Lockfile) -> str | None:
     return inputs_label(lock, base_digest, lock.image.epoch)
 
 
+# What each value the build context renders may hold (checked again at rendering, whatever
+# built the plan: the lock model checks the same, but a plan need not come from a lock).
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DIST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+_REF_CHARS = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
+
+
+def _refuse(what: str, value: str, why: str) -> BuildError:
+    """The error for a plan value that must not reach the Dockerfile or build context."""
+    return BuildError(f"Refusing to render the build: {what} {value!r} {why}.",
+                      hint="The lock (or the flag) holds a value no build may use; "
+                           "`pin lock validate LOCK` names the field.")
+
+
+def check_plan(plan: BuildPlan) -> None:
+    """Check every value of ``plan`` that :func:`render_context` writes into the Dockerfile,
+    the requirements file, a file name or a step script: the base reference (the grammar of
+    :mod:`pinning.oci.reference`, whole text), environment names (``[A-Za-z_][A-Za-z0-9_]*``)
+    and values (no control character), wheel names (PEP 508), versions (one word), file
+    names (a plain ``*.whl`` name) and sha256 (64 hex), step scripts (no control character
+    but line feed and tab) and the label (``sha256:<64 hex>``).
+
+    Raises :class:`BuildError` (exit 8) naming the first value that fails; the build
+    context is then not written.
+    """
+    if not _is_pinned_ref(plan.base_ref):
+        raise _refuse("base image", plan.base_ref, "is not HOST/REPO[:TAG]@sha256:<digest>")
+    for key, value in plan.env.items():
+        if not _ENV_NAME.fullmatch(key):
+            raise _refuse("environment name", key, "is not [A-Za-z_][A-Za-z0-9_]*")
+        if control_chars(value):
+            raise _refuse(f"environment {key} value", value, "holds a control character")
+    for w in plan.wheels:
+        _check_wheel(w)
+    for i, step in enumerate(plan.steps, start=1):
+        if control_chars(step, allow="\n\t"):
+            raise _refuse(f"build step {i}", step, "holds a control character")
+    if not _DIGEST.fullmatch(plan.input_hash):
+        raise _refuse("lock label", plan.input_hash, "is not sha256:<64 hex>")
+
+
+def _is_pinned_ref(text: str) -> bool:
+    """True when ``text`` is a whole image reference naming a digest, of safe characters."""
+    if not _REF_CHARS.fullmatch(text):
+        return False
+    try:
+        parse_pinned(text, error=BuildError)
+    except BuildError:
+        return False
+    return True
+
+
+def _check_wheel(w: Wheel) -> None:
+    """Raise :class:`BuildError` unless ``w`` is safe to write into requirements.txt and to
+    use as a file name (see :func:`check_plan`).
+    """
+    if not _DIST_NAME.fullmatch(w.name):
+        raise _refuse("wheel name", w.name, "is not a PEP 508 name")
+    if not is_word(w.version):
+        raise _refuse(f"wheel {w.name} version", w.version, "is not one word")
+    if not _WHEEL_FILE.fullmatch(w.filename):
+        raise _refuse(f"wheel {w.name} file name", w.filename, "is not a plain *.whl name")
+    if not _HEX64.fullmatch(w.sha256):
+        raise _refuse(f"wheel {w.name} sha256", w.sha256, "is not 64 hex digits")
+
+
 def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
     """Write the Dockerfile, ``wheels/`` (with ``requirements.txt``) and ``guard/`` (the
     in-build guard, the locked versions, one script per build step) into ``dest``; return
-    ``dest``. File-system errors propagate as ``OSError``.
+    ``dest``. Every value is checked first (:func:`check_plan`: :class:`BuildError`, exit 8,
+    and nothing written for a value that could break out of its line, word or file name)
+    and quoted where it is written. File-system errors propagate as ``OSError``.
     """
+    check_plan(plan)
     wheels_dir = dest / "wheels"
     wheels_dir.mkdir(parents=True, exist_ok=True)
     lines = []
@@ -203,8 +278,11 @@ def render_context(plan: BuildPlan, wheelhouse: Path, dest: Path) -> Path:
 
 def _dockerfile_quote(value: str) -> str:
     """A double-quoted Dockerfile word that means ``value`` exactly (``\\``, ``"`` and ``$``
-    escaped; Dockerfile quoting has no ``\\u`` escapes).
+    escaped; Dockerfile quoting has no ``\\u`` escapes). Raises :class:`BuildError` for a
+    control character (a line feed or carriage return would end the instruction).
     """
+    if control_chars(value):
+        raise _refuse("Dockerfile word", value, "holds a control character")
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
 
 

@@ -57,18 +57,21 @@ def record(lock: Lockfile, built: Built, ref: str) -> Lockfile:
     return amend(lock, image=image, wheels=list(built.plan.wheels))
 
 
-def publish(registry: Registry, repo: str, lock: Lockfile, built: Built, dest: Path) -> str:
+def publish(registry: Registry, repo: str, lock: Lockfile, built: Built, dest: Path,
+            *, if_unchanged: bytes | None = None) -> str:
     """Push ``built`` to ``repo`` (tagged with the start of its input hash), check the
     registry serves it, and write ``lock`` with the image recorded to ``dest``; return the
     image reference ``HOST/REPO@sha256:<digest>``. The lock is written only once the registry
-    holds the image. Raises :class:`BuildError` (exit 8).
+    holds the image, and with ``if_unchanged`` (the bytes ``lock`` was read from) only if
+    ``dest`` still holds them. Raises :class:`BuildError` (exit 8), ``LockfileError`` (exit
+    5) when ``dest`` changed meanwhile, exit 2 when it cannot be written.
     """
     tag = built.plan.input_hash[7:19]
     digest = registry.push_image(repo, tag, built.docs)
     if registry.manifest_digest(repo, digest) != digest:
         raise BuildError(f"Registry {registry.host} does not serve {repo}@{digest} after the push.")
     ref = str(ImageRef(registry=registry.host, repository=repo, digest=digest))
-    write_lock(record(lock, built, ref), dest)
+    write_lock(record(lock, built, ref), dest, if_unchanged=if_unchanged)
     return ref
 
 

@@ -13,11 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pinning.errors import InternalError, LockfileError
+from pinning.errors import InternalError, LockfileError, UsageError
 from pinning.lockfile.models import LOCK_VERSION, Lockfile
 from pinning.util.digests import canonical_digest
-from pinning.util.files import atomic_write_bytes, read_toml
+from pinning.util.files import TargetChanged, WriteConflict, atomic_write_bytes, read_toml
 from pinning.util.models import validation_summary
+from pinning.util.text import printable
 
 SCHEMA_NAME = "lockfile.schema.json"
 
@@ -97,12 +98,12 @@ def render(lock: Lockfile, *, dest: Path | None = None) -> str:
     hint = _schema_hint(dest)
     if hint:
         doc.add(tomlkit.comment(f"schema {hint}"))
-    doc.add(tomlkit.comment(
+    # The header repeats text from the command line: escaped, so `cat` of a lock acts on nothing.
+    doc.add(tomlkit.comment(printable(
         f"pin lockfile for {lock.target.gpu.value or lock.request.gpu} + "
         f"{', '.join(lock.request.frameworks)}: written by pin {lock.generator.version}; "
-        "do not edit by hand."
-    ))
-    doc.add(tomlkit.comment(f"Regenerate: {lock.generator.command}"))
+        "do not edit by hand.", newlines=False)))
+    doc.add(tomlkit.comment(f"Regenerate: {printable(lock.generator.command, newlines=False)}"))
     doc.add(tomlkit.comment("Check: pin lock validate FILE    Show: pin lock show FILE"))
     data = lock_json(lock)
     for key, value in data.items():
@@ -113,15 +114,35 @@ def render(lock: Lockfile, *, dest: Path | None = None) -> str:
     return text
 
 
+def _is_aot(value: Any) -> bool:
+    """True for a non-empty list of tables (rendered as ``[[name]]`` blocks)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
 def _item(value: Any) -> Any:
+    """``value`` (lock JSON) as a tomlkit item: a table, an array of tables, an array or a
+    scalar. Linear in the size of ``value``.
+
+    tomlkit, when it adds a key to a table it builds, scans the whole table for where the
+    first sub-table starts (so that plain keys stay above ``[sub]`` headers): n keys cost
+    O(n**2), 72 s for the 20,000 packages of a frozen host. A table whose values are all
+    plain (no sub-table, no array of tables) has no sub-table to keep keys above, so it is
+    filled in tomlkit's parser mode, which appends without that scan and gives the same
+    bytes (``tests/unit/lockfile/test_render_one_pass.py`` checks it against plain tomlkit).
+    """
     import tomlkit
 
     if isinstance(value, dict):
         t = tomlkit.table()
+        plain = not any(isinstance(v, dict) or _is_aot(v) for v in value.values())
+        if plain:
+            t.value.parsing(True)
         for k, v in value.items():
             t.add(k, _item(v))
+        if plain:
+            t.value.parsing(False)
         return t
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+    if _is_aot(value):
         aot = tomlkit.aot()
         for v in value:
             aot.append(_item(v))
@@ -135,18 +156,57 @@ def _item(value: Any) -> Any:
     return value
 
 
-def write_lock(lock: Lockfile, path: Path) -> bytes:
-    """Write ``lock`` to ``path`` atomically (temp file + rename); return the bytes written.
+#: Keys of a lock whose values are versions, and those holding specifiers (``request``).
+LOCK_VERSION_FIELDS = frozenset({"version", "hip", "toolkit", "toolkit-driver", "packages"})
+LOCK_SPECIFIER_FIELDS = frozenset({"rocm", "cuda", "frameworks"})
 
-    Raises ``LockfileError`` when the file cannot be written.
+
+def _check_versions(path: Path, data: dict[str, Any]) -> None:
+    """Raise ``LockfileError`` (exit 5) naming the field of a version past the bounds of
+    :mod:`pinning.util.versions` (64 characters, 18 digits a number) in the lock as read.
+    """
+    from pinning.util.versions import version_fields_problem
+
+    problem = version_fields_problem(data, LOCK_VERSION_FIELDS, LOCK_SPECIFIER_FIELDS)
+    if problem:
+        raise LockfileError(f"{path}: invalid lockfile: {problem}.")
+
+
+class LockWriteError(UsageError, LockfileError):
+    """The lockfile cannot be written to the path asked for (a missing or read-only folder,
+    a directory in its place): exit 2, like every output file pin cannot write (README,
+    "Exit codes"), and a ``LockfileError`` for callers that catch those.
+    """
+
+    exit_code = 2
+    default_hint = "Choose a writable path with -o FILE."
+
+
+def write_lock(lock: Lockfile, path: Path, *, if_unchanged: bytes | None = None) -> bytes:
+    """Write ``lock`` to ``path`` atomically (temp file + rename) under the path's advisory
+    write lock (:func:`~pinning.util.files.atomic_write_bytes`); return the bytes written.
+
+    ``if_unchanged`` is the exact bytes of ``path`` the caller read (``pin freeze`` reads a
+    lock, probes, then replaces it): the write happens only if the file still holds them.
+    Raises ``LockfileError`` (exit 5) when it changed meanwhile or another writer holds
+    the lock too long, nothing written; :class:`LockWriteError` (exit 2) when the file
+    cannot be written.
     """
     data = render(lock, dest=path).encode()
     try:
-        atomic_write_bytes(path, data)
-    except OSError as exc:
+        atomic_write_bytes(path, data, if_unchanged=if_unchanged)
+    except TargetChanged as exc:
         raise LockfileError(
-            f"{path}: cannot write the lockfile ({exc.strerror or exc}).",
-            hint="Choose a writable path with -o FILE.",
+            f"{path}: changed since pin read it (another command wrote it meanwhile); "
+            "nothing was written.",
+            hint="Re-run the command: it reads the lock again.",
+        ) from exc
+    except WriteConflict as exc:
+        raise LockfileError(f"{path}: {exc}; nothing was written.",
+                            hint="Re-run when the other pin command has finished.") from exc
+    except OSError as exc:
+        raise LockWriteError(
+            f"{path}: cannot write the lockfile ({exc.strerror or exc})."
         ) from exc
     return data
 
@@ -155,10 +215,18 @@ def read_lock(path: Path) -> Lockfile:
     """Read and validate a lockfile, checking its version and content hash.
 
     Raises ``LockfileError`` (exit 5) naming the file and, for schema errors, the field path
-    (``frameworks[0].version.origin``); for a hand edit, the hash mismatch.
+    (``frameworks[0].version.origin``); for a hand edit, the hash mismatch; for a path that
+    is missing, a directory or not readable, why.
+    """
+    return read_lock_bytes(path)[1]
+
+
+def read_lock_bytes(path: Path) -> tuple[bytes, Lockfile]:
+    """:func:`read_lock`, with the exact bytes read (what ``write_lock(if_unchanged=...)``
+    compares with, and attestations hash). Raises ``LockfileError`` (exit 5) as it does.
     """
     path = Path(path)
-    _, data = read_toml(
+    raw, data = read_toml(
         path, LockfileError, label=str(path),
         unreadable_hint="Check the path; `pin resolve ... -o FILE` writes a lockfile.",
     )
@@ -176,10 +244,11 @@ def read_lock(path: Path) -> Lockfile:
             hint="Upgrade pin to read a newer lock, or regenerate it with the command in its "
             "header comment.",
         )
+    _check_versions(path, data)
     from pydantic import ValidationError
 
     try:
-        lock = Lockfile.model_validate(data)
+        lock = Lockfile.model_validate(data, strict=True)
     except ValidationError as exc:
         raise LockfileError(
             f"{path}: invalid lockfile: {validation_summary(exc, data)}.") from exc
@@ -189,4 +258,4 @@ def read_lock(path: Path) -> Lockfile:
             f"{path}: content-hash {lock.content_hash} does not match the lock's content "
             f"({expected}); the file was edited by hand or damaged.",
         )
-    return lock
+    return raw, lock

@@ -8,13 +8,20 @@ constraint the matrix allows.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, model_validator
 
-from pinning.util.models import Strict
+from pinning.util.models import DistName, EnvName, FormatVersion, OneLine, Script, Strict, Token
 
 LOCK_VERSION: Literal[1] = 1
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+# The characters an image reference may hold (the grammar is pinning.oci.reference's): no
+# space, quote, `$`, backtick or control character can reach a Dockerfile `FROM`.
+_IMAGE_REF = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
+# The latest epoch a tar header and an image config date can hold (seconds since 1970).
+MAX_EPOCH = 8**11 - 1
 
 Origin = Literal["matrix", "user", "host", "derived", "unknown"]
 
@@ -66,7 +73,7 @@ class MatrixSource(Strict):
     """One matrix file the resolution read, with the sha256 of its bytes."""
 
     name: str
-    sha256: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    sha256: str = Field(pattern=DIGEST_PATTERN)
     overlay: bool = False
     path: str | None = Field(default=None, description="Overlay path as given (overlays only).")
 
@@ -84,7 +91,7 @@ class RowRef(Strict):
 class MatrixProvenance(Strict):
     """Which matrix data the lock was resolved against."""
 
-    sha256: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    sha256: str = Field(pattern=DIGEST_PATTERN)
     as_of: str | None = None
     sources: list[MatrixSource]
     rows: list[RowRef]
@@ -161,22 +168,42 @@ class Image(Strict):
     """The container image: base reference and digest, and the built manifest digest.
 
     ``ref`` is where ``pin build`` pushed it (``host/repo@sha256:...``); ``epoch`` the fixed
-    time (seconds since 1970) written into every file and the config of the image.
+    time (seconds since 1970, at most ``8**11 - 1``, what a tar header holds) written into
+    every file and the config of the image. A known ``base`` or ``ref`` holds only the
+    characters of an image reference (letters, digits, ``. _ - / : @ [ ]``: nothing that can
+    end a Dockerfile ``FROM`` line); a known ``base-digest`` or ``digest`` is
+    ``sha256:<64 hex>``.
     """
 
     base: Pinned
     base_digest: Pinned
     digest: Pinned
     ref: Pinned | None = None
-    epoch: int | None = None
+    epoch: int | None = Field(default=None, ge=0, le=MAX_EPOCH)
+
+    @model_validator(mode="after")
+    def _references(self) -> Image:
+        for name, pinned in (("base", self.base), ("ref", self.ref)):
+            if pinned is not None and pinned.value is not None \
+                    and not _IMAGE_REF.fullmatch(pinned.value):
+                raise ValueError(f"`{name}` {pinned.value!r} is not an image reference "
+                                 "(HOST/REPO[:TAG][@sha256:DIGEST])")
+        for name, pinned in (("base-digest", self.base_digest), ("digest", self.digest)):
+            if pinned.value is not None and not re.fullmatch(DIGEST_PATTERN, pinned.value):
+                raise ValueError(f"`{name}` {pinned.value!r} is not sha256:<64 hex>")
+        return self
 
 
 class Wheel(Strict):
-    """One wheel the image installs, by file name and sha256 (``pip --require-hashes``)."""
+    """One wheel the image installs, by file name and sha256 (``pip --require-hashes``).
 
-    name: str
-    version: str
-    filename: str
+    ``name`` is a PEP 508 name, ``version`` one word (it is written into the image's
+    requirements file), ``filename`` a plain ``*.whl`` file name (no folder).
+    """
+
+    name: DistName
+    version: Token
+    filename: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+!-]*\.whl$")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
@@ -189,7 +216,7 @@ class Frozen(Strict):
     ``--force`` recorded it anyway; ``deviations`` then lists each such fact.
     """
 
-    snapshot: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    snapshot: str = Field(pattern=DIGEST_PATTERN)
     host: str
     probed_by: str
     forced: bool = False
@@ -199,10 +226,17 @@ class Frozen(Strict):
 class Lockfile(Strict):
     """A whole lockfile. ``content_hash`` is the sha256 of the canonical JSON of everything
     else (see :func:`pinning.lockfile.io.content_hash`).
+
+    Values that reach an image build are checked here, so a hostile lock fails
+    ``pin lock validate`` (exit 5) naming the field: ``environment`` names are POSIX names
+    (``[A-Za-z_][A-Za-z0-9_]*``) and values have no control characters; ``packages`` maps PEP
+    508 names to one-word versions; ``build-steps`` have no control character but line feed
+    and tab. ``lock-version`` is the integer 1 (not ``true``); files are read in strict mode
+    (no coercion, :func:`pinning.lockfile.io.read_lock`).
     """
 
-    lock_version: Literal[1] = LOCK_VERSION
-    content_hash: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    lock_version: FormatVersion = LOCK_VERSION
+    content_hash: str = Field(pattern=DIGEST_PATTERN)
     generator: Generator
     request: Request
     matrix: MatrixProvenance
@@ -215,8 +249,8 @@ class Lockfile(Strict):
     frameworks: list[Framework]
     model: Model | None = None
     image: Image
-    environment: dict[str, str] = Field(default_factory=dict)
-    packages: dict[str, str] | None = Field(
+    environment: dict[EnvName, OneLine] = Field(default_factory=dict)
+    packages: dict[DistName, Token] | None = Field(
         default=None,
         description="Exact Python distributions (PEP 503 name -> version), frozen from a host.",
     )
@@ -224,7 +258,7 @@ class Lockfile(Strict):
     wheels: list[Wheel] | None = Field(
         default=None, description="The wheels the image installs, recorded by the first pin build."
     )
-    build_steps: list[str] | None = Field(
+    build_steps: list[Script] | None = Field(
         default=None,
         description="Shell commands the image build runs after the locked install, each as its "
                     "own step under the build-time guard (files from the wheel house are in "

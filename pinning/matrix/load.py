@@ -82,7 +82,7 @@ def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
     from pydantic import ValidationError
 
     try:
-        model = MatrixFile.model_validate(data)
+        model = MatrixFile.model_validate(data, strict=True)
     except ValidationError as exc:
         raise MatrixError(
             f"Matrix file {path}: {validation_summary(exc, data)}.",

@@ -12,10 +12,24 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pinning.util.models import Strict
+from pinning.util.models import FormatVersion, Strict
 
 Vendor = Literal["amd", "nvidia"]
 RuntimeName = Literal["rocm", "cuda"]
+
+
+def _pep440(value: str, prefix: str = "") -> str:
+    """``value`` when it is a PEP 440 version, else ``ValueError`` (its message starts with
+    ``prefix``); pydantic reports it as an error of the field, which the loader's
+    ``MatrixError`` (exit 3) names with the file.
+    """
+    from packaging.version import Version
+
+    try:
+        Version(value)
+    except ValueError as exc:  # InvalidVersion, or a number too long for int()
+        raise ValueError(f"{prefix}{value!r} is not a PEP 440 version (e.g. 7.0.0)") from exc
+    return value
 
 
 class Provenance(Strict):
@@ -116,6 +130,25 @@ class FrameworkSupport(Strict):
             raise ValueError("`versions` is missing: give the list or `versions-unknown` reason")
         return self
 
+    @field_validator("versions")
+    @classmethod
+    def _pep440_versions(cls, v: list[str] | None) -> list[str] | None:
+        for item in v or []:
+            _pep440(item)
+        return v
+
+    @field_validator("min_runtime")
+    @classmethod
+    def _pep440_min_runtime(cls, v: str | None) -> str | None:
+        return None if v is None else _pep440(v)
+
+    @field_validator("min_runtime_by_target")
+    @classmethod
+    def _pep440_min_by_target(cls, v: dict[str, str]) -> dict[str, str]:
+        for target, version in v.items():
+            _pep440(version, f"{target} = ")
+        return v
+
 
 class Release(Provenance):
     """One runtime release row (ROCm or CUDA user space) and what it validates.
@@ -191,6 +224,19 @@ class OsRestriction(Provenance):
     os: list[str]
     runtimes: str
     vendor: Vendor = "amd"
+
+    @field_validator("runtimes")
+    @classmethod
+    def _pep440_specifier(cls, v: str) -> str:
+        from packaging.specifiers import SpecifierSet
+
+        try:
+            for spec in SpecifierSet(v):  # each clause's version is parsed only when compared
+                if spec.operator != "===":
+                    _pep440(spec.version.removesuffix(".*"))
+        except ValueError as exc:  # InvalidSpecifier, or a number too long for int()
+            raise ValueError(f"{v!r} is not a PEP 440 specifier (e.g. >=7.0.0,<7.1.0)") from exc
+        return v
 
 
 class DriverRule(Provenance):
@@ -279,7 +325,7 @@ class MatrixFile(Strict):
     is how ``--as-of`` sees the matrix as published on a date.
     """
 
-    schema_version: Literal[1] = 1
+    schema_version: FormatVersion = 1
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
     family: str | None = None
     description: str = ""
@@ -291,3 +337,23 @@ class MatrixFile(Strict):
     cuda_toolkits: list[CudaToolkit] = Field(default_factory=list)
     wheels: list[WheelVariant] = Field(default_factory=list)
     kmd_modules: list[KmdModule] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bounded_versions(cls, data: object) -> object:
+        """Refuse a version past the bounds of :mod:`pinning.util.versions` (64 characters,
+        18 digits a number) in a file as read, naming its field (exit 3 on load).
+        """
+        from pinning.util.versions import version_fields_problem
+
+        problem = version_fields_problem(data, MATRIX_VERSION_FIELDS, {"runtimes"})
+        if problem:
+            raise ValueError(problem)
+        return data
+
+
+#: Keys of matrix files whose values are versions (checked by ``MatrixFile`` on load).
+MATRIX_VERSION_FIELDS = frozenset({
+    "version", "versions", "min-runtime", "min-runtime-by-target", "kmd", "hip", "min-driver",
+    "max-driver-below", "runtime-version", "value", "accelerator-version", "build",
+    "bundled-driver", "module", "rocm", "series", "cuda-major", "cuda-minor"})

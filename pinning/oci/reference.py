@@ -1,12 +1,13 @@
 """The one image-reference grammar pin reads and writes.
 
 An image reference is ``HOST[:PORT]/REPOSITORY[:TAG][@sha256:<64 hex>]``: a registry host
-(everything up to the first ``/``), a repository of lower-case letters, digits, ``.``, ``_``,
-``-`` and ``/``, an optional tag of word characters, ``.`` and ``-``, and an optional manifest
-digest. The registry host is always written; pin never implies ``docker.io``. Every command
-that takes or records an image reference (``pin build --base``, ``pin rebuild``, ``pin sign``,
-``pin verify-image``, the lock's ``image.ref`` and ``image.base``) parses it here, and
-``str()`` of a parsed reference gives back exactly the text that was parsed.
+(letters, digits, ``.``, ``_``, ``-`` or a bracketed IPv6 address, up to the first ``/``), a
+repository of lower-case letters, digits, ``.``, ``_``, ``-`` and ``/``, an optional tag of
+ASCII word characters, ``.`` and ``-``, and an optional manifest digest. The registry host
+is always written; pin never implies ``docker.io``. Every command that takes or records an
+image reference (``pin build --base``, ``pin rebuild``, ``pin sign``, ``pin verify-image``,
+the lock's ``image.ref`` and ``image.base``) parses it here, and ``str()`` of a parsed
+reference gives back exactly the text that was parsed.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from dataclasses import dataclass
 
 from pinning.errors import BuildError, PinError, UsageError
 
+# The host is letters, digits, `.`, `_`, `-` (or a bracketed IPv6 address) and an optional
+# port: nothing that could end a Dockerfile `FROM` line or a shell word. ASCII only.
 _GRAMMAR = re.compile(
-    r"(?P<registry>[^/]+)/(?P<repository>[a-z0-9._/-]+?)(?::(?P<tag>[\w.-]+))?"
-    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?")
+    r"(?P<registry>(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?)"
+    r"/(?P<repository>[a-z0-9._/-]+?)(?::(?P<tag>[\w.-]+))?"
+    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?", re.ASCII)
 
 
 @dataclass(frozen=True)

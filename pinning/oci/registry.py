@@ -10,6 +10,8 @@ and blobs read are checked against their digests. Every failure is a
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
@@ -23,12 +25,85 @@ if TYPE_CHECKING:
 
 HINT = "Check the registry is running and reachable (pin talks to it over plain HTTP on localhost)."
 
+ERROR_TEXT_CHARS = 300
+"""The most characters of a registry's (or engine's) error text shown in a message."""
+ERROR_READ_BYTES = 64 * 1024
+"""The most bytes of an error answer's body kept; the rest is counted, not stored."""
+ERROR_COUNT_BYTES = 64 * 1024 * 1024
+"""The most bytes of an error answer read at all (to say how many were left out)."""
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+"""The largest manifest pin reads (the distribution spec's 4 MiB that registries accept)."""
+
+
+def clip_text(text: str, limit: int = ERROR_TEXT_CHARS, *, more: int = 0,
+              squeeze: bool = True) -> str:
+    """``text`` cut to ``limit`` characters, followed by ``... (N bytes more)`` saying how
+    many UTF-8 bytes were left out (plus ``more``, bytes the caller never read); ``text``
+    itself when it is short enough. With ``squeeze`` (the default) runs of white space,
+    line breaks included, become one space first, so the text fits in one line.
+    """
+    if squeeze:
+        text = " ".join(text.split())
+    if len(text) <= limit and not more:
+        return text
+    left = len(text[limit:].encode("utf-8", "replace")) + more
+    return f"{text[:limit]}... ({left} bytes more)"
+
+
+def _error_body(resp: requests.Response) -> str:
+    """The start of an error answer's body, clipped (:func:`clip_text`): at most
+    :data:`ERROR_READ_BYTES` are read and kept. The bytes left out are counted from
+    ``Content-Length`` when the answer has one, else by reading on (discarding) to at most
+    :data:`ERROR_COUNT_BYTES`.
+    """
+    kept = b""
+    skipped = 0
+    chunks = resp.iter_content(chunk_size=ERROR_READ_BYTES)
+    for chunk in chunks:
+        kept += chunk
+        if len(kept) >= ERROR_READ_BYTES:
+            break
+    kept, skipped = kept[:ERROR_READ_BYTES], len(kept[ERROR_READ_BYTES:])
+    length = resp.headers.get("Content-Length", "")
+    if length.isascii() and length.isdigit() and len(length) < 19:
+        skipped = max(int(length) - len(kept), 0)
+    elif len(kept) == ERROR_READ_BYTES:
+        for chunk in chunks:
+            skipped += len(chunk)
+            if skipped > ERROR_COUNT_BYTES:
+                break
+    return clip_text(kept.decode("utf-8", "replace"), more=skipped)
+
+
+def _read_body(resp: requests.Response, limit: int | None, what: str) -> bytes:
+    """The body of ``resp``; :class:`BuildError` naming ``what`` when ``limit`` is given
+    and the body is larger (nothing past ``limit`` + 1 MiB is read).
+    """
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in resp.iter_content(chunk_size=1024 * 1024):
+        chunks.append(chunk)
+        size += len(chunk)
+        if limit is not None and size > limit:
+            raise BuildError(f"{what}: the answer is larger than {limit} bytes.", hint=HINT)
+    return b"".join(chunks)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A registry's answer: the HTTP status, the headers and the body bytes (read whole)."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+
 
 class Registry:
     """A registry at ``base`` (``http://127.0.0.1:5000``); ``timeout`` in seconds per request.
 
     Every method raises :class:`BuildError` (exit 8) naming the URL when the registry cannot
-    be reached or answers an unexpected status.
+    be reached or answers an unexpected status; the registry's error text is cut to
+    :data:`ERROR_TEXT_CHARS` characters (:func:`clip_text`).
     """
 
     def __init__(self, base: str, *, timeout: float = 60.0) -> None:
@@ -43,20 +118,27 @@ class Registry:
         """``host:port`` as used in image references."""
         return self.base.split("://", 1)[-1]
 
-    def _request(self, method: str, url: str, ok: tuple[int, ...], **kw: Any) -> requests.Response:
+    def _request(self, method: str, url: str, ok: tuple[int, ...], *,
+                 limit: int | None = None, **kw: Any) -> Answer:
+        """Send one request and read its answer (the body at most ``limit`` bytes when
+        given); the connection is released before it returns. Raises :class:`BuildError`
+        for a failed request, a status not in ``ok`` (with the clipped error text) or a
+        body over ``limit``.
+        """
         import requests
 
         full = url if "://" in url else self.base + url
+        where = f"Registry {self.base}: {method} {clip_text(full)}"
         try:
-            resp = self.session.request(method, full, timeout=self.timeout, **kw)
+            with self.session.request(method, full, timeout=self.timeout, stream=True,
+                                      **kw) as resp:
+                if resp.status_code not in ok:
+                    raise BuildError(f"{where} answered {resp.status_code}: "
+                                     f"{_error_body(resp)}", hint=HINT)
+                return Answer(status_code=resp.status_code, headers=resp.headers,
+                              content=_read_body(resp, limit, where))
         except requests.RequestException as exc:
-            raise BuildError(f"Registry {self.base}: {method} {full} failed: {exc}.",
-                             hint=HINT) from exc
-        if resp.status_code not in ok:
-            body = resp.text[:300].strip()
-            raise BuildError(f"Registry {self.base}: {method} {full} answered "
-                             f"{resp.status_code}: {body}", hint=HINT)
-        return resp
+            raise BuildError(f"{where} failed: {clip_text(str(exc))}.", hint=HINT) from exc
 
     def ping(self) -> None:
         """Raise :class:`BuildError` unless ``GET /v2/`` answers 200."""
@@ -90,8 +172,8 @@ class Registry:
         ours = sha256_digest(manifest)
         theirs = resp.headers.get("Docker-Content-Digest", ours)
         if theirs != ours:
-            raise BuildError(f"Registry {self.base}: manifest stored as {theirs}, pin sent "
-                             f"{ours}; the registry rewrote the bytes.")
+            raise BuildError(f"Registry {self.base}: manifest stored as {clip_text(theirs)}, "
+                             f"pin sent {ours}; the registry rewrote the bytes.")
         return ours
 
     def manifest_digest(self, repo: str, reference: str) -> str | None:
@@ -103,9 +185,12 @@ class Registry:
         return resp.headers.get("Docker-Content-Digest")
 
     def get_manifest(self, repo: str, reference: str) -> bytes:
-        """The exact manifest bytes of ``repo:reference``."""
+        """The exact manifest bytes of ``repo:reference`` (at most 4 MiB; a larger answer is
+        a :class:`BuildError`).
+        """
         return self._request("GET", f"/v2/{repo}/manifests/{reference}", (200,),
-                             headers={"Accept": MEDIA_MANIFEST}).content
+                             headers={"Accept": MEDIA_MANIFEST},
+                             limit=MAX_MANIFEST_BYTES).content
 
     def get_blob(self, repo: str, digest: str) -> bytes:
         """The bytes of blob ``digest``, checked against the digest."""
@@ -142,5 +227,5 @@ def fetch_docs(registry_url: str, ref: str) -> ImageDocs:
             for layer, diff_id in zip(doc["layers"], diff_ids, strict=True))
     except (ValueError, KeyError, TypeError) as exc:
         raise BuildError(f"Registry {registry_url}: {ref} is not a well-formed OCI image "
-                         f"({exc}).") from exc
+                         f"({clip_text(str(exc))}).") from exc
     return ImageDocs(layers=layers, config=config, manifest=manifest)

@@ -41,6 +41,7 @@ from pinning.probe.models import (
 from pinning.probe.pyenv import probe_python, site_dirs
 from pinning.probe.root import HostRoot, run_tool
 from pinning.util.proc import Runner
+from pinning.util.text import control_chars
 
 # --- OS ---------------------------------------------------------------------------------
 
@@ -246,7 +247,9 @@ def probe_host(
         notes.append(f"read the Python environment pin runs in ({sys.prefix}); if the workload "
                      "uses another, pass --site-packages DIR or activate it first")
     python = probe_python(host, dirs, why, notes)
-    environment = {k: env[k] for k in BEHAVIOUR_ENV if k in env}
+    environment = {k: env[k] for k in BEHAVIOUR_ENV if k in env and not control_chars(env[k])}
+    notes += [f"{k} not recorded: its value holds a control character"
+              for k in BEHAVIOUR_ENV if k in env and k not in environment]
     model = probe_model(host, env, model_id) if model_id else None
     return HostFacts(
         probe=ProbeInfo(tool=f"pin {__version__}", root=str(root), replay=replay, live=live),

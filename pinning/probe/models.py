@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from pinning.util.digests import canonical_json as canonical_json_bytes
 from pinning.util.digests import sha256_digest
-from pinning.util.models import Strict
+from pinning.util.models import DistName, EnvName, FormatVersion, OneLine, Strict, Token
 from pinning.util.versions import normalize_name
 
 HOST_VERSION: Literal[1] = 1
@@ -163,10 +163,14 @@ class NvidiaFacts(Strict):
 
 
 class Distribution(Strict):
-    """An installed Python distribution (dist-info metadata, or a pasted pip/conda list)."""
+    """An installed Python distribution (dist-info metadata, or a pasted pip/conda list).
 
-    name: str
-    version: str
+    ``name`` is a PEP 508 name and ``version`` one word: ``pin freeze`` copies both into the
+    lock, and an image build writes them into its requirements file.
+    """
+
+    name: DistName
+    version: Token
     installer: str | None = None
     direct_url: str | None = None
     source: Literal["dist-info", "pip", "conda"] = "dist-info"
@@ -190,14 +194,15 @@ class TorchBuild(Strict):
 
 
 class TritonDist(Strict):
-    """One distribution that installs the ``triton`` import package (FACTS.md §3.3).
+    """One distribution that installs the ``triton`` import package (FACTS.md §3.3); ``name``
+    and ``version`` as in :class:`Distribution`.
 
     ``owns_import`` is true when its RECORD lists ``triton/__init__.py`` (the copy that
     ``import triton`` finds when several are installed is the last one written).
     """
 
-    name: str
-    version: str
+    name: DistName
+    version: Token
     installer: str | None = None
     direct_url: str | None = None
     owns_import: bool | None = None
@@ -247,7 +252,7 @@ class ModelFacts(Strict):
 class HostFacts(Strict):
     """Everything ``pin probe`` read from one host (live, or a recorded root tree)."""
 
-    host_version: Literal[1] = HOST_VERSION
+    host_version: FormatVersion = HOST_VERSION
     probe: ProbeInfo
     vendor: Literal["amd", "nvidia", "mixed", "none"]
     os: OsFacts
@@ -255,7 +260,11 @@ class HostFacts(Strict):
     amd: AmdFacts | None = None
     nvidia: NvidiaFacts | None = None
     python: PythonFacts
-    environment: dict[str, str] = Field(default_factory=dict)
+    environment: dict[EnvName, OneLine] = Field(
+        default_factory=dict,
+        description="Behaviour-changing variables that were set (`pin freeze` copies them into "
+                    "the lock's [environment]): POSIX names, values without control characters.",
+    )
     container: ContainerFacts
     model: ModelFacts | None = None
     notes: list[str] = Field(default_factory=list)

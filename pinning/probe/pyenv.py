@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sysconfig
 from collections.abc import Mapping, Sequence
 
@@ -14,6 +15,8 @@ from pinning.errors import UsageError
 from pinning.matrix.names import TRITON_DISTRIBUTIONS
 from pinning.probe.models import Distribution, PythonFacts, TorchBuild, TritonDist
 from pinning.probe.root import HostRoot
+from pinning.util.models import DIST_NAME_PATTERN
+from pinning.util.text import is_word
 from pinning.util.versions import normalize_name
 
 # Where Python environments live on common images when no VIRTUAL_ENV/CONDA_PREFIX is set.
@@ -171,6 +174,8 @@ def _read_distribution(
     name, version = name.strip(), version.strip()
     if not name or not version or len(name) > 200 or len(version) > 200:
         return None
+    if not re.fullmatch(DIST_NAME_PATTERN, name) or not is_word(version):
+        return None  # not a name and version pip could install: broken or hostile metadata
     installer = ((host.read(f"{info}/INSTALLER") or "").strip()[:100] or None)
     direct_url = None
     raw = host.read(f"{info}/direct_url.json")

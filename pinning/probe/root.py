@@ -23,7 +23,12 @@ def _read_bounded(path: Path) -> bytes:
     """
     chunks: list[bytes] = []
     total = 0
-    with path.open("rb") as fh:
+    # Opened without blocking and checked on the descriptor: a FIFO swapped in after the
+    # caller's check cannot block the probe.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
         while total < MAX_READ_BYTES:
             chunk = fh.read(min(65536, MAX_READ_BYTES - total))
             if not chunk:

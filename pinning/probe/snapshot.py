@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -11,6 +12,27 @@ from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts, canonical_json
 from pinning.util.files import atomic_write_bytes, read_regular_bytes
 from pinning.util.models import validation_summary
+from pinning.util.versions import version_fields_problem
+
+#: Keys of a snapshot whose values are versions (bounded on read, pinning.util.versions).
+SNAPSHOT_VERSION_FIELDS = frozenset({"version", "version-id", "driver", "rocm", "hip", "cuda",
+                                     "cuda-toolkit", "files-version", "pldm-bundle", "glibc"})
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object names one key twice (``args[0]`` is the key)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` object hook: the object as a dict; :class:`_DuplicateKey` when a key
+    repeats (plain ``json`` keeps the last value, so an edit could hide behind the first).
+    """
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def snapshot_text(facts: HostFacts) -> str:
@@ -36,7 +58,9 @@ def read_snapshot(path: Path) -> HostFacts:
     """Read a snapshot written by ``pin probe -o``.
 
     Raises :class:`ProbeError` (exit 7) naming the file, and the line or field, when it
-    cannot be read, is not JSON, or does not match ``schemas/host.schema.json``.
+    cannot be read, is not JSON, names a key twice in one object, or does not match
+    ``schemas/host.schema.json`` exactly (no type coercion: ``"live": "true"`` is an error;
+    environment names are POSIX names, values have no control characters).
     """
     hint = "Write a fresh snapshot with `pin probe -o FILE` on the host."
     data_bytes = read_regular_bytes(path, ProbeError, label=f"Host snapshot {path}", hint=hint)
@@ -45,7 +69,10 @@ def read_snapshot(path: Path) -> HostFacts:
     except UnicodeDecodeError as exc:
         raise ProbeError(f"Host snapshot {path}: not UTF-8 ({exc}).", hint=hint) from exc
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise ProbeError(f"Host snapshot {path}: key {exc.args[0]!r} appears twice in one object; "
+                         "a snapshot names each field once.", hint=hint) from exc
     except json.JSONDecodeError as exc:
         raise ProbeError(
             f"Host snapshot {path}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
@@ -53,8 +80,13 @@ def read_snapshot(path: Path) -> HostFacts:
         ) from exc
     except RecursionError as exc:
         raise ProbeError(f"Host snapshot {path}: JSON nested too deeply.", hint=hint) from exc
+    except ValueError as exc:  # a number int() refuses (over 4,300 digits)
+        raise ProbeError(f"Host snapshot {path}: a number too long to read.", hint=hint) from exc
+    problem = version_fields_problem(data, SNAPSHOT_VERSION_FIELDS)
+    if problem:
+        raise ProbeError(f"Host snapshot {path}: {problem}.", hint=hint)
     try:
-        facts = HostFacts.model_validate(data)
+        facts = HostFacts.model_validate(data, strict=True)
         canonical_json(facts)  # its hash must be computable (no lone surrogates)
         return facts
     except UnicodeEncodeError as exc:

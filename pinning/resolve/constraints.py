@@ -15,6 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from pinning.errors import UsageError
 from pinning.matrix.names import OS_ID_VERSION
+from pinning.util.versions import specifier_problem
 
 #: Other names users type for a framework -> the matrix name.
 FRAMEWORK_ALIASES: dict[str, str] = {
@@ -31,6 +32,17 @@ FRAMEWORK_ALIASES: dict[str, str] = {
 
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
 _MODEL = re.compile(r"^([A-Za-z0-9][\w.-]*/[\w.-]+)@([0-9a-f]{40})$")
+
+
+MAX_FLAG_CHARS = 512
+"""The most characters a ``--framework`` value may have (a name and a specifier)."""
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """``repr(text)``, cut to ``limit`` characters with how many more there were."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text) - limit} characters more)"
 
 
 @dataclass(frozen=True)
@@ -70,12 +82,17 @@ def parse_framework(text: str, known: Sequence[str] = ()) -> FrameworkRequest:
     """Parse ``pytorch==2.13.0`` / ``pytorch>=2.12`` / ``jax~=0.10.0`` / ``pytorch``.
 
     ``known`` are the framework names of the matrix: an unknown name is a ``UsageError``
-    with a "did you mean". A malformed specifier is a ``UsageError`` (exit 2).
+    with a "did you mean". A malformed specifier, or one past the version bounds of
+    :mod:`pinning.util.versions` (64 characters, 18 digits a number), is a ``UsageError``
+    (exit 2) naming ``--framework``.
     """
-    m = _NAME.match(text)
+    m = _NAME.match(text) if len(text) <= MAX_FLAG_CHARS else None
+    if m and specifier_problem(m.group(2)):
+        raise UsageError(f"--framework {_clip(text)}: {specifier_problem(m.group(2))}.",
+                         hint="Examples: pytorch==2.13.0, pytorch>=2.12, jax~=0.10.0.")
     if not m:
         raise UsageError(
-            f"--framework {text!r}: expected NAME[SPEC], for example pytorch==2.13.0, "
+            f"--framework {_clip(text)}: expected NAME[SPEC], for example pytorch==2.13.0, "
             "pytorch>=2.12 or jax~=0.10.0."
         )
     name = m.group(1).lower().replace("_", "-")
@@ -85,21 +102,28 @@ def parse_framework(text: str, known: Sequence[str] = ()) -> FrameworkRequest:
     except InvalidSpecifier as exc:
         hint = " Use `==` for an exact version." if re.match(r"^=[^=]", m.group(2)) else ""
         raise UsageError(
-            f"--framework {text!r}: {m.group(2)!r} is not a PEP 440 version specifier.{hint}",
+            f"--framework {_clip(text)}: {m.group(2)!r} is not a PEP 440 version specifier.{hint}",
             hint="Examples: pytorch==2.13.0, pytorch>=2.12, jax~=0.10.0.",
         ) from exc
     if known and name not in known:
         close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.5)
         mean = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise UsageError(
-            f"--framework {text!r}: no framework named {name!r} in the matrix.{mean}",
+            f"--framework {_clip(text)}: no framework named {name!r} in the matrix.{mean}",
             hint=f"Known frameworks: {', '.join(known)}.",
         )
     return FrameworkRequest(name=name, spec=spec, raw=text)
 
 
 def parse_runtime_spec(flag: str, text: str) -> SpecifierSet:
-    """Parse ``--rocm``/``--cuda`` SPEC; a bare version means ``==VERSION``."""
+    """Parse ``--rocm``/``--cuda`` SPEC; a bare version means ``==VERSION``. Raises
+    ``UsageError`` (exit 2) naming ``flag`` for a text that is not a specifier or is past
+    the version bounds of :mod:`pinning.util.versions`.
+    """
+    problem = specifier_problem(text)
+    if problem:
+        raise UsageError(f"{flag} {_clip(text)}: {problem}.",
+                         hint=f"Examples: {flag} 7.2.0, {flag} '>=7.0', {flag} '<7'.")
     t = text.strip()
     if re.fullmatch(r"[0-9]+(\.[0-9]+)*", t):
         t = f"=={t}" if t.count(".") >= 2 else f"=={t}.*"
@@ -107,7 +131,7 @@ def parse_runtime_spec(flag: str, text: str) -> SpecifierSet:
         return SpecifierSet(t)
     except InvalidSpecifier as exc:
         raise UsageError(
-            f"{flag} {text!r}: not a PEP 440 version specifier.",
+            f"{flag} {_clip(text)}: not a PEP 440 version specifier.",
             hint=f"Examples: {flag} 7.2.0, {flag} '>=7.0', {flag} '<7'.",
         ) from exc
 
@@ -117,7 +141,7 @@ def parse_model(text: str) -> ModelRef:
     m = _MODEL.match(text.strip())
     if not m:
         raise UsageError(
-            f"--model {text!r}: expected ORG/NAME@REVISION with a 40-hex commit revision.",
+            f"--model {_clip(text)}: expected ORG/NAME@REVISION with a 40-hex commit revision.",
             hint="Find the commit on the model's Hugging Face page (Files and versions -> "
             "History); a branch name such as `main` moves and cannot be locked.",
         )
@@ -129,7 +153,7 @@ def parse_os(text: str) -> tuple[str, str]:
     m = OS_ID_VERSION.match(text.strip().lower())
     if not m:
         raise UsageError(
-            f"--os {text!r}: expected ID-VERSION as in /etc/os-release, e.g. ubuntu-24.04, "
+            f"--os {_clip(text)}: expected ID-VERSION as in /etc/os-release, e.g. ubuntu-24.04, "
             "rhel-9.6, sles-15.7, debian-12."
         )
     return m.group(1), m.group(2)

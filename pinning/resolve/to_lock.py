@@ -15,6 +15,7 @@ from pinning.matrix.load import Matrix
 from pinning.matrix.models import Provenance, WheelVariant
 from pinning.resolve.constraints import Constraints
 from pinning.resolve.result import Resolution
+from pinning.util.text import control_chars
 
 FREEZE = "freeze it from the trial host (pin freeze)"
 
@@ -46,10 +47,13 @@ def with_build_steps(lock: Lockfile, steps: Sequence[str]) -> Lockfile:
     """``lock`` with shell ``steps`` to run after the locked install (``--build-step``),
     recorded in ``build-steps`` and in the regenerate command; unchanged when there are none.
 
-    Raises :class:`~pinning.errors.UsageError` for a step of more than one line.
+    Raises :class:`~pinning.errors.UsageError` for a step of more than one line or with
+    another control character (ESC, NUL...; a tab is kept).
     """
     if any("\n" in s or "\r" in s for s in steps):
         raise UsageError("--build-step must be one line; give several --build-step flags.")
+    if any(control_chars(s, allow="\t") for s in steps):
+        raise UsageError("--build-step must be text without control characters (ESC, NUL...).")
     if not steps:
         return lock
     command = lock.generator.command + "".join(f" --build-step {shlex.quote(s)}" for s in steps)

@@ -10,6 +10,7 @@ Verification works on the exact bytes fetched (:mod:`pinning.sign.crypto`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -62,12 +63,67 @@ def _config(payloads: list[bytes]) -> bytes:
 
 
 def _existing_layers(registry: Registry, repo: str, tag: str) -> list[dict[str, Any]]:
+    """The layers of the manifest at ``repo:tag`` (``[]`` when the tag is absent), each
+    checked by :func:`manifest_layers`. Raises :class:`SignatureError` (exit 9) for a
+    manifest of another shape, :class:`BuildError` (exit 8) when the registry fails.
+    """
     if registry.manifest_digest(repo, tag) is None:
         return []
+    return manifest_layers(registry.get_manifest(repo, tag), f"{repo}:{tag}")
+
+
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def manifest_layers(raw: bytes, where: str) -> list[dict[str, Any]]:
+    """The ``layers`` of the signature (``.sig``) or attestation (``.att``) manifest bytes
+    ``raw``: a list of objects, each with a string ``mediaType``, a ``sha256:<64 hex>``
+    ``digest``, a non-negative integer ``size`` when given, and ``annotations``, when given,
+    an object of strings. A manifest without ``layers`` has none.
+
+    ``where`` (``repo:tag``) names the manifest in messages. Raises :class:`SignatureError`
+    (exit 9) with the reason for bytes that are not such a JSON object (not JSON, nested
+    too deeply, ``layers: 5``, a layer that is not an object, ...).
+    """
+    def bad(reason: str) -> SignatureError:
+        return SignatureError(f"{where} is not a valid signature manifest: {reason}.",
+                              hint="Delete the tag in the registry and sign the image again.")
+
     try:
-        return list(json.loads(registry.get_manifest(repo, tag)).get("layers", []))
-    except (ValueError, AttributeError) as exc:
-        raise SignatureError(f"{repo}:{tag} is not a valid signature manifest.") from exc
+        doc = json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise bad(f"not JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise bad("JSON nested too deeply") from exc
+    if not isinstance(doc, dict):
+        raise bad(f"the manifest is a JSON {type(doc).__name__}, not an object")
+    layers = doc.get("layers", [])
+    if not isinstance(layers, list):
+        raise bad(f"`layers` is a {type(layers).__name__}, not a list")
+    for i, layer in enumerate(layers):
+        reason = _layer_problem(layer)
+        if reason:
+            raise bad(f"layers[{i}] {reason}")
+    return list(layers)
+
+
+def _layer_problem(layer: object) -> str | None:
+    """Why ``layer`` is not a well-formed descriptor of a signature manifest, or ``None``."""
+    if not isinstance(layer, dict):
+        return f"is a {type(layer).__name__}, not an object"
+    if not isinstance(layer.get("mediaType"), str):
+        return "has no string `mediaType`"
+    digest = layer.get("digest")
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        return "has no `digest` of the form sha256:<64 hex>"
+    size = layer.get("size", 0)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        return "has a `size` that is not a non-negative integer"
+    annotations = layer.get("annotations", {})
+    if not isinstance(annotations, dict) or not all(
+            isinstance(v, str) for v in annotations.values()):
+        return "has `annotations` that are not an object of strings"
+    return None
 
 
 def _append(registry: Registry, repo: str, tag: str, blob: bytes, layer: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from pinning.errors import SignatureError, UsageError
 from pinning.util.digests import canonical_json
+from pinning.util.files import MAX_KEY_BYTES, read_regular_bytes
 
 PASSWORD_ENV = "PIN_KEY_PASSWORD"
 IN_TOTO = "application/vnd.in-toto+json"
@@ -64,12 +65,25 @@ def _create(path: Path, data: bytes, mode: int) -> None:
         fh.write(data)
 
 
-def load_private(path: Path, password: bytes | None) -> ec.EllipticCurvePrivateKey:
-    """An ECDSA P-256 private key from a PEM file. Raises :class:`SignatureError`."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SignatureError(f"Private key {path}: cannot be read ({exc}).") from exc
+KEY_HINT = "Pass the PEM file pin keygen wrote (PREFIX.key, or PREFIX.pub to verify)."
+
+
+def read_key_file(path: Path, what: str) -> bytes:
+    """The bytes of the key file ``path`` (``what`` is ``"Private key"`` or ``"Public
+    key"``): a regular file of at most 1 MiB, opened without blocking. Raises
+    :class:`SignatureError` (exit 9, the key cannot be used) naming the file when it is
+    absent, unreadable, not a regular file (a FIFO, ``/dev/zero``, a directory) or larger.
+    """
+    return read_regular_bytes(path, SignatureError, label=f"{what} {path}", hint=KEY_HINT,
+                              limit=MAX_KEY_BYTES)
+
+
+def private_key_from(data: bytes, password: bytes | None,
+                     path: Path | str) -> ec.EllipticCurvePrivateKey:
+    """The ECDSA P-256 private key in the PEM bytes ``data`` read from ``path`` (named in
+    messages). Raises :class:`SignatureError` for a wrong passphrase, a file that is not a
+    PEM private key or another key type.
+    """
     try:
         key = serialization.load_pem_private_key(data, password=password or None)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
@@ -81,16 +95,25 @@ def load_private(path: Path, password: bytes | None) -> ec.EllipticCurvePrivateK
     return key
 
 
+def load_private(path: Path, password: bytes | None) -> ec.EllipticCurvePrivateKey:
+    """An ECDSA P-256 private key from a PEM file (see :func:`read_key_file` and
+    :func:`private_key_from`). Raises :class:`SignatureError`.
+    """
+    return private_key_from(read_key_file(path, "Private key"), password, path)
+
+
 def load_public(path: Path) -> ec.EllipticCurvePublicKey:
     """An ECDSA P-256 public key (SubjectPublicKeyInfo PEM). Raises :class:`SignatureError`
-    for an unreadable file or an unsupported key type (RSA, Ed25519, other curves).
+    for a file that is not a readable regular file of at most 1 MiB (see
+    :func:`read_key_file`) or an unsupported key type (RSA, Ed25519, other curves).
     """
+    data = read_key_file(path, "Public key")
     try:
-        key = serialization.load_pem_public_key(path.read_bytes())
+        key = serialization.load_pem_public_key(data)
     except UnsupportedAlgorithm as exc:
         raise SignatureError(f"Public key {path}: unsupported key type ({exc}); pin verifies "
                              "ECDSA P-256 signatures only.") from exc
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:
         raise SignatureError(f"Public key {path}: cannot be loaded ({exc}).") from exc
     if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
         raise SignatureError(f"Public key {path}: unsupported key type ({type(key).__name__}"

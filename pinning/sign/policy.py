@@ -26,7 +26,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from pinning.errors import SignatureError, UsageError
+from pinning.errors import LockfileError, SignatureError, UsageError
 from pinning.lockfile.io import read_lock
 from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import LOCK_LABEL
@@ -42,7 +42,7 @@ from pinning.sign.cosign import (
     sign_image,
     verify_image,
 )
-from pinning.sign.crypto import PASSWORD_ENV, load_private
+from pinning.sign.crypto import PASSWORD_ENV, private_key_from, read_key_file
 from pinning.util.digests import sha256_hex
 from pinning.util.files import read_regular_bytes
 
@@ -64,21 +64,23 @@ def password(ask: Ask | None = None, *, confirm: bool = False) -> bytes:
 
 
 def signing_key(path: Path, ask: Ask | None = None) -> ec.EllipticCurvePrivateKey:
-    """The ECDSA P-256 private key in ``path``, decrypted with :func:`password`. Raises
+    """The ECDSA P-256 private key in ``path``, decrypted with :func:`password`. The file is
+    read (a regular file of at most 1 MiB) before the passphrase is asked for. Raises
     :class:`UsageError` without a passphrase, :class:`SignatureError` (exit 9) for a key
-    that cannot be loaded.
+    file that cannot be read or a key that cannot be loaded.
     """
-    return load_private(path, password(ask))
+    data = read_key_file(path, "Private key")
+    return private_key_from(data, password(ask), path)
 
 
 def read_lock_file(path: Path, label: str) -> tuple[bytes, Lockfile]:
     """The exact bytes (what attestations hash) and the parsed model of the lock ``path``.
 
-    ``label`` names the file in messages (``--lock FILE``). Raises :class:`UsageError`
-    (exit 2) for a file that is not a readable regular file, and
-    :class:`~pinning.errors.LockfileError` (exit 5) for an invalid lock.
+    ``label`` names the file in messages (``--lock FILE``). Raises
+    :class:`~pinning.errors.LockfileError` (exit 5) for a file that is not a readable
+    regular file (missing, a directory, unreadable) and for an invalid lock.
     """
-    raw = read_regular_bytes(path, UsageError, label=label)
+    raw = read_regular_bytes(path, LockfileError, label=label)
     return raw, read_lock(path)
 
 

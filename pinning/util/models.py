@@ -1,11 +1,20 @@
-"""Shared pydantic base classes: strict, frozen, kebab-case keys on the wire."""
+"""Shared pydantic base classes (strict, frozen, kebab-case keys on the wire) and the
+checked string types of values that reach an image build, a shell or a terminal.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from pinning.util.text import control_chars, is_word, printable
+
+# An environment variable name as POSIX shells and Dockerfile ENV accept it.
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# A distribution name as PEP 508 allows it (any case; `.`, `_`, `-` inside).
+DIST_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"
 
 
 def kebab(name: str) -> str:
@@ -23,6 +32,54 @@ class Strict(BaseModel):
         alias_generator=kebab,
         validate_default=True,
     )
+
+
+def _one_line(value: str) -> str:
+    """``value`` unchanged; ``ValueError`` naming the control characters it holds."""
+    found = control_chars(value)
+    if found:
+        raise ValueError(f"control character {', '.join(found)} not allowed here")
+    return value
+
+
+def _script(value: str) -> str:
+    """``value`` unchanged when its only control characters are line feed and tab."""
+    found = control_chars(value, allow="\n\t")
+    if found:
+        raise ValueError(f"control character {', '.join(found)} not allowed in a build step")
+    return value
+
+
+def _token(value: str) -> str:
+    """``value`` unchanged when it is one word (no whitespace, no control characters)."""
+    if not is_word(value):
+        raise ValueError("must be one word: no spaces, tabs, line breaks or control characters")
+    return value
+
+
+def _exact_int(value: object) -> object:
+    """``value`` unchanged unless it is a ``bool`` or ``float`` (which equal ``1`` in Python
+    and would pass a ``Literal[1]`` check even in strict mode).
+    """
+    if isinstance(value, bool | float):
+        raise ValueError(f"must be the integer 1, not {value!r}")
+    return value
+
+
+# A format version number (``lock-version``, ``host-version``, ``schema-version``): the
+# integer 1 exactly, never ``true`` or ``1.0``.
+FormatVersion = Annotated[Literal[1], BeforeValidator(_exact_int)]
+# A value written into an image build or a shell as one quoted word: any text but control
+# characters (C0, DEL, C1), so it cannot end a Dockerfile line or a command.
+OneLine = Annotated[str, AfterValidator(_one_line)]
+# An environment variable name (``HSA_OVERRIDE_GFX_VERSION``).
+EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
+# A shell script: text with line feeds and tabs, no other control character.
+Script = Annotated[str, AfterValidator(_script)]
+# One word: a version or other value pip reads from a requirements line.
+Token = Annotated[str, AfterValidator(_token)]
+# A PEP 508 distribution name.
+DistName = Annotated[str, Field(pattern=DIST_NAME_PATTERN)]
 
 
 def error_location(loc: Sequence[int | str], data: Any) -> str:
@@ -43,7 +100,8 @@ def error_location(loc: Sequence[int | str], data: Any) -> str:
             elif isinstance(node, dict) and "id" in node:
                 out += f" ({node['id']})"
         else:
-            out += ("." if out else "") + str(part)
+            # A key may come from the file (an environment name): never print it raw.
+            out += ("." if out else "") + printable(str(part), newlines=False)
             node = node.get(part) if isinstance(node, dict) else None
     return out
 

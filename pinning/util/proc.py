@@ -8,7 +8,9 @@ answers from a recorded host (``commands.toml`` beside its root tree), so tests 
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -126,9 +128,11 @@ class ReplayRunner:
             if out_name is not None:
                 out_path = path.parent / str(out_name)
                 try:
-                    if not out_path.is_file():
-                        raise OSError(f"{out_path} is not a regular file")
-                    with out_path.open("rb") as fh:
+                    # Checked on the open descriptor: a FIFO cannot block the replay.
+                    fd = os.open(out_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                    with os.fdopen(fd, "rb") as fh:
+                        if not stat.S_ISREG(os.fstat(fd).st_mode):
+                            raise OSError(f"{out_path} is not a regular file")
                         stdout = fh.read(MAX_OUTPUT_BYTES).decode("utf-8", "replace")
                 except OSError as exc:
                     raise ProbeError(f"{where}: cannot read stdout file {out_path}: {exc}",

@@ -26,10 +26,14 @@ SOURCE = (
 )
 URL = "https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html"
 
-_FOOTNOTE = re.compile(r"\s*\[#([^\]]*)\]_")
-_ROLE = re.compile(r":(?:doc|ref):`([^`<]*?)\s*(?:<[^>]*>)?`")
-_LINK = re.compile(r"`([^`<]*?)\s*<[^>]*>`_")
+# Linear-time patterns (a hostile cell cannot make them backtrack quadratically): white
+# space before a footnote is matched only from the start of its run, and link texts are
+# matched greedily, their trailing white space stripped by _text().
+_FOOTNOTE = re.compile(r"(?<!\s)\s*\[#([^\]]*)\]_")
+_ROLE = re.compile(r":(?:doc|ref):`([^`<]*)(?:<[^>]*>)?`")
+_LINK = re.compile(r"`([^`<]*)<[^>]*>`_")
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
+_VERSION_HEADER = re.compile(r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,6}$")
 
 #: Row labels (link text, lower-cased) and the field they fill.
 _LABELS: dict[str, str] = {
@@ -70,9 +74,14 @@ OS_IDS: dict[str, str] = {
 def clean_label(cell: str) -> str:
     """Return the plain label of a column-0 cell: link text, no footnotes, no spaces."""
     text = _FOOTNOTE.sub("", cell)
-    text = _ROLE.sub(r"\1", text)
-    text = _LINK.sub(r"\1", text)
+    text = _ROLE.sub(_text, text)
+    text = _LINK.sub(_text, text)
     return text.strip()
+
+
+def _text(m: re.Match[str]) -> str:
+    """The link or role text of ``m`` without its trailing white space."""
+    return m.group(1).rstrip()
 
 
 def split_footnotes(cell: str) -> tuple[str, list[str]]:
@@ -91,7 +100,7 @@ def parse_os_cell(cell: str, *, where: str) -> list[str]:
     items = [p.strip() for p in cell.split(",") if p.strip()]
     if not items:
         return []
-    m = re.match(r"^(?P<fam>[A-Za-z][A-Za-z ]*?)\s+(?P<ver>\d.*)$", items[0])
+    m = re.match(r"^(?P<fam>[A-Za-z](?:[A-Za-z ]*[A-Za-z])?)\s+(?P<ver>\d.*)$", items[0])
     if not m:
         raise MatrixError(f"{where}: cannot read the operating system {cell!r}.")
     fam = m.group("fam").strip().lower()
@@ -147,10 +156,93 @@ class _Column:
 def parse_footnote_texts(page: str) -> dict[str, str]:
     """Read ``.. [#name] text`` footnotes of the matrix's .rst page, ``-past-60`` removed."""
     out: dict[str, str] = {}
-    for m in re.finditer(r"^\s*\.\. \[#([^\]]+)\]\s+(.+)$", page, flags=re.M):
-        text = _LINK.sub(r"\1", _ROLE.sub(r"\1", m.group(2))).replace("**", "").strip()
+    for m in re.finditer(r"^[ \t]*\.\. \[#([^\]]+)\]\s+(.+)$", page, flags=re.M):
+        text = _LINK.sub(_text, _ROLE.sub(_text, m.group(2))).replace("**", "").strip()
         out.setdefault(m.group(1).removesuffix("-past-60"), text)
     return out
+
+
+MAX_CELL_CHARS = 4096
+"""The longest cell read (AMD's longest is under 200 characters)."""
+
+DAMAGED_HINT = ("Pass AMD's compatibility-matrix-historical-6.0.csv as published, whole: a "
+                "damaged copy is refused rather than read as releases with unknown fields.")
+
+#: The fields every copy has a row for, and the row labels AMD has used for each.
+REQUIRED_ROWS: dict[str, str] = {
+    "os": "Operating Systems & Kernels",
+    "targets": "GPU / LLVM target",
+    "kmd": "AMD GPU Driver (KMD versions, Tested user space versions)",
+    "hip": "HIP",
+}
+
+
+def read_rows(text: str, name: str) -> list[list[str]]:
+    """The rows of the CSV ``text``, each as wide as the header.
+
+    AMD's file is rectangular (every row has a cell per column), so a row of another width
+    (a line cut short, a one-column file, cells lost) or a quote left open at the end is
+    damage, not an unknown: :class:`MatrixError` naming ``name``, the line and the first
+    column missing or extra. So is a cell over :data:`MAX_CELL_CHARS` characters. Blank
+    lines are kept (as empty rows).
+    """
+    reader = csv.reader(io.StringIO(text), strict=True)
+    rows: list[list[str]] = []
+    try:
+        for row in reader:
+            rows.append(row)
+    except csv.Error as exc:
+        raise MatrixError(f"{name}, line {reader.line_num}: not a complete CSV row ({exc}); "
+                          "the file is truncated or damaged.", hint=DAMAGED_HINT) from exc
+    width = len(rows[0]) if rows else 0
+    for lineno, row in enumerate(rows, start=1):
+        long = next((i for i, cell in enumerate(row, start=1) if len(cell) > MAX_CELL_CHARS), 0)
+        if long:
+            raise MatrixError(f"{name}, line {lineno}, column {long}: a cell of "
+                              f"{len(row[long - 1])} characters (AMD's are under "
+                              f"{MAX_CELL_CHARS}); the file is damaged.", hint=DAMAGED_HINT)
+        if row and len(row) != width:
+            where = (f"column {len(row) + 1} of {width} and those after it are missing"
+                     if len(row) < width else f"column {width + 1} is beyond the header")
+            raise MatrixError(f"{name}, line {lineno}: {len(row)} cells where the header has "
+                              f"{width}: {where}; the file is truncated or damaged.",
+                              hint=DAMAGED_HINT)
+    return rows
+
+
+def _columns(rows: list[list[str]], name: str) -> list[_Column]:
+    """The ROCm version columns of the header row; :class:`MatrixError` naming line 1 and
+    the column when the header is not AMD's or has no version column.
+    """
+    if not rows or clean_label(rows[0][0]).lower() != "rocm version":
+        raise MatrixError(
+            f"{name}, line 1: expected the header 'ROCm Version,<version>,...'.",
+            hint="Pass AMD's compatibility-matrix-historical-6.0.csv, unmodified.",
+        )
+    if len(rows[0]) < 2:
+        raise MatrixError(f"{name}, line 1: the header has no ROCm version column (a "
+                          "one-column file).", hint=DAMAGED_HINT)
+    columns: list[_Column] = []
+    for col, header in enumerate(rows[0][1:], start=2):
+        h = header.strip()
+        versions = [v.strip() for v in h.split("/") if v.strip()]
+        if not versions or not all(_VERSION_HEADER.match(v) for v in versions):
+            raise MatrixError(f"{name}, line 1, column {col}: cannot read the ROCm version "
+                              f"header {header[:80]!r}.")
+        columns.append(_Column(header=h, versions=versions))
+    return columns
+
+
+def _check_complete(rows: list[list[str]], name: str) -> None:
+    """:class:`MatrixError` when a row every copy has (:data:`REQUIRED_ROWS`) is missing:
+    a copy cut at a line end keeps its width but loses its last rows.
+    """
+    found = {_LABELS.get(clean_label(row[0]).lower()) for row in rows[1:] if row}
+    missing = [label for field_, label in REQUIRED_ROWS.items() if field_ not in found]
+    if missing:
+        raise MatrixError(f"{name}, line {len(rows) + 1} (end of file): no row for "
+                          f"{'; '.join(missing)}; the file is truncated or damaged.",
+                          hint=DAMAGED_HINT)
 
 
 # One pass over AMD's CSV; each branch is one of its row shapes (continuation rows, footnotes,
@@ -167,21 +259,13 @@ def import_amd_csv(  # noqa: C901,PLR0915
     ``published`` is the date of the copy (it dates every row); ``name`` is used in error
     messages; ``footnotes`` (from :func:`parse_footnote_texts`) turns footnote names into
     their text. Returns releases newest first as in the CSV. Raises ``MatrixError`` naming
-    the CSV line for a header or cell it cannot read.
+    the CSV line (and column) for a header or cell it cannot read, and for a damaged copy
+    (:func:`read_rows`: a truncated row, a one-column file, an open quote at the end; a
+    missing required row), which is never read as releases with unknown fields.
     """
-    rows = list(csv.reader(io.StringIO(text)))
-    if not rows or clean_label(rows[0][0]).lower() != "rocm version":
-        raise MatrixError(
-            f"{name}, line 1: expected the header 'ROCm Version,<version>,...'.",
-            hint="Pass AMD's compatibility-matrix-historical-6.0.csv, unmodified.",
-        )
-    columns: list[_Column] = []
-    for header in rows[0][1:]:
-        h = header.strip()
-        versions = [v.strip() for v in h.split("/") if v.strip()]
-        if not versions or not all(re.match(r"^\d+\.\d+\.\d+$", v) for v in versions):
-            raise MatrixError(f"{name}, line 1: cannot read the ROCm version header {header!r}.")
-        columns.append(_Column(header=h, versions=versions))
+    rows = read_rows(text, name)
+    columns = _columns(rows, name)
+    _check_complete(rows, name)
 
     label: str | None = None
     for lineno, row in enumerate(rows[1:], start=2):
@@ -292,4 +376,7 @@ def _with_text(note: str, footnotes: dict[str, str] | None) -> str:
 def date_from_filename(path: Path) -> dt.date | None:
     """The ``YYYY-MM-DD`` in a dated copy's file name, or ``None``."""
     m = _DATE_IN_NAME.search(path.name)
-    return dt.date.fromisoformat(m.group(1)) if m else None
+    try:
+        return dt.date.fromisoformat(m.group(1)) if m else None
+    except ValueError:  # 2026-13-45 is no date
+        return None

@@ -25,31 +25,43 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
-# One pass over RELEASE.md's table; each branch is one cell shape.
-def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:  # noqa: C901
-    """Parse the saved PyTorch matrix ``text`` into one row per (series, accelerator build).
+DAMAGED_HINT = "Pass the saved release-compatibility-matrix.md as published, whole."
 
-    ``checked`` is the date the copy was read (rows of releases with a known release date
-    carry that as ``published`` instead). Raises ``MatrixError`` when the main table is
-    missing.
+
+def _dates(text: str, name: str) -> dict[str, dt.date]:
+    """``{"2.11": date(2026, 3, 18), ...}`` from ``2.11 on 18 Mar 2026``; ``MatrixError``
+    naming the line for a date that does not exist (``31 Feb``).
     """
     dates: dict[str, dt.date] = {}
     for m in re.finditer(r"(\d+\.\d+) on (\d{1,2}) ([A-Z][a-z]{2}) (\d{4})", text):
-        dates[m.group(1)] = dt.date(int(m.group(4)), _MONTHS[m.group(3)], int(m.group(2)))
-
-    arch: dict[str, tuple[str, list[str], bool]] = {}
-    arch_series: list[str] = []
-    heading = re.search(r"CUDA architectures in PyTorch ([0-9., and]+) builds", text)
-    if heading:
-        arch_series = re.findall(r"\d+\.\d+", heading.group(1))
-    rows: list[list[str]] = []
-    in_main = in_arch = False
-    for line in text.splitlines():
-        if line.startswith("| PyTorch |"):
-            in_main, in_arch = True, False
+        if m.group(3) not in _MONTHS:
             continue
-        if line.startswith("| CUDA | compute capabilities"):
-            in_arch, in_main = True, False
+        try:
+            dates[m.group(1)] = dt.date(int(m.group(4)), _MONTHS[m.group(3)], int(m.group(2)))
+        except ValueError as exc:
+            line = text.count("\n", 0, m.start()) + 1
+            raise MatrixError(f"{name}, line {line}: {m.group(0)!r} is not a date ({exc}).",
+                              hint=DAMAGED_HINT) from exc
+    return dates
+
+
+def _tables(text: str, name: str) -> tuple[list[tuple[int, list[str]]],
+                                           dict[str, tuple[str, list[str], bool]]]:
+    """The main table's rows (``(line, cells)``) and the CUDA architecture table (CUDA
+    series -> exact version, compute capabilities, +PTX). A row with another number of
+    cells than its header is damage: :class:`MatrixError` naming ``name`` and the line.
+    """
+    rows: list[tuple[int, list[str]]] = []
+    arch: dict[str, tuple[str, list[str], bool]] = {}
+    width = 0
+    in_main = in_arch = False
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("| PyTorch |") or line.startswith("| CUDA | compute capabilities"):
+            in_main = line.startswith("| PyTorch |")
+            in_arch, width = not in_main, len(_cells(line))
+            if width != (6 if in_main else 3):
+                raise MatrixError(f"{name}, line {lineno}: a table header of {width} columns "
+                                  f"where pin reads {6 if in_main else 3}.", hint=DAMAGED_HINT)
             continue
         if not line.startswith("|"):
             in_main = in_arch = False
@@ -57,18 +69,46 @@ def import_pytorch_md(text: str, *, checked: dt.date) -> list[WheelVariant]:  # 
         if set(line.replace("|", "").strip()) <= {"-", " "}:
             continue
         cells = _cells(line)
+        if (in_main or in_arch) and len(cells) != width:
+            raise MatrixError(f"{name}, line {lineno}: {len(cells)} cells where the table "
+                              f"header has {width}; the file is truncated or damaged.",
+                              hint=DAMAGED_HINT)
         if in_main:
-            rows.append(cells)
-        elif in_arch and len(cells) >= 2:
+            rows.append((lineno, cells))
+        elif in_arch:
             exact = cells[0]
             ptx = "+PTX" in cells[1]
             ccs = [c.replace("+PTX", "").strip() for c in cells[1].split(",") if c.strip()]
             arch[".".join(exact.split(".")[:2])] = (exact, ccs, ptx)
+    return rows, arch
+
+
+# One pass over RELEASE.md's table; each branch is one cell shape.
+def import_pytorch_md(text: str, *, checked: dt.date,
+                      name: str = "PyTorch matrix") -> list[WheelVariant]:
+    """Parse the saved PyTorch matrix ``text`` into one row per (series, accelerator build).
+
+    ``checked`` is the date the copy was read (rows of releases with a known release date
+    carry that as ``published`` instead); ``name`` names the file in messages. Raises
+    ``MatrixError`` when the main table is missing, and for a damaged copy: a table row
+    with another number of cells than its header, or no CUDA architecture table (a file
+    cut short), which would otherwise read as rows with unknown targets.
+    """
+    dates = _dates(text, name)
+    arch_series: list[str] = []
+    heading = re.search(r"CUDA architectures in PyTorch ([0-9., and]+) builds", text)
+    if heading:
+        arch_series = re.findall(r"\d+\.\d+", heading.group(1))
+    rows, arch = _tables(text, name)
     if not rows:
-        raise MatrixError("PyTorch matrix: no '| PyTorch | ...' table found.")
+        raise MatrixError(f"{name}: no '| PyTorch | ...' table found.")
+    if not arch_series or not arch:
+        raise MatrixError(f"{name}, line {text.count(chr(10)) + 1} (end of file): no CUDA "
+                          "architecture table ('CUDA architectures in PyTorch ... builds'); "
+                          "the file is truncated or damaged.", hint=DAMAGED_HINT)
 
     out: list[WheelVariant] = []
-    for cells in rows:
+    for _lineno, cells in rows:
         series, python, _cxx, stable, experimental, rocm = cells[:6]
         published = dates.get(series)
         prov: dict[str, object] = (

@@ -1,0 +1,72 @@
+"""Text that came from outside pin, made safe to show on a terminal or to check before use.
+
+Locks, snapshots, overlays, pasted dumps and registry answers may carry terminal escapes
+(ESC, OSC, CSI), other C0/C1 control characters, line or paragraph separators and bidi
+overrides. Shown raw, they can move the cursor, erase lines pin printed, retitle the window
+or reorder what a reader sees. :func:`printable` escapes them; :func:`control_chars` finds
+them, for models that refuse such text.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = ["control_chars", "escape_char", "is_word", "printable"]
+
+# Unicode categories never shown raw: controls (C0, DEL, C1), format characters (bidi
+# overrides and isolates, zero-width characters, BOM), lone surrogates, line and paragraph
+# separators.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def escape_char(ch: str) -> str:
+    """The Python-style escape of one character: ``\\x1b`` below U+0100, ``\\u202e`` in the
+    basic plane, ``\\U000e0001`` above it.
+    """
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _hidden(ch: str) -> bool:
+    return not ch.isprintable() and unicodedata.category(ch) in _HIDDEN
+
+
+def printable(text: str, *, newlines: bool = True) -> str:
+    """``text`` with every character a terminal would act on, or that hides or reorders
+    text, written as its escape (:func:`escape_char`): C0 controls (``\\r``, ESC, NUL...),
+    DEL, C1 controls, format characters such as bidi overrides (U+202E) and zero-width
+    spaces, lone surrogates, and the separators U+2028 / U+2029.
+
+    Line feed and tab are kept when ``newlines`` is true (a paragraph of text), escaped
+    otherwise (one value on one line). Everything else, including non-ASCII letters and
+    symbols, is unchanged, so ordinary text prints exactly as before.
+    """
+    if text.isprintable() and text.isascii():
+        return text
+    keep = "\n\t" if newlines else ""
+    return "".join(escape_char(ch) if ch not in keep and _hidden(ch) else ch for ch in text)
+
+
+def control_chars(text: str, *, allow: str = "") -> list[str]:
+    """The control characters (Unicode category ``Cc``: C0, DEL, C1) in ``text`` other than
+    those in ``allow``, each as its escape (``['\\n', '\\x1b']`` -> ``['\\x0a', '\\x1b']``),
+    in order of first appearance; an empty list when there are none.
+    """
+    found: list[str] = []
+    for ch in text:
+        if ch not in allow and unicodedata.category(ch) == "Cc":
+            esc = escape_char(ch)
+            if esc not in found:
+                found.append(esc)
+    return found
+
+
+def is_word(text: str) -> bool:
+    """True when ``text`` is one non-empty word: no whitespace (Unicode's, which includes line
+    breaks) and no control character, so it stays one token on a command or requirements line.
+    """
+    return bool(text) and not any(ch.isspace() for ch in text) and not control_chars(text)
