@@ -1,7 +1,7 @@
 """``pin audit PATH``: find device strings ROCm builds of PyTorch do not accept.
 
 ROCm builds keep ``torch.cuda``: the HIP device is ``"cuda"``, and ``"rocm"`` / ``"hip"`` are
-not valid device strings (FACTS.md §2.8, PyTorch HIP notes). The scan parses Python sources
+not valid device strings (PyTorch HIP notes). The scan parses Python sources
 with :mod:`ast` (nothing is imported or run) and reports each call that passes such a string
 as a device: ``torch.device("rocm")``, ``x.to("hip")``, ``device="rocm:0"``.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from pinning.errors import PinError, UsageError
 from pinning.util.files import read_regular_bytes
 
-SOURCE = "pytorch/pytorch@0180055:docs/source/notes/hip.rst (via pin FACTS.md §2.8)"
+SOURCE = "pytorch/pytorch@0180055:docs/source/notes/hip.rst"
 _BAD = re.compile(r"^(rocm|hip)(:\d+)?$")
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "site-packages"}
 
