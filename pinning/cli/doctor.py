@@ -13,6 +13,7 @@ import click
 from pinning.cli.options import format_option
 from pinning.cli.render import doctor_text
 from pinning.errors import DriftError, UsageError
+from pinning.util.text import json_safe
 
 __all__ = ["doctor", "register"]
 
@@ -71,7 +72,7 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     files = [_read_dump(path) for path in paths]
     report = do_doctor(files, load_matrix(overlays))
     if fmt == "json":
-        click.echo(report.model_dump_json(by_alias=True, exclude_none=True, indent=2))
+        click.echo(json_safe(report.model_dump_json(by_alias=True, exclude_none=True, indent=2)))
     else:
         click.echo(doctor_text(report))
     errors = [f for f in report.findings if f.severity == "error"]

@@ -8,6 +8,7 @@ import click
 
 from pinning.cli.options import format_option
 from pinning.errors import UsageError
+from pinning.util.text import json_safe
 
 __all__ = ["guard", "guard_list", "guard_show", "register"]
 
@@ -53,7 +54,7 @@ def guard_show(rule_id: str, fmt: str) -> None:
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise UsageError(f"No guard rule {rule_id!r}.{hint}", hint="`pin guard list` lists them.")
     if fmt == "json":
-        click.echo(rule.model_dump_json(by_alias=True, exclude_none=True, indent=2))
+        click.echo(json_safe(rule.model_dump_json(by_alias=True, exclude_none=True, indent=2)))
         return
     when = rule.when.model_dump(by_alias=True, exclude_none=True)
     judged = (f"\n  check:  {rule.check} (coded judgement, pinning/guards/checks.py)"

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pinning.cli.options import format_option, host_options
+from pinning.cli.options import format_option, host_options, path_given
 from pinning.cli.render import probe_text, verify_text
 from pinning.errors import DriftError, UsageError
-from pinning.util.text import printable
+from pinning.util.text import json_safe, printable
 
 if TYPE_CHECKING:
     from pinning.matrix.load import Matrix
@@ -72,7 +72,7 @@ def _host_facts(host_file: str | None, root: str | None, replay: str | None,
 @host_options
 @click.option("--lock", "lock_path", metavar="LOCK", type=click.Path(),
               help="Also look for the lock's model revision in the Hugging Face cache.")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("-o", "--output", callback=path_given, metavar="FILE",
               help="Write the snapshot (JSON, schemas/host.schema.json) to FILE (exit 2 when "
                    "it cannot be written).")
 @format_option
@@ -146,7 +146,7 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     facts, label = _host_facts(host_file, root, replay, site_packages, matrix, model_id)
     report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label, strict=strict)
     if fmt == "json":
-        click.echo(report.model_dump_json(by_alias=True, exclude_none=True, indent=2))
+        click.echo(json_safe(report.model_dump_json(by_alias=True, exclude_none=True, indent=2)))
     else:
         click.echo(verify_text(report, verbose=verbose))
     if report.result == "drift":
@@ -165,7 +165,7 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
 @click.option("--force", is_flag=True,
               help="Freeze even when the host is outside what the lock validated; the "
                    "deviations are recorded in the lock.")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("-o", "--output", callback=path_given, metavar="FILE",
               help="Write here instead of replacing LOCK (exit 2 when it cannot be written).")
 @format_option
 def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str | None,

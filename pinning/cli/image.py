@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from pinning.cli.options import path_given
 from pinning.errors import BuildError, DriftError
 from pinning.oci.reference import ImageRef
 from pinning.util.text import printable
@@ -61,7 +62,7 @@ def _end_progress() -> None:
 @click.option("--engine", metavar="URL", help="Docker Engine (default: DOCKER_HOST).")
 @click.option("--no-cache", is_flag=True, help="Build from scratch even if the lock's image "
               "is already in the registry.")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("-o", "--output", callback=path_given, metavar="FILE",
               help="Write the updated lock here instead (exit 2 when it cannot be written).")
 @click.option("--sign", "sign_key", metavar="KEY", type=click.Path(),
               help="Sign the image and attest the lock and the build with this private key.")

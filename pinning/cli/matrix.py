@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from pinning.cli.options import format_option, parse_date
+from pinning.cli.options import format_option, parse_date, path_given
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
@@ -108,7 +108,7 @@ def matrix_show(what: str, overlays: tuple[str, ...], fmt: str) -> None:
               help="ROCm 7.x RELEASE.md files whose firmware tables to import.")
 @click.option("--published", metavar="DATE",
               help="Date of the copy (default: the YYYY-MM-DD in the CSV file name).")
-@click.option("-o", "--output", default="-", show_default=True, metavar="FILE",
+@click.option("-o", "--output", callback=path_given, default="-", show_default=True, metavar="FILE",
               help="Matrix TOML to write; '-' prints it (exit 2 when it cannot be written).")
 def matrix_import_amd(csv_path: str, page: str | None, release_notes: tuple[str, ...],
                       published: str | None, output: str) -> None:
@@ -145,7 +145,7 @@ def _emit_matrix_file(mf: Any, command: str, output: str, summary: str) -> None:
 @matrix.command("import-pytorch")
 @click.argument("md_path", metavar="MARKDOWN", type=click.Path(dir_okay=False))
 @click.option("--checked", metavar="DATE", required=True, help="Date the copy was read.")
-@click.option("-o", "--output", default="-", show_default=True, metavar="FILE",
+@click.option("-o", "--output", callback=path_given, default="-", show_default=True, metavar="FILE",
               help="Matrix TOML to write; '-' prints it (exit 2 when it cannot be written).")
 def matrix_import_pytorch(md_path: str, checked: str, output: str) -> None:
     """Convert PyTorch's release compatibility matrix into wheel-variant rows."""

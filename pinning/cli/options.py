@@ -13,7 +13,7 @@ import click
 
 from pinning.errors import UsageError
 
-__all__ = ["FORMAT", "format_option", "host_options", "parse_date"]
+__all__ = ["FORMAT", "format_option", "host_options", "parse_date", "path_given"]
 
 FORMAT = click.Choice(["text", "json"])
 """The ``--format`` choice of every command that can print JSON: ``text`` or ``json``."""
@@ -35,6 +35,19 @@ def parse_date(flag: str, text: str | None) -> dt.date | None:
         return dt.date.fromisoformat(text)
     except ValueError as exc:
         raise UsageError(f"{flag} {text!r}: expected a date as YYYY-MM-DD.") from exc
+
+
+def path_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback of a path option: ``value`` unchanged unless it is empty.
+
+    An empty path (``-o ''``, often an unset shell variable) would otherwise mean the
+    current directory or the default file; it raises ``click.BadParameter`` (exit 2).
+    """
+    if value is not None and value == "":
+        raise click.BadParameter("an empty path was given (is a shell variable unset?); "
+                                 "name a file, or '-' where stdout is allowed.",
+                                 ctx=ctx, param=param)
+    return value
 
 
 def host_options(func: Callable[..., Any]) -> Callable[..., Any]:

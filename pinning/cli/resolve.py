@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from pinning.cli.options import format_option, parse_date
+from pinning.cli.options import format_option, parse_date, path_given
 from pinning.cli.render import considered_json, explain_text, lock_summary
 from pinning.errors import UsageError
 
@@ -34,7 +34,8 @@ __all__ = ["register", "resolve"]
 @click.option("--as-of", metavar="DATE", help="Resolve against the matrix as published then.")
 @click.option("--matrix", "overlays", multiple=True, metavar="FILE",
               help="Site overlay with rows your team validated (also PIN_MATRIX).")
-@click.option("-o", "--output", default="pin.lock", show_default=True, metavar="FILE",
+@click.option("-o", "--output", callback=path_given, default="pin.lock", show_default=True,
+              metavar="FILE",
               help="Where to write the lockfile; '-' writes it to stdout (exit 2 when it "
                    "cannot be written).")
 @click.option("--build-step", "build_steps", multiple=True, metavar="CMD",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from pinning.cli.options import path_given
 from pinning.util.text import printable
 
 FORMAT = click.Choice(["text", "json"])
@@ -23,7 +24,8 @@ def _ask(confirm: bool) -> str:
 
 
 @click.command()
-@click.option("-o", "--output", "prefix", default="pin", show_default=True, metavar="PREFIX",
+@click.option("-o", "--output", "prefix", callback=path_given, default="pin",
+              show_default=True, metavar="PREFIX",
               help="Writes PREFIX.key (encrypted private key) and PREFIX.pub (exit 2 when "
                    "they cannot be written).")
 def keygen(prefix: str) -> None:

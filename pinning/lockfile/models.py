@@ -13,7 +13,16 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from pinning.util.models import DistName, EnvName, FormatVersion, OneLine, Script, Strict, Token
+from pinning.util.models import (
+    DistName,
+    EnvName,
+    FormatVersion,
+    OneLine,
+    Reason,
+    Script,
+    Strict,
+    Token,
+)
 
 LOCK_VERSION: Literal[1] = 1
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
@@ -40,7 +49,7 @@ class Pinned(Strict):
     ref: str | None = None
     allowed: list[str] | None = None
     constraint: str | None = None
-    reason: str | None = None
+    reason: Reason | None = None
 
     @model_validator(mode="after")
     def _explained(self) -> Pinned:

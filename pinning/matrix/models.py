@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from pinning.util.models import FormatVersion, Strict
+from pinning.util.models import FormatVersion, Reason, Strict
 
 Vendor = Literal["amd", "nvidia"]
 RuntimeName = Literal["rocm", "cuda"]
@@ -114,7 +114,7 @@ class FrameworkSupport(Strict):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     versions: list[str] | None = None
-    versions_unknown: str | None = None
+    versions_unknown: Reason | None = None
     targets: list[str] | None = None
     min_runtime: str | None = None
     min_runtime_by_target: dict[str, str] = Field(default_factory=dict)
@@ -171,7 +171,7 @@ class Release(Provenance):
     min_driver: str | None = None
     frameworks: list[FrameworkSupport] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
-    unknown: dict[str, str] = Field(default_factory=dict)
+    unknown: dict[str, Reason] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _unknowns(self) -> Release:
@@ -208,7 +208,7 @@ class FirmwareRow(Provenance):
     kmd: list[str]
     gim: str | None = None
     notes: list[str] = Field(default_factory=list)
-    unknown: dict[str, str] = Field(default_factory=dict)
+    unknown: dict[str, Reason] = Field(default_factory=dict)
 
 
 class OsRestriction(Provenance):
@@ -270,7 +270,7 @@ class CudaToolkit(Provenance):
 
     version: str = Field(pattern=r"^[0-9]+(\.[0-9]+)*$")
     bundled_driver: str | None = None
-    unknown: dict[str, str] = Field(default_factory=dict)
+    unknown: dict[str, Reason] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _known(self) -> CudaToolkit:
@@ -295,7 +295,7 @@ class WheelVariant(Provenance):
     build: str | None = Field(default=None, description="Exact toolkit the wheel is built with.")
     targets: list[str] | None = None
     python: str | None = None
-    unknown: dict[str, str] = Field(default_factory=dict)
+    unknown: dict[str, Reason] = Field(default_factory=dict)
 
     @property
     def tag(self) -> str:

@@ -99,7 +99,7 @@ def _probe_glibc(runner: Runner, live: bool) -> Reading:
     result, why = run_tool(runner, ("ldd", "--version"))
     if result is not None:
         first = (result.stdout.strip().splitlines() or [""])[0]
-        match = re.search(r"(\d+\.\d+)\s*$", first)
+        match = re.search(r"(?<!\d)(\d+\.\d+)$", first)
         if match and ("GLIBC" in first.upper() or "GNU" in first.upper()):
             return Reading.of(match.group(1), "ldd --version")
         why = f"`ldd --version` does not name glibc (first line: {first[:80]!r})"

@@ -12,6 +12,7 @@ from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts, canonical_json
 from pinning.util.files import atomic_write_bytes, read_regular_bytes
 from pinning.util.models import validation_summary
+from pinning.util.text import json_safe
 from pinning.util.versions import version_fields_problem
 
 #: Keys of a snapshot whose values are versions (bounded on read, pinning.util.versions).
@@ -38,7 +39,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def snapshot_text(facts: HostFacts) -> str:
     """The snapshot as indented JSON (model field order, ``None`` left out), newline-ended."""
     data = facts.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
 
 
 def write_snapshot(facts: HostFacts, path: Path) -> None:

@@ -30,7 +30,7 @@ FRAMEWORK_ALIASES: dict[str, str] = {
     "jaxlib": "jax",
 }
 
-_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*?)\s*$")
+_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\S.*|)$")  # on the stripped flag
 _MODEL = re.compile(r"^([A-Za-z0-9][\w.-]*/[\w.-]+)@([0-9a-f]{40})$")
 
 
@@ -86,7 +86,7 @@ def parse_framework(text: str, known: Sequence[str] = ()) -> FrameworkRequest:
     :mod:`pinning.util.versions` (64 characters, 18 digits a number), is a ``UsageError``
     (exit 2) naming ``--framework``.
     """
-    m = _NAME.match(text) if len(text) <= MAX_FLAG_CHARS else None
+    m = _NAME.match(text.strip()) if len(text) <= MAX_FLAG_CHARS else None
     if m and specifier_problem(m.group(2)):
         raise UsageError(f"--framework {_clip(text)}: {specifier_problem(m.group(2))}.",
                          hint="Examples: pytorch==2.13.0, pytorch>=2.12, jax~=0.10.0.")

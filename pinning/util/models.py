@@ -57,6 +57,13 @@ def _token(value: str) -> str:
     return value
 
 
+def _reason(value: str) -> str:
+    """``value`` unchanged when it says something: not blank, no control characters."""
+    if not value.strip():
+        raise ValueError("a reason must say why the value is unknown; it is empty")
+    return _one_line(value)
+
+
 def _exact_int(value: object) -> object:
     """``value`` unchanged unless it is a ``bool`` or ``float`` (which equal ``1`` in Python
     and would pass a ``Literal[1]`` check even in strict mode).
@@ -76,6 +83,8 @@ OneLine = Annotated[str, AfterValidator(_one_line)]
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 # A shell script: text with line feeds and tabs, no other control character.
 Script = Annotated[str, AfterValidator(_script)]
+# Why a value is unknown: one line of text, never blank.
+Reason = Annotated[str, AfterValidator(_reason)]
 # One word: a version or other value pip reads from a requirements line.
 Token = Annotated[str, AfterValidator(_token)]
 # A PEP 508 distribution name.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["control_chars", "escape_char", "is_word", "printable"]
+__all__ = ["control_chars", "escape_char", "is_word", "json_safe", "printable"]
 
 # Unicode categories never shown raw: controls (C0, DEL, C1), format characters (bidi
 # overrides and isolates, zero-width characters, BOM), lone surrogates, line and paragraph
@@ -49,6 +49,31 @@ def printable(text: str, *, newlines: bool = True) -> str:
         return text
     keep = "\n\t" if newlines else ""
     return "".join(escape_char(ch) if ch not in keep and _hidden(ch) else ch for ch in text)
+
+
+def json_safe(text: str) -> str:
+    """JSON text ``text`` with every hidden character (the set :func:`printable` escapes:
+    controls, DEL, C1, format characters, separators, lone surrogates) written as a JSON
+    ``\\uXXXX`` escape (a surrogate pair above U+FFFF).
+
+    JSON encoders escape C0 controls but leave DEL, C1 controls, U+202E or U+2028 raw when
+    they write UTF-8, and a terminal acts on them. Such characters can only stand inside
+    JSON strings, so the result is the same JSON value; ASCII-only text is returned as is.
+    """
+    if text.isascii() and "\x7f" not in text:
+        return text
+    out = []
+    for ch in text:
+        if ch in "\n\t" or not _hidden(ch):
+            out.append(ch)
+            continue
+        code = ord(ch)
+        if code >= 0x10000:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out)
 
 
 def control_chars(text: str, *, allow: str = "") -> list[str]:

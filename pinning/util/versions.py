@@ -272,8 +272,10 @@ def or_later(entry: str) -> tuple[str, bool]:
     """``'01.25.05.00 (or later)'`` -> ``('01.25.05.00', True)``; other entries -> ``(entry,
     False)`` (stripped).
     """
-    m = re.match(r"\s*(.*?)\s*\(or later\)\s*$", entry)
-    return (m.group(1), True) if m else (entry.strip(), False)
+    text = entry.strip()
+    if text.endswith("(or later)"):
+        return text[: -len("(or later)")].strip(), True
+    return text, False
 
 
 def allowed_contains(allowed: Iterable[str], value: str) -> bool:

@@ -156,7 +156,7 @@ class _Column:
 def parse_footnote_texts(page: str) -> dict[str, str]:
     """Read ``.. [#name] text`` footnotes of the matrix's .rst page, ``-past-60`` removed."""
     out: dict[str, str] = {}
-    for m in re.finditer(r"^[ \t]*\.\. \[#([^\]]+)\]\s+(.+)$", page, flags=re.M):
+    for m in re.finditer(r"^[ \t]*\.\. \[#([^\]]+)\]\s+(\S.*)$", page, flags=re.M):
         text = _LINK.sub(_text, _ROLE.sub(_text, m.group(2))).replace("**", "").strip()
         out.setdefault(m.group(1).removesuffix("-past-60"), text)
     return out

@@ -33,7 +33,7 @@ def _dates(text: str, name: str) -> dict[str, dt.date]:
     naming the line for a date that does not exist (``31 Feb``).
     """
     dates: dict[str, dt.date] = {}
-    for m in re.finditer(r"(\d+\.\d+) on (\d{1,2}) ([A-Z][a-z]{2}) (\d{4})", text):
+    for m in re.finditer(r"(?<!\d)(\d+\.\d+) on (\d{1,2}) ([A-Z][a-z]{2}) (\d{4})", text):
         if m.group(3) not in _MONTHS:
             continue
         try:
@@ -98,7 +98,7 @@ def import_pytorch_md(text: str, *, checked: dt.date,
     arch_series: list[str] = []
     heading = re.search(r"CUDA architectures in PyTorch ([0-9., and]+) builds", text)
     if heading:
-        arch_series = re.findall(r"\d+\.\d+", heading.group(1))
+        arch_series = re.findall(r"(?<!\d)\d+\.\d+", heading.group(1))
     rows, arch = _tables(text, name)
     if not rows:
         raise MatrixError(f"{name}: no '| PyTorch | ...' table found.")

@@ -77,7 +77,7 @@ def _as_int(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*(?:gpu\s*[:_]?\s*)?(\d{1,9})\s*", value, re.IGNORECASE)
+        m = re.fullmatch(r"(?:gpu[\s:_]*)?(\d{1,9})", value.strip(), re.IGNORECASE)
         if m:
             return int(m.group(1))
     return None
@@ -114,7 +114,7 @@ def _firmware_from_json(data: Any) -> list[GpuFirmware] | None:
 
 
 _GPU_LINE = re.compile(r"^\s*GPU\s*:\s*(\d+)\s*$")
-_KV_LINE = re.compile(r"^(\s*)([A-Za-z0-9_ ]+?)\s*:\s*(.*?)\s*$")
+_KV_LINE = re.compile(r"^(\s*)([A-Za-z0-9_][A-Za-z0-9_ ]*):(.*)$")
 
 
 def parse_amd_smi_firmware(text: str, *, source: str = "amd-smi firmware") -> list[GpuFirmware]:
@@ -225,7 +225,7 @@ def _mib(value: Any, unit: Any = None) -> int | None:
         num = float(value)
         unit_s = str(unit or "MB").strip().lower()
     else:
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(value))
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)", str(value).strip())
         if not m:
             return None
         num = float(m.group(1))
@@ -303,7 +303,7 @@ def parse_amd_smi_static(text: str, *, source: str = "amd-smi static") -> list[A
             continue
         indent = len(kv.group(1).expandtabs(4))
         key = kv.group(2).strip().lower().replace(" ", "_")
-        value = kv.group(3)
+        value = kv.group(3).strip()
         while stack and stack[-1][0] >= indent:
             stack.pop()
         if not value:

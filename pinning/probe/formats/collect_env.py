@@ -126,9 +126,17 @@ _CE_OTHER_KEYS = {"cpu", "gpu topology", "neuron sdk version", "versions of rele
 _CE_TITLES = {"system info", "pytorch info", "python environment", "cuda / gpu info",
               "cpu info", "versions of relevant libraries", "vllm info",
               "environment variables"}
+def _without_uuid(name: str) -> str:
+    """``NVIDIA H100 80GB HBM3`` from ``NVIDIA H100 80GB HBM3 (UUID: GPU-...)``."""
+    start = name.rfind("(UUID:")
+    if start >= 0 and name.endswith(")") and ")" not in name[start:-1]:
+        return name[:start].rstrip()
+    return name
+
+
 PURE_RULER = re.compile(r"^\s*=+\s*$")
 """A line of ``=`` only: vLLM's collect-env section rulers."""
-_GPU_N = re.compile(r"^\s*GPU\s*(\d+)\s*[:：]\s*(.*?)\s*$")
+_GPU_N = re.compile(r"^\s*GPU\s*(\d+)\s*[:：]\s*(\S.*|)$")
 _ENV_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
@@ -139,7 +147,7 @@ def _gpu_names(models: str | None) -> list[str]:
     for line in models.splitlines():
         m = _GPU_N.match(line)
         if m:
-            names.append(re.sub(r"\s*\(UUID:[^)]*\)\s*$", "", m.group(2)))
+            names.append(_without_uuid(m.group(2).strip()))
     if names:
         return names
     first = models.strip().splitlines()[0].strip() if models.strip() else ""
@@ -194,7 +202,7 @@ def parse_collect_env(text: str, *, source: str = "collect_env") -> CollectEnv: 
         lib = LIB_LINE.match(line)
         if lib:
             cont = None
-            body = lib.group(2)
+            body = lib.group(2).strip()
             if lib.group(1) == "conda":
                 conda_seen = True
                 toks = body.split()

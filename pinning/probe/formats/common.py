@@ -6,8 +6,9 @@ import re
 
 __all__ = ["KEY_LINE", "norm_key", "norm_pci_id"]
 
-KEY_LINE = re.compile(r"^\s*([^:：]+?)\s*[:：](.*)$")
-"""A ``Key: value`` line (ASCII or full-width colon); groups: the key, the raw value."""
+KEY_LINE = re.compile(r"^([^:：]+)[:：](.*)$")
+"""A ``Key: value`` line (ASCII or full-width colon); groups: the key and the raw value, both
+unstripped (linear on any line: no two repeats share a character)."""
 
 
 def norm_key(raw: str) -> str:

@@ -66,14 +66,18 @@ _UNIT_MIB = {"mib": 1.0, "mb": 1.0, "gib": 1024.0, "gb": 1024.0, "kib": 1 / 1024
 
 
 def _header_name(cell: str) -> tuple[str, str | None]:
-    m = re.fullmatch(r"\s*(\S+?)\s*(?:\[([^\]]*)\])?\s*", cell)
-    if not m:
-        return cell.strip().lower(), None
-    return m.group(1).lower(), m.group(2)
+    """``("memory.total", "MiB")`` from the CSV header cell ``memory.total [MiB]``."""
+    text = cell.strip()
+    start = text.rfind("[")
+    if start > 0 and text.endswith("]") and "]" not in text[start:-1]:
+        name, unit = text[:start].rstrip(), text[start + 1:-1]
+        if name and not any(c.isspace() for c in name):
+            return name.lower(), unit
+    return text.lower(), None
 
 
 def _memory(value: str, unit: str | None) -> int | None:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", value)
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)", value.strip())
     if not m:
         return None
     factor = _UNIT_MIB.get((m.group(2) or unit or "MiB").lower())

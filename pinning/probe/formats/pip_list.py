@@ -11,7 +11,7 @@ from pinning.util.versions import normalize_name
 
 __all__ = ["LIB_LINE", "PIP_HEADER", "PIP_RULER", "parse_pip_list", "pip_entry"]
 
-LIB_LINE = re.compile(r"^\s*\[(pip\d*|conda)\]\s*(.*?)\s*$")
+LIB_LINE = re.compile(r"^\s*\[(pip\d*|conda)\]\s*(\S.*|)$")
 """A ``[pip3] name==version`` / ``[conda] name version ...`` line of collect_env; groups: the
 bracketed tool, the rest of the line.
 """
@@ -23,13 +23,13 @@ def pip_entry(text: str) -> tuple[str, str] | None:
     Reads ``name==version`` (``===`` and extras allowed), ``name (version)`` and the
     ``name  version ...`` columns of ``pip list``; the version must start with a digit.
     """
-    m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*(\S+)", text)
+    m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\s*\[[^\]]*\])?\s*===?\s*(\S+)", text)
     if m:
         return normalize_name(m.group(1)), m.group(2)
     m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s*\(([0-9][^)\s]*)\)", text)
     if m:
         return normalize_name(m.group(1)), m.group(2)
-    m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s+([0-9]\S*)(?:\s+.*)?", text)
+    m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)\s+([0-9]\S*)(?:\s.*)?", text)
     if m:
         return normalize_name(m.group(1)), m.group(2)
     return None
@@ -59,7 +59,7 @@ def parse_pip_list(text: str, *, source: str = "pip list") -> dict[str, str]:
         if lib:
             if lib.group(1) == "conda":
                 continue
-            stripped = lib.group(2)
+            stripped = lib.group(2).strip()
         entry = pip_entry(stripped)
         if entry is not None:
             out[entry[0]] = entry[1]

@@ -61,11 +61,12 @@ class RocmSmiReport(Strict):
     gpus: list[RocmSmiGpu] = Field(default_factory=list)
 
 
-_GPU_LINE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(.*?)\s*$")
-_FW_LINE = re.compile(r"^(.+?)\s+firmware version\s*:\s*(.*)$", re.IGNORECASE)
-_SMI_VERSION = re.compile(r"^\s*ROCM-SMI version\s*:\s*(\S.*?)\s*$", re.IGNORECASE)
-_LIB_VERSION = re.compile(r"^\s*ROCM-SMI-LIB version\s*:\s*(\S.*?)\s*$", re.IGNORECASE)
-_DRIVER = re.compile(r"^\s*Driver version\s*:\s*(.*?)\s*$", re.IGNORECASE)
+# Values are captured whole and stripped by the caller: `(.*?)\s*$` is quadratic on a long
+# run of spaces.
+_GPU_LINE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(\S.*|)$")
+_SMI_VERSION = re.compile(r"^\s*ROCM-SMI version\s*:\s*(\S.*)$", re.IGNORECASE)
+_LIB_VERSION = re.compile(r"^\s*ROCM-SMI-LIB version\s*:\s*(\S.*)$", re.IGNORECASE)
+_DRIVER = re.compile(r"^\s*Driver version\s*:\s*(\S.*|)$", re.IGNORECASE)
 _RULER = re.compile(r"^\s*=+")
 _BANNER = "rocm system management interface"
 
@@ -126,10 +127,10 @@ def _table_columns(header: str, second: str | None) -> list[str]:
     cols = _split_columns(header)
     quals = [""] * len(cols)
     for i, (_, name) in enumerate(cols):
-        m = re.match(r"^(.*?)\s*(\(.*\))\s*$", name)
-        if m:
-            cols[i] = (cols[i][0], m.group(1))
-            quals[i] = m.group(2)
+        start = name.find("(")
+        if start >= 0 and name.endswith(")"):
+            cols[i] = (cols[i][0], name[:start].rstrip())
+            quals[i] = name[start:]
     if second is not None:
         for pos, chunk in _split_columns(second):
             best = 0
@@ -222,19 +223,19 @@ def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # 
             columns = None
             continue
         if (m := _SMI_VERSION.match(line)) is not None:
-            smi, recognised = m.group(1), True
+            smi, recognised = m.group(1).strip(), True
             continue
         if (m := _LIB_VERSION.match(line)) is not None:
-            lib, recognised = m.group(1), True
+            lib, recognised = m.group(1).strip(), True
             continue
         if (m := _DRIVER.match(line)) is not None:
-            driver, recognised = m.group(1) or None, True
+            driver, recognised = m.group(1).strip() or None, True
             continue
         if (m := _GPU_LINE.match(line)) is not None:
             recognised = True
             columns = None
             gpu = gpus.setdefault(int(m.group(1)), _Gpu())
-            _gpu_line(gpu, m.group(2))
+            _gpu_line(gpu, m.group(2).strip())
             continue
         stripped = line.strip()
         head = stripped.split()[:1]
@@ -284,14 +285,31 @@ def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # 
     )
 
 
+def _firmware_line(rest: str) -> tuple[str, str] | None:
+    """``("ASD", "0x00000000")`` from ``ASD firmware version: 0x00000000``; ``None`` for
+    other lines. The name is what precedes `` firmware version`` (any case), whitespace kept.
+    """
+    head, sep, value = rest.partition(":")
+    if not sep:
+        return None
+    words = head.rstrip()
+    suffix = "firmware version"
+    if not words.lower().endswith(suffix):
+        return None
+    name = words[: -len(suffix)]
+    if not name[-1:].isspace() or not name.strip():
+        return None
+    return name.strip(), value.strip()
+
+
 def _gpu_line(gpu: _Gpu, rest: str) -> None:
     if "not supported" in rest.lower() and rest.lower().startswith("get_"):
         return
-    fw = _FW_LINE.match(rest)
-    if fw:
-        value = fw.group(2).strip()
+    fw = _firmware_line(rest)
+    if fw is not None:
+        name, value = fw
         if value and "not supported" not in value.lower():
-            gpu.firmware[fw.group(1).strip()] = value
+            gpu.firmware[name] = value
         return
     label, sep, value = rest.partition(":")
     if not sep:

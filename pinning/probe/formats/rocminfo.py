@@ -84,7 +84,7 @@ def gfx_from_isa(isa: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-_KV = re.compile(r"^(\s*)([^:]+?)\s*::?(?:\s+|$)(.*?)\s*$")
+_KV = re.compile(r"^(\s*)([^:\s][^:]*)::?(?:\s|$)(.*)$")
 _ROCK_VERSION = re.compile(r"ROCk module version\s+(\S+)\s+is loaded", re.IGNORECASE)
 _STAR_RULER = re.compile(r"^\s*\*{3,}\s*$")
 _DONE = re.compile(r"^\s*\*+\s*Done\s*\*+\s*$", re.IGNORECASE)
@@ -239,7 +239,7 @@ def parse_rocminfo(text: str, *, source: str = "rocminfo") -> Rocminfo:  # noqa:
         if not m:
             continue
         indent = len(m.group(1).expandtabs(8))
-        key, value = m.group(2).strip(), m.group(3)
+        key, value = m.group(2).strip(), m.group(3).strip()
         low = key.lower()
         if not in_agents and low == "name":
             in_agents = True

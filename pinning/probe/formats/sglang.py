@@ -54,7 +54,7 @@ _SG_KEYS = {
     "cuda driver versions": "cuda_driver_version",
 }
 _SG_OTHER = {"hypervisor vendor", "ulimit soft", "amd topology", "nvidia topology"}
-_SG_GPU = re.compile(r"^GPU\s+([\d,\s]+?)(\s+Compute Capability)?$", re.IGNORECASE)
+_SG_GPU = re.compile(r"^GPU\s+(\d[\d,\s]*)(Compute Capability)?$", re.IGNORECASE)
 
 
 # Line-oriented parser: one branch per check_env line shape.

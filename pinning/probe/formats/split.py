@@ -55,7 +55,7 @@ def _query_header(line: str) -> bool:
     cells = [c.strip() for c in line.split(",")]
     if len(cells) < 2:
         return False
-    names = [re.sub(r"\s*\[[^\]]*\]$", "", c).lower() for c in cells]
+    names = [re.sub(r"\[[^\][]*\]$", "", c).rstrip().lower() for c in cells]
     return all(re.fullmatch(r"[a-z][a-z0-9_.]*", n) for n in names) and any(
         n in _QUERY_FIELDS for n in names
     )

@@ -217,6 +217,25 @@ def test_an_output_that_cannot_be_written_is_exit_2_in_every_command(
                       if p.name.startswith(".out.key")) == []  # no temp or lock file left
 
 
+EMPTY_PATH_WRITERS = [*WRITERS, ["build", "LOCK", "-o", "OUT"]]
+
+
+@pytest.mark.parametrize("template", EMPTY_PATH_WRITERS,
+                         ids=[" ".join(t[:2]) for t in EMPTY_PATH_WRITERS])
+def test_an_empty_output_path_is_a_usage_error(
+        tmp_path: Path, inputs: dict[str, Path], template: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``-o ''`` (an unset shell variable) never means "the default file" or "LOCK itself"."""
+    monkeypatch.chdir(tmp_path)
+    names = {"OUT": "", "PREFIX": "", "LOCK": str(inputs["lock"]), "SNAP": str(inputs["snap"])}
+    before = inputs["lock"].read_bytes()
+    got, err = run(*[names.get(a, a) for a in template])
+    assert got == 2, err
+    assert "an empty path was given" in err and "'-o' / '--output'" in err
+    assert inputs["lock"].read_bytes() == before
+    assert list(tmp_path.iterdir()) == []  # no pin.lock, .key or .pub in the working folder
+
+
 # -- the same codes from a real process ------------------------------------------------------
 
 

@@ -64,7 +64,6 @@ def test_lock_show_escapes_what_the_lock_says(tmp_path: Path) -> None:
     data = lock_json(read_lock(ROOT / "lockfiles" / "mi300x-pytorch-2.13.0.lock"))
     data["generator"]["command"] = "pin resolve" + ERASE + "\nFAKE: all good"
     data["notes"] = ["note" + TITLE, "two\nlines" + RTL]
-    data["os"]["reason"] = "unknown" + ERASE
     data["content-hash"] = content_hash(data)
     path = tmp_path / "crafted.lock"
     path.write_text(tomlkit.dumps(data))
@@ -113,6 +112,53 @@ def test_finding_line_is_one_line_per_value() -> None:
     assert "\\x0a✓ match" in lines[0] and raw_controls(lines[0]) == []
 
 
+def test_a_reason_with_a_control_character_is_refused(tmp_path: Path) -> None:
+    """Why a value is unknown is one line of text: a lock whose reason carries an escape is
+    invalid (exit 5, field named), not shown."""
+    data = lock_json(read_lock(ROOT / "lockfiles" / "mi300x-pytorch-2.13.0.lock"))
+    data["os"]["reason"] = "unknown" + ERASE
+    data["content-hash"] = content_hash(data)
+    path = tmp_path / "crafted.lock"
+    path.write_text(tomlkit.dumps(data))
+    r = pin("lock", "show", str(path))
+    assert r.returncode == 5
+    assert "os.reason: Value error, control character \\x1b not allowed" in r.stderr
+    assert raw_controls(r.stderr) == []
+
+
 def test_lock_summary_keeps_ordinary_text() -> None:
     lock = read_lock(ROOT / "lockfiles" / "mi300x-pytorch-2.13.0.lock")
     assert "\\x" not in lock_summary(lock) and "\\u" not in lock_summary(lock)
+
+
+C1_AND_SEPARATORS = "\x9b2J\x7f\u2028\u2029\u202e\U000e0041"  # C1 CSI, DEL, LS, PS, RLO, tag
+
+
+def test_json_output_carries_c1_bidi_and_separators_as_escapes(tmp_path: Path) -> None:
+    """JSON encoders escape only C0; pin's ``--format json`` and snapshot files escape the rest,
+    and the value read back is exact."""
+    lock, snap = frozen_lock(tmp_path)
+    data: dict[str, Any] = json.loads(snap.read_text())
+    data["gpus"][0]["vbios"]["value"] = "113-EVIL" + C1_AND_SEPARATORS
+    snap.write_text(json.dumps(data))
+    verify = pin("verify", str(lock), "--host", str(snap), "--format", "json")
+    assert verify.returncode == 6, verify.stderr
+    assert raw_controls(verify.stdout) == [] and "\x7f" not in verify.stdout
+    assert "\\u009b2J\\u007f\\u2028\\u2029\\u202e\\udb40\\udc41" in verify.stdout
+    actual = {f.get("actual") for f in json.loads(verify.stdout)["findings"]}
+    assert "113-EVIL" + C1_AND_SEPARATORS in actual
+
+    dump = tmp_path / "collect.txt"
+    dump.write_text((DUMPS / "pytorch-pytorch-37320.txt").read_text().replace(
+        "Tesla P100-PCIE-16GB", "Tesla P100-PCIE-16GB" + C1_AND_SEPARATORS, 1))
+    doctor = pin("doctor", str(dump), "--format", "json")
+    assert raw_controls(doctor.stdout) == [] and "\x7f" not in doctor.stdout, doctor.stderr
+    assert "\\u009b2J" in doctor.stdout
+    gpus = json.loads(doctor.stdout)["environment"]["gpus"]
+    assert "Tesla P100-PCIE-16GB\x9b2J\x7f" in gpus  # the dump's line ends at U+2028
+
+    out = tmp_path / "again.json"
+    assert pin("probe", "--host", str(snap), "-o", str(out)).returncode == 0
+    written = out.read_text(encoding="utf-8")
+    assert raw_controls(written) == [] and "\\u009b2J" in written
+    assert json.loads(written)["gpus"][0]["vbios"]["value"].endswith(C1_AND_SEPARATORS)

@@ -43,6 +43,15 @@ def with_restriction(runtimes: str) -> str:
     return OVERLAY + RESTRICTION.format(runtimes=runtimes)
 
 
+KMD_LINE = 'kmd = ["30.30.0"]\n'
+
+
+def with_release_keys(extra: str) -> str:
+    """The overlay with ``extra`` TOML lines added to its release row."""
+    assert OVERLAY.count(KMD_LINE) == 1
+    return OVERLAY.replace(KMD_LINE, KMD_LINE + extra + "\n")
+
+
 def toml_string(text: str) -> str:
     """``text`` as a TOML basic string (every character escaped as \\uXXXX / \\UXXXXXXXX)."""
     return '"' + "".join(f"\\U{ord(c):08x}" for c in text) + '"'
@@ -62,6 +71,15 @@ HOSTILE = [
     ("framework-version-among-good",
      OVERLAY.replace(FRAMEWORK_LINE, 'versions = ["2.10.0", "2.10.x"]\n'),
      "frameworks[0].versions: Value error, '2.10.x' is not a PEP 440 version"),
+    ("unknown-reason-empty", with_release_keys('unknown = { hip = "" }'),
+     "releases[0] (rocm 7.2.1).unknown.hip: Value error, a reason must say why"),
+    ("unknown-reason-blank", with_release_keys('unknown = { firmware = "   " }'),
+     "releases[0] (rocm 7.2.1).unknown.firmware: Value error, a reason must say why"),
+    ("unknown-reason-control", with_release_keys('unknown = { hip = "a\\u001b[2Jb" }'),
+     "releases[0] (rocm 7.2.1).unknown.hip: Value error, control character"),
+    ("versions-unknown-empty",
+     OVERLAY.replace(FRAMEWORK_LINE, 'versions-unknown = ""\n'),
+     "frameworks[0].versions-unknown: Value error, a reason must say why"),
     ("os-runtimes", with_restriction('">>>7"'),
      "os-restrictions[0].runtimes: Value error, '>>>7' is not a PEP 440 specifier"),
     ("os-runtimes-no-operator", with_restriction('"7.0"'), "os-restrictions[0].runtimes"),

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pinning.util.text import control_chars, escape_char, is_word, printable
+from pinning.util.text import control_chars, escape_char, is_word, json_safe, printable
 
 HIDDEN = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 
@@ -71,3 +72,26 @@ def test_control_chars_and_words() -> None:
     assert is_word("2.9.1+rocm7.2") and is_word("ünï")
     assert not any(is_word(w) for w in ["", "a b", "a\tb", "a\nb", "a\u2028b", "a\x00b",
                                         "a\u00a0b"])
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(st.characters(codec=None)),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(st.characters(codec=None), max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(JSON_VALUES)
+def test_json_safe_is_the_same_value_with_nothing_hidden(value: object) -> None:
+    for indent in (None, 2):
+        out = json_safe(json.dumps(value, indent=indent, ensure_ascii=False))
+        assert json.loads(out) == value
+        assert all(ch in "\n\t" or unicodedata.category(ch) not in HIDDEN for ch in out)
+
+
+def test_json_safe_escapes_as_json_does() -> None:
+    assert json_safe('"del\x7f c1\x9b rlo\u202e ls\u2028"') == \
+        '"del\\u007f c1\\u009b rlo\\u202e ls\\u2028"'
+    assert json_safe('"tag\U000e0041"') == '"tag\\udb40\\udc41"'
+    assert json_safe('{"name": "caf\u00e9 \u4e2d"}') == '{"name": "caf\u00e9 \u4e2d"}'
