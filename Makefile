@@ -67,6 +67,7 @@ bench: install
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_lock_write.py
+	$(BIN)/python bench/bench_doctor_blanks.py
 
 schemas: install
 	$(BIN)/python -c "from pathlib import Path; from pinning.schemas import write; [print('wrote', p) for p in write(Path('schemas'))]"
