@@ -112,6 +112,21 @@ class GuardRefused(PinError):
     exit_code = 10
 
 
+class NothingToJudge(PinError):
+    """``pin doctor`` read the dumps but none of them gave any rule an input (exit 14).
+
+    The dumps held no GPU, torch build, package, driver, ROCm release or environment
+    variable, so no rule could pass or fail: saying "no problems found" would be a claim
+    nothing supports.
+    """
+
+    exit_code = 14
+    default_hint = (
+        "Paste a dump that shows the GPUs, drivers or installed packages, such as "
+        "`python -m torch.utils.collect_env`, `pip list`, `amd-smi static` or `nvidia-smi`."
+    )
+
+
 ALL_ERRORS: tuple[type[PinError], ...] = (
     InternalError,
     UsageError,
@@ -123,4 +138,5 @@ ALL_ERRORS: tuple[type[PinError], ...] = (
     BuildError,
     SignatureError,
     GuardRefused,
+    NothingToJudge,
 )

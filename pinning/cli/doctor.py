@@ -12,7 +12,7 @@ import click
 
 from pinning.cli.options import format_option
 from pinning.cli.render import doctor_text
-from pinning.errors import DriftError, UsageError
+from pinning.errors import DriftError, NothingToJudge, UsageError
 from pinning.util.text import json_safe
 
 __all__ = ["doctor", "register"]
@@ -53,7 +53,8 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     """Diagnose pasted environment dumps against the matrix.
 
     Reads python -m torch.utils.collect_env (and vLLM's), python -m sglang.check_env,
-    pip list / pip freeze, amd-smi version / static / firmware, rocm-smi, rocminfo,
+    pip list / pip freeze / pip inspect, uv pip list / uv pip freeze, uv tree, pipdeptree,
+    conda list (text or --json), amd-smi version / static / firmware, rocm-smi, rocminfo,
     nvidia-smi (--query-gpu CSV with its header line, or the banner) and
     /proc/driver/nvidia/version: several files, or one file with several dumps. '-' reads
     stdin.
@@ -61,8 +62,9 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     Reports each problem with a code, an explanation and its source: unsupported gfx target,
     CUDA torch on an AMD host, several Triton distributions, a JAX plugin for another ROCm
     major, a driver too old for the CUDA build, HSA_OVERRIDE_GFX_VERSION, an inbox or old
-    amdgpu, and more. Exit 0 when nothing is wrong, 6 when an error is found, 7 when a file
-    holds no recognisable dump.
+    amdgpu, and more. --format json carries every fact read. Exit 0 when nothing is wrong, 6
+    when an error is found, 7 when a file holds no recognisable dump, 14 when the dumps give
+    no rule anything to judge.
     """
     from pinning.doctor.report import doctor as do_doctor
     from pinning.matrix.load import load_matrix
@@ -75,6 +77,10 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
         click.echo(json_safe(report.model_dump_json(by_alias=True, exclude_none=True, indent=2)))
     else:
         click.echo(doctor_text(report))
+    if not report.judged:
+        raise NothingToJudge(
+            "Nothing to judge: the dumps were read, but none shows a GPU, torch build, package, "
+            "driver, ROCm release or environment variable that a rule checks.")
     errors = [f for f in report.findings if f.severity == "error"]
     if errors:
         raise DriftError(

@@ -77,25 +77,32 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
 @matrix.command("show")
 @click.argument("what")
 @click.option("--matrix", "overlays", multiple=True, metavar="FILE", help="Add a site overlay.")
+@click.option("--as-of", metavar="DATE",
+              help="Mark the rows in effect on DATE (by publication date).")
 @format_option
-def matrix_show(what: str, overlays: tuple[str, ...], fmt: str) -> None:
-    """Show rows with their sources: WHAT is a release (rocm-7.2.0, cuda-13.4.2, 10.0.0), a
-    GPU (mi300x), `gpus`, `cuda`, or a data file name.
+def matrix_show(what: str, overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
+    """Show rows with their sources and dates, and whether each is in effect: WHAT is a
+    release (rocm-7.2.0, cuda-13.4.2, 10.0.0; every stored copy), a GPU (mi300x), `gpus`,
+    `cuda`, or a data file name (every row of the file).
     """
     from pinning.matrix.load import load_matrix
     from pinning.matrix.query import show_rows
 
     m = load_matrix(overlays)
-    rows = show_rows(m, what)
+    rows = show_rows(m, what, as_of=parse_date("--as-of", as_of))
     if fmt == "json":
-        click.echo(json.dumps([{"ref": ref, **row.model_dump(mode="json", by_alias=True,
-                                                             exclude_none=True)}
-                               for ref, row in rows], indent=2))
+        click.echo(json.dumps([{"ref": r.ref, "kind": r.kind, "in-effect": r.in_effect,
+                                "effect": r.effect,
+                                **r.row.model_dump(mode="json", by_alias=True,
+                                                   exclude_none=True)}
+                               for r in rows], indent=2))
         return
-    for ref, row in rows:
-        click.echo(printable(f"[{ref}]", newlines=False))
-        for k, v in row.model_dump(mode="json", by_alias=True, exclude_none=True,
-                                   exclude_defaults=True).items():
+    if not rows:
+        click.echo(printable(f"{what}: no rows.", newlines=False))
+    for r in rows:
+        click.echo(printable(f"[{r.ref}] {r.kind}; {r.effect}", newlines=False))
+        for k, v in r.row.model_dump(mode="json", by_alias=True, exclude_none=True,
+                                     exclude_defaults=True).items():
             click.echo(printable(f"  {k}: {json.dumps(v) if not isinstance(v, str) else v}",
                                  newlines=False))
 

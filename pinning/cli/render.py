@@ -236,6 +236,35 @@ def verify_text(report: VerifyReport, *, verbose: bool) -> str:
     return "\n".join(lines)
 
 
+def _doctor_facts(report: DoctorReport) -> list[str]:
+    """Short lines summarising the parsed facts (``--format json`` has them all)."""
+    f = report.facts
+    out: list[str] = []
+    system = "; ".join(f"{k} {v}" for k, v in (
+        ("OS", f.os), ("Python", f.python), ("libc", f.libc), ("CUDA runtime", f.cuda_runtime),
+        ("cuDNN", f.cudnn), ("HIP runtime", f.hip_runtime), ("MIOpen", f.miopen)) if v)
+    if system:
+        out.append(f"System: {system}")
+    if f.compilers:
+        out.append("Compilers: " + "; ".join(f"{k} {v}" for k, v in f.compilers.items()))
+    if f.gpus:
+        tele = sum(1 for g in f.gpus if g.telemetry)
+        names = sorted({g.name or g.device_id or "unnamed" for g in f.gpus})
+        out.append(f"GPUs: {f.gpu_count} from {f.gpus[0].source} ({', '.join(names)})"
+                   + (f"; telemetry for {tele}" if tele else ""))
+    tools = [f"amd-smi {v}" for k, v in f.amd_smi.items() if k == "tool"]
+    tools += [f"rocm-smi {v}" for k, v in f.rocm_smi.items() if k == "smi"]
+    tools += [f"rocm-smi-lib {v}" for k, v in f.rocm_smi.items() if k == "lib"]
+    if tools:
+        out.append("Tools: " + "; ".join(tools))
+    if f.packages or f.conda:
+        tagged = sum(1 for p in f.packages if p.build_tag)
+        copies = sum(1 for p in f.conda if p.pip_copy)
+        out.append(f"Packages: {len(f.packages)} ({tagged} with a build tag); conda entries: "
+                   f"{len(f.conda)} ({copies} pip's own copy)")
+    return [printable(line, newlines=False) for line in out]
+
+
 def doctor_text(report: DoctorReport) -> str:
     """The doctor report for people: the dumps read, the environment they describe, then one
     line per finding with its code (or a line saying nothing is wrong).
@@ -246,7 +275,11 @@ def doctor_text(report: DoctorReport) -> str:
                     for k, v in report.environment.items())
     if env:
         lines.append(printable(f"Environment: {env}", newlines=False))
-    if not report.findings:
+    lines += _doctor_facts(report)
+    if not report.judged:
+        lines.append("Nothing to judge: these dumps show no GPU, torch build, package, driver, "
+                     "ROCm release or environment variable, so no rule had an input.")
+    elif not report.findings:
         lines.append("No problems found: nothing in these dumps conflicts with the matrix or "
                      "the known install hazards.")
     for f in report.findings:

@@ -89,6 +89,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     for note in guard_notes:
         click.echo(note, err=True)
     if to_stdout:
+        for warning in lock.warnings:
+            click.echo(f"Warning: {warning}", err=True)
         if fmt == "json":
             click.echo(json.dumps({"lock": lock_json(lock), "considered": considered_json(res)},
                                   indent=2))
@@ -101,6 +103,13 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
                                "considered": considered_json(res)}, indent=2))
         return
     click.echo(lock_summary(lock))
+    for note in lock.notes[3:]:
+        click.echo(f"Note: {note}")
+    for fw in lock.frameworks:
+        for note in fw.notes:
+            click.echo(f"Note ({fw.name}): {note}")
+    for warning in lock.warnings:
+        click.echo(f"Warning: {warning}", err=True)
     if explain:
         click.echo(explain_text(res))
     click.echo(f"Wrote {output}")

@@ -22,10 +22,38 @@ from pinning.util.versions import at_least, normalize_name, numeric_parts, serie
 if TYPE_CHECKING:
     from pinning.matrix.load import Matrix
 
-# SR-IOV virtual-function PCI device IDs (FACTS.md §1.13, pciutils pci.ids c1c1254).
+# SR-IOV virtual-function PCI device IDs (pciutils/pciids@c1c1254:pci.ids).
 SRIOV_VF_IDS: dict[str, str] = {"0x74b5": "Instinct MI300X VF", "0x74b9": "Instinct MI325X VF"}
 
-HAZARDS_SOURCE = "pin FACTS.md §3 (install hazards)"
+# The public sources of each install hazard (upstream issues, pull requests and files).
+_GH = "https://github.com/"
+SOURCE_CUDA_OVER_ROCM = (
+    "Dao-AILab/flash-attention@0251105:setup.py (torch left out of install_requires so pip "
+    f"does not install CUDA torch over ROCm torch); {_GH}vllm-project/vllm/pull/38337; "
+    f"{_GH}pytorch/pytorch/issues/164346")
+SOURCE_ROCM_ON_NVIDIA = (
+    "PyTorch HIP semantics (torch.version.hip is set only in ROCm builds): "
+    "pytorch/pytorch@0180055:docs/source/notes/hip.rst")
+SOURCE_TWO_TORCH = (
+    f"{_GH}pytorch/pytorch/issues/28321 (pip torch 1.2.0 beside conda pytorch 1.3.0 in one "
+    "environment)")
+SOURCE_TRITON = (
+    "ROCm/aiter@0132896:setup.py (Triton distribution names, AITER_USE_SYSTEM_TRITON); "
+    f"{_GH}ROCm/pytorch/pull/2518 (triton vs pytorch-triton-rocm by ROCm release)")
+SOURCE_JAX_SKEW = (
+    f"{_GH}jax-ml/jax/pull/26975 (plugin and jaxlib pinned 1:1); jax-ml/jax:setup.py "
+    "(extra rocm)")
+SOURCE_JAX_PLUGIN = (
+    f"{_GH}jax-ml/jax/pull/33067 (jax-rocm7-plugin naming); {_GH}ROCm/jax/issues/268 "
+    f"(rocm60 plugin needs librocm_smi64.so.6); {_GH}ROCm/rocm_smi_lib/issues/215")
+SOURCE_NUMERICS = (
+    "pytorch/pytorch@0180055:docs/source/notes/hip.rst (variables that change kernels or "
+    "numerics on ROCm: HIPBLASLT_ALLOW_TF32, TORCH_BLAS_PREFER_HIPBLASLT, "
+    "HIPBLAS_WORKSPACE_CONFIG, PYTORCH_TUNABLEOP_*)")
+SOURCE_HSA_OVERRIDE = (
+    f"{_GH}pytorch/pytorch/issues/164346; {_GH}ROCm/legacy-rocm-build/issues/2536; "
+    f"{_GH}likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/37 "
+    "(HSA_STATUS_ERROR_INVALID_ISA)")
 
 
 def row_source(file_name: str, row: object) -> str:
@@ -39,7 +67,7 @@ def row_source(file_name: str, row: object) -> str:
 
 
 def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
-    """A CUDA torch build needs the NVIDIA driver its CUDA release requires (FACTS.md §1.12)."""
+    """A CUDA torch build needs the NVIDIA driver its CUDA release requires."""
     if view.torch_kind != "cuda" or not view.torch_cuda or not view.nvidia_driver:
         return []
     if not numeric_parts(view.nvidia_driver):
@@ -61,7 +89,8 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
             status="hazard", severity="warning", expected=f">={rule.min_driver}",
             actual=view.nvidia_driver,
             source=row_source(f.name, rule) + "; NVIDIA CUDA forward compatibility "
-                   "(cuda-compat, Data Center GPUs), FACTS.md §1.12",
+                   "(cuda-compat, Data Center GPUs), "
+                   "https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html",
             message=f"torch {view.torch_version} is built with CUDA {view.torch_cuda}, which "
                     f"needs NVIDIA driver {rule.min_driver} or newer; the host has "
                     f"{view.nvidia_driver} with the cuda-compat libraries on a Data Center GPU, "
@@ -91,7 +120,7 @@ def _known_targets(matrix: Matrix) -> dict[str, list[str]]:
 
 def check_gfx_targets(view: EnvView, matrix: Matrix) -> list[Finding]:
     """Each AMD GPU's gfx target must be one ROCm validates: for the host's ROCm release when
-    known, else for any release in the matrix (FACTS.md §1.5, §3.8).
+    known, else for any release in the matrix.
     """
     findings: list[Finding] = []
     known = _known_targets(matrix)
@@ -132,7 +161,7 @@ def check_gfx_targets(view: EnvView, matrix: Matrix) -> list[Finding]:
 
 
 def check_torch_vendor(view: EnvView) -> list[Finding]:
-    """A torch build for the other vendor, or a CPU-only build (FACTS.md §2.8, §3.2)."""
+    """A torch build for the other vendor, or a CPU-only build."""
     if view.torch_kind is None or view.torch_version is None:
         return []
     out: list[Finding] = []
@@ -147,15 +176,24 @@ def check_torch_vendor(view: EnvView) -> list[Finding]:
     if view.torch_kind == "cuda" and view.amd and not view.nvidia:
         out.append(Finding(
             code="cuda-torch-on-amd", fact="frameworks.pytorch.build", status="hazard",
-            severity="error", actual=view.torch_version, source=HAZARDS_SOURCE + ", §3.2",
+            severity="error", actual=view.torch_version, source=SOURCE_CUDA_OVER_ROCM,
             message=f"torch {view.torch_version} is a CUDA build on an AMD host "
                     "(torch.version.hip is None): pip resolved torch from PyPI over the ROCm "
                     "build. Reinstall torch from the ROCm index."))
     elif view.torch_kind == "rocm" and view.nvidia and not view.amd:
         out.append(Finding(
             code="rocm-torch-on-nvidia", fact="frameworks.pytorch.build", status="hazard",
-            severity="error", actual=view.torch_version, source=HAZARDS_SOURCE + ", §2.8",
+            severity="error", actual=view.torch_version, source=SOURCE_ROCM_ON_NVIDIA,
             message=f"torch {view.torch_version} is a ROCm build on an NVIDIA host."))
+    elif view.torch_kind == "unknown":
+        out.append(Finding(
+            code="torch-build-unknown", fact="frameworks.pytorch.build", status="not-probed",
+            severity="info", actual=view.torch_version,
+            source="PyTorch collect_env (torch/utils/collect_env.py prints 'Could not collect' "
+                   "for a value it could not read)",
+            message=f"The dump does not say which build torch {view.torch_version} is (CUDA "
+                    "used to build PyTorch: Could not collect); the CUDA/ROCm/CPU build "
+                    "checks were not run."))
     elif view.torch_kind == "cpu":
         out.append(Finding(
             code="cpu-only-torch-build", fact="frameworks.pytorch.build", status="hazard",
@@ -168,7 +206,7 @@ def check_torch_vendor(view: EnvView) -> list[Finding]:
 
 def check_cuda_wheels(view: EnvView) -> list[Finding]:
     """NVIDIA CUDA runtime wheels (``nvidia-*-cu1N``) on an AMD-only host: a CUDA install
-    took place over the ROCm stack (FACTS.md §3.2).
+    took place over the ROCm stack.
     """
     if not view.amd or view.nvidia:
         return []
@@ -179,13 +217,13 @@ def check_cuda_wheels(view: EnvView) -> list[Finding]:
     beside = f" beside torch {view.torch_version}" if view.torch_version else ""
     return [Finding(
         code="cuda-libraries-on-amd", fact="packages.nvidia-cuda", status="hazard",
-        severity="warning", actual=", ".join(cu[:5]), source=HAZARDS_SOURCE + ", §3.2",
+        severity="warning", actual=", ".join(cu[:5]), source=SOURCE_CUDA_OVER_ROCM,
         message=f"NVIDIA CUDA wheels are installed{beside} on an AMD host.")]
 
 
 def check_distributions(view: EnvView) -> list[Finding]:
     """Two torch copies (pip and conda), several Triton distributions, a CUDA Triton beside a
-    ROCm torch, and JAX plugin consistency (FACTS.md §3.1, §3.3, §3.6).
+    ROCm torch, and JAX plugin consistency.
     """
     out: list[Finding] = []
     torch_copies = sorted(
@@ -196,7 +234,7 @@ def check_distributions(view: EnvView) -> list[Finding]:
         listed = "; ".join(f"{src} {ver}" for src, ver in torch_copies)
         out.append(Finding(
             code="multiple-torch-distributions", fact="packages.torch", status="hazard",
-            severity="error", actual=listed, source=HAZARDS_SOURCE,
+            severity="error", actual=listed, source=SOURCE_TWO_TORCH,
             message=f"More than one torch is installed ({listed}); which copy is imported "
                     "depends on path order. Remove all but one."))
     tritons = sorted({(normalize_name(p.name), p.version) for p in view.packages
@@ -205,7 +243,7 @@ def check_distributions(view: EnvView) -> list[Finding]:
         listed = ", ".join(f"{n}=={v}" for n, v in tritons)
         out.append(Finding(
             code="multiple-triton-distributions", fact="packages.triton", status="hazard",
-            severity="error", actual=listed, source=HAZARDS_SOURCE + ", §3.1 and §3.3",
+            severity="error", actual=listed, source=SOURCE_TRITON,
             message=f"Several distributions install the `triton` package ({listed}); the last "
                     "one written wins (AMD's AITER replaces Triton unless "
                     "AITER_USE_SYSTEM_TRITON=1). Keep exactly the one torch requires."))
@@ -215,7 +253,7 @@ def check_distributions(view: EnvView) -> list[Finding]:
                 out.append(Finding(
                     code="cuda-triton-with-rocm-torch", fact="packages.triton", status="hazard",
                     severity="error", actual=f"{name}=={version}",
-                    source=HAZARDS_SOURCE + ", §3.3",
+                    source=SOURCE_TRITON,
                     message=f"`triton {version}` carries no ROCm/AMD marker beside ROCm torch "
                             f"{view.torch_version}: it is likely a CUDA or upstream Triton build, "
                             "and it shadows the ROCm Triton torch was built against."))
@@ -238,34 +276,52 @@ def _check_jax(view: EnvView) -> list[Finding]:
         listed = ", ".join(f"{k}=={v}" for k, v in sorted(versions.items()))
         out.append(Finding(
             code="jax-version-skew", fact="packages.jax", status="hazard", severity="error",
-            actual=listed, source=HAZARDS_SOURCE + ", §3.6",
+            actual=listed, source=SOURCE_JAX_SKEW,
             message=f"jax, jaxlib and the ROCm plugin must be one version: {listed}."))
     if majors and view.rocm_version:
-        host_major = view.rocm_version.split(".")[0]
-        for digits in sorted(majors):
-            # ROCm 6.x plugins are named rocm60; from ROCm 7 the name carries the major only.
-            plugin_major = "6" if digits == "60" else digits
-            if plugin_major != host_major:
-                out.append(Finding(
-                    code="jax-plugin-rocm-major", fact="packages.jax", status="hazard",
-                    severity="error", actual=f"jax-rocm{digits}-plugin",
-                    expected=f"jax-rocm{host_major}*-plugin", source=HAZARDS_SOURCE + ", §3.6",
-                    message=f"The JAX plugin is built for ROCm {plugin_major}.x but the host runs "
-                            f"ROCm {view.rocm_version}; it fails to initialise "
-                            "(librocm_smi64.so.N mismatch)."))
+        out += _jax_plugin_for_host(majors, view.rocm_version)
+    return out
+
+
+def _jax_plugin_for_host(majors: set[str], rocm: str) -> list[Finding]:
+    """A JAX ROCm plugin built for another ROCm major, or the rocm60 plugin on ROCm >= 6.2:
+    it loads ``librocm_smi64.so.6`` and those releases ship ``.so.7`` (ROCm/jax#268).
+    """
+    out: list[Finding] = []
+    host_major = rocm.split(".")[0]
+    for digits in sorted(majors):
+        # ROCm 6.x plugins are named rocm60; from ROCm 7 the name carries the major only.
+        plugin_major = "6" if digits == "60" else digits
+        if plugin_major != host_major:
+            out.append(Finding(
+                code="jax-plugin-rocm-major", fact="packages.jax", status="hazard",
+                severity="error", actual=f"jax-rocm{digits}-plugin",
+                expected=f"jax-rocm{host_major}*-plugin", source=SOURCE_JAX_PLUGIN,
+                message=f"The JAX plugin is built for ROCm {plugin_major}.x but the host runs "
+                        f"ROCm {rocm}; it fails to initialise (librocm_smi64.so.N mismatch)."))
+        elif digits == "60" and at_least(rocm, "6.2") is True:
+            out.append(Finding(
+                code="jax-plugin-rocm-smi-soname", fact="packages.jax", status="hazard",
+                severity="error", actual=f"jax-rocm60-plugin on ROCm {rocm}",
+                expected="a JAX plugin built for this ROCm release", source=SOURCE_JAX_PLUGIN,
+                message=f"jax-rocm60-plugin loads librocm_smi64.so.6, but ROCm {rocm} ships "
+                        "librocm_smi64.so.7, so jax_plugins.xla_rocm60.initialize() fails "
+                        "(ROCm/jax#268). Install the plugin wheels built for this ROCm "
+                        "release."))
     return out
 
 
 def check_host_driver(view: EnvView) -> list[Finding]:
-    """Inbox amdgpu, SR-IOV guests and behaviour-changing variables (FACTS.md §2.6, §3.8)."""
+    """Inbox amdgpu, SR-IOV guests and behaviour-changing variables."""
     out: list[Finding] = []
     if view.amdgpu_kind == "inbox":
         out.append(Finding(
             code="inbox-amdgpu-driver", fact="kernel_driver.version", status="hazard",
             severity="warning", actual=view.amdgpu_version,
             source="AMD ROCm 7.x release notes, firmware and driver table: ROCm is validated "
-                   "with the listed AMD GPU Driver releases (FACTS.md §1.8); inbox detection "
-                   "per FACTS.md §2.4, §2.6",
+                   "with the listed AMD GPU Driver releases (ROCm/ROCm:RELEASE.md, copy "
+                   "alanina/ROCm@599328c, 2026-01-21); inbox detection: no "
+                   "/sys/module/amdgpu/version (ROCm/rocm-systems@1b1610f rocm_smi.cc)",
             message="The distribution's in-kernel (inbox) amdgpu is loaded instead of the AMD GPU "
                     "Driver released with ROCm; AMD's matrix validates ROCm with its own driver "
                     "releases."))
@@ -274,7 +330,7 @@ def check_host_driver(view: EnvView) -> list[Finding]:
             out.append(Finding(
                 code="sriov-guest", fact="target.gpu", gpu=i, status="hazard", severity="info",
                 actual=f"{gpu.device_id} ({SRIOV_VF_IDS[gpu.device_id]})",
-                source="pciutils pci.ids (FACTS.md §1.13); ROCm/ROCm#5231",
+                source="pciutils/pciids@c1c1254:pci.ids; ROCm/ROCm#5231",
                 message=f"Device {gpu.device_id} is an SR-IOV virtual function: this is a guest "
                         "VM. Host-level settings such as the power cap belong to the "
                         "hypervisor host; the SMI in the guest does not offer changing them "
@@ -285,7 +341,7 @@ def check_host_driver(view: EnvView) -> list[Finding]:
         out.append(Finding(
             code="hsa-override-gfx-version", fact="environment.HSA_OVERRIDE_GFX_VERSION",
             status="hazard", severity="warning", actual=override,
-            source=HAZARDS_SOURCE + ", §3.8",
+            source=SOURCE_HSA_OVERRIDE,
             message=f"HSA_OVERRIDE_GFX_VERSION={override} makes ROCm load code objects for "
                     "another gfx target; results are unvalidated and a wrong value gives "
                     "HSA_STATUS_ERROR_INVALID_ISA."))
@@ -293,7 +349,7 @@ def check_host_driver(view: EnvView) -> list[Finding]:
 
 
 def check_kmd(view: EnvView, matrix: Matrix) -> list[Finding]:
-    """A DKMS amdgpu module older than the ROCm user space (FACTS.md §1.4, §3.9).
+    """A DKMS amdgpu module older than the ROCm user space.
 
     The module numbering has no published mapping to ROCm releases; the matrix's observed
     pairings (``amd-kmd-modules``) let us say only this much: a module older than one seen
@@ -311,7 +367,8 @@ def check_kmd(view: EnvView, matrix: Matrix) -> list[Finding]:
                 status="hazard", severity="warning", actual=view.amdgpu_version,
                 expected=f"a driver from the ROCm {view.rocm_version} window",
                 source=f"{row_source(f.name, row)}; driver/user-space window: AMD ROCm "
-                       "compatibility matrix footnote kfd_support (FACTS.md §1.4)",
+                       "compatibility matrix footnote kfd_support (https://rocm.docs.amd.com/en/"
+                       "latest/compatibility/compatibility-matrix.html, copy 2026-01-21)",
                 message=f"amdgpu module {view.amdgpu_version} predates module {row.module}, "
                         f"which was seen with ROCm {row.rocm}, so the kernel driver is older "
                         f"than the ROCm {view.rocm_version} user space. From ROCm 6.4 AMD "

@@ -5,7 +5,7 @@ apt leave caches and logs. :func:`normalize_layer` rewrites a layer tar with ent
 by path, every mtime set to the lock's epoch (seconds), uid/gid 0 with empty user and group
 names, no PAX extended headers but those long paths need, and the volatile paths of
 :data:`VOLATILE` dropped; :func:`gzip_layer` compresses with a zero header time and no file
-name (FACTS.md §4.12). The result's sha256 is the layer's diff ID (uncompressed) and digest
+name. The result's sha256 is the layer's diff ID (uncompressed) and digest
 (compressed).
 """
 

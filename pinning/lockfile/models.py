@@ -94,6 +94,9 @@ class RowRef(Strict):
     source: str
     url: str | None = None
     published: str | None = None
+    published_unknown: Reason | None = Field(
+        default=None, description="Why the row has no publication date (then `--as-of` "
+        "cannot date it; it is kept at every date).")
     checked: str | None = None
 
 
@@ -152,6 +155,13 @@ class Runtime(Strict):
     toolkit_driver: Pinned | None = None
     toolkit: Pinned | None = Field(
         default=None, description="The system CUDA toolkit (/usr/local/cuda), frozen from a host."
+    )
+    components: dict[str, Pinned] = Field(
+        default_factory=dict,
+        description="ROCm libraries and tools AMD's matrix validates with the release "
+                    "(`hipblaslt`, `rocblas`, `miopen`, `rccl`, `composable-kernel`, "
+                    "`amd-smi`, `rocm-smi`), each the version of the matrix row; `pin verify` "
+                    "compares those the host shows.",
     )
 
 
@@ -274,3 +284,9 @@ class Lockfile(Strict):
                     "/tmp/pin-wheels).",
     )
     notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What the sources leave unconfirmed for this stack (a GPU target a row "
+                    "does not state, a restriction whose source stops before the release); "
+                    "`pin resolve` prints every one.",
+    )

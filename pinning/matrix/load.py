@@ -28,6 +28,7 @@ from pinning.matrix.models import (
     Release,
     WheelVariant,
 )
+from pinning.matrix.names import GPU_SERIES
 from pinning.util.digests import sha256_digest
 from pinning.util.files import read_toml
 from pinning.util.models import validation_summary
@@ -109,7 +110,11 @@ class Matrix:
     """The shipped matrix and any overlays, validated, with the queries the resolver needs.
 
     ``as_of`` (a date or ``None`` for "everything published") selects, within each file
-    family, the newest revision of every release published on or before that date.
+    family, the newest revision of every release published on or before that date. The date
+    compared is ``published`` (never ``checked``); a row whose publication date is unknown
+    is seen at every date and says so (``Provenance.undated``). Restrictions (OS
+    restriction rows, firmware rows, driver rules) apply at every date: a restriction never
+    disappears because of ``--as-of`` while a release it covers is visible.
     """
 
     files: list[LoadedFile]
@@ -148,14 +153,17 @@ class Matrix:
         """Find a GPU by marketing name or alias (any case or form), gfx target / compute
         capability, or PCI device ID (``0x74a1``, ``74a1``, ``1002:74a1``).
 
-        Returns one identity, or the list of identities sharing a gfx target when the query
-        is a target several products have. Raises ``UsageError`` (exit 2) with a "did you
-        mean" when nothing matches.
+        Returns one identity, or the list of identities when the query is a gfx target
+        several products have or a product series (``MI350``: MI355X and MI350X). Raises
+        ``UsageError`` (exit 2) with a "did you mean" when nothing matches.
         """
         q = query.strip()
         key = _norm_name(q)
         if key in self._gpu_index:
             return self._gpu_index[key]
+        series = [g for g in self.gpus if g.id in GPU_SERIES.get(key, ())]
+        if series:  # `MI350` names the MI350 series (MI355X and MI350X), not one product
+            return series
         pci = re.fullmatch(r"(?:(0x)?([0-9a-fA-F]{4}):)?(0x)?([0-9a-fA-F]{4})", q)
         if pci:
             dev = "0x" + pci.group(4).lower()
@@ -187,12 +195,13 @@ class Matrix:
     # -- releases --------------------------------------------------------------------------
     def releases(self, *, as_of: dt.date | None = None) -> list[ReleaseRef]:
         """Releases visible on ``as_of``: per (file family, release key) the newest revision
-        whose date is on or before ``as_of``. Ordered newest release first, then by file.
+        published on or before ``as_of`` (rows of unknown publication date are visible at
+        every date). Ordered newest release first, then by file.
         """
         best: dict[tuple[str, str, str], ReleaseRef] = {}
         for f in self.files:
             for r in f.data.releases:
-                if as_of is not None and r.date > as_of:
+                if not r.visible_on(as_of):
                     continue
                 k = (f.family, r.vendor, r.key)
                 cur = best.get(k)
@@ -210,7 +219,12 @@ class Matrix:
 
     def firmware(self, runtime_version: str, family: str | None, *, as_of: dt.date | None = None
                  ) -> list[tuple[FirmwareRow, LoadedFile]]:
-        """Firmware rows for a ROCm version and a release-note GPU family (e.g. ``MI300X``)."""
+        """Firmware rows for a ROCm version and a release-note GPU family (e.g. ``MI300X``).
+
+        Firmware rows are requirements of their release: they apply at every ``as_of`` (the
+        argument is accepted so callers need not know that).
+        """
+        del as_of  # a requirement never disappears because of --as-of
         if family is None:
             return []
         return [
@@ -218,16 +232,16 @@ class Matrix:
             for f in self.files
             for row in f.data.firmware
             if row.runtime_version == runtime_version and row.gpu == family
-            and (as_of is None or row.date <= as_of)
         ]
 
     def os_restrictions(self, *, as_of: dt.date | None = None
                         ) -> list[tuple[OsRestriction, LoadedFile]]:
-        """Every OS restriction row visible on ``as_of``."""
-        return [
-            (row, f) for f in self.files for row in f.data.os_restrictions
-            if as_of is None or row.date <= as_of
-        ]
+        """Every OS restriction row, whatever ``as_of``: a restriction applies to every
+        release its ``runtimes`` cover, so it never disappears because of ``--as-of`` while
+        a release it restricts is visible (the argument is accepted for symmetry).
+        """
+        del as_of
+        return [(row, f) for f in self.files for row in f.data.os_restrictions]
 
     def driver_rules(self) -> list[tuple[DriverRule, LoadedFile]]:
         """NVIDIA CUDA → driver rules (per major from 11, per release before)."""
@@ -248,21 +262,45 @@ class Matrix:
 
     def cuda_toolkits(self, *, as_of: dt.date | None = None
                       ) -> list[tuple[CudaToolkit, LoadedFile]]:
-        """CUDA toolkit releases visible on ``as_of``, newest first."""
+        """CUDA toolkit releases visible on ``as_of`` (by ``published``; rows of unknown
+        publication date at every date), newest first.
+        """
         rows = [
             (row, f) for f in self.files for row in f.data.cuda_toolkits
-            if as_of is None or row.date <= as_of
+            if row.visible_on(as_of)
         ]
         return sorted(rows, key=lambda t: tuple(-x for x in sort_key(t[0].version)))
 
     def wheels(self, framework: str | None = None, *, as_of: dt.date | None = None
                ) -> list[tuple[WheelVariant, LoadedFile]]:
-        """Upstream wheel variants, optionally of one framework, visible on ``as_of``."""
+        """Upstream wheel variants, optionally of one framework, visible on ``as_of`` (by
+        ``published``; rows of unknown publication date at every date).
+        """
         return [
             (w, f) for f in self.files for w in f.data.wheels
-            if (framework is None or w.framework == framework)
-            and (as_of is None or w.date <= as_of)
+            if (framework is None or w.framework == framework) and w.visible_on(as_of)
         ]
+
+    def earliest_published(self, vendor: str, framework: str | None = None
+                           ) -> tuple[dt.date, str] | None:
+        """The earliest ``published`` date of a candidate row for ``vendor`` (and, when
+        given, ``framework``), with its ``file:key`` reference; ``None`` when the matrix
+        holds no dated row for them. Candidates are release rows for AMD and CUDA wheel
+        variants for NVIDIA (the rows ``--as-of`` selects from).
+        """
+        found: list[tuple[dt.date, str]] = []
+        for f in self.files:
+            for r in f.data.releases:
+                if (r.vendor == vendor and r.published is not None
+                        and (framework is None
+                             or any(fw.name == framework for fw in r.frameworks))):
+                    found.append((r.published, f"{f.name}:{r.key}"))
+            if vendor == "nvidia":
+                found += [(w.published, f"{f.name}:{w.framework}-{w.series}-{w.tag}")
+                          for w in f.data.wheels
+                          if w.accelerator == "cuda" and w.published is not None
+                          and (framework is None or w.framework == framework)]
+        return min(found) if found else None
 
     def kmd_modules(self) -> list[tuple[KmdModule, LoadedFile]]:
         """Observed amdgpu module version <-> ROCm release pairings (oldest module first)."""

@@ -33,29 +33,57 @@ def _pep440(value: str, prefix: str = "") -> str:
 
 
 class Provenance(Strict):
-    """Where a row comes from: a named public source and the date it was published or read.
+    """Where a row comes from: a named public source, when it was published and when read.
 
-    ``published`` is the date the source itself carries; ``checked`` the date the source
-    was read when it carries none. At least one is required.
+    ``published`` is when the fact became public (the page's own date, the release's date,
+    or the commit date of the copy read); ``checked`` the day a live page was read, which
+    says nothing about when its facts became true. At least one is required.
+    ``published_unknown`` says why a row has no ``published`` date (the two exclude each
+    other); a row with only ``checked`` has an unknown publication date too.
+
+    ``--as-of DATE`` goes by ``published`` only (:meth:`visible_on`): a row published after
+    DATE is left out; a row whose publication date is unknown is kept at every date (it
+    cannot be dated, and dropping it would hide data that existed), and whatever rests on
+    it says so (:attr:`undated`).
     """
 
     source: str = Field(min_length=3, description="Publisher and document the row was taken from.")
     url: str | None = Field(default=None, description="Where the source can be read.")
     published: dt.date | None = Field(default=None, description="Date the source carries.")
+    published_unknown: Reason | None = Field(
+        default=None, description="Why the publication date is unknown (no `published`).")
     checked: dt.date | None = Field(default=None, description="Date the source was read.")
 
     @model_validator(mode="after")
     def _dated(self) -> Provenance:
         if self.published is None and self.checked is None:
             raise ValueError("every row needs a `published` or a `checked` date")
+        if self.published is not None and self.published_unknown is not None:
+            raise ValueError("`published` and `published-unknown` exclude each other")
         return self
 
     @property
     def date(self) -> dt.date:
-        """The row's effective date: ``published`` if known, else ``checked``."""
+        """The row's date for display and for ordering revisions: ``published`` if known,
+        else ``checked``. Not the date ``--as-of`` compares (see :meth:`visible_on`).
+        """
         d = self.published or self.checked
         assert d is not None
         return d
+
+    @property
+    def undated(self) -> str | None:
+        """Why the publication date is unknown (``None`` when ``published`` is set)."""
+        if self.published is not None:
+            return None
+        return self.published_unknown or (
+            f"the source states no publication date (read {self.checked})")
+
+    def visible_on(self, as_of: dt.date | None) -> bool:
+        """True when ``--as-of as_of`` sees this row: no date asked, published on or before
+        ``as_of``, or publication date unknown (kept at every date; see the class).
+        """
+        return as_of is None or self.published is None or self.published <= as_of
 
 
 class GpuIdentity(Provenance):
@@ -169,6 +197,18 @@ class Release(Provenance):
     kmd: list[str] | None = None
     hip: str | None = None
     min_driver: str | None = None
+    tested_user_space: list[str] | None = Field(
+        default=None,
+        description="AMD's `Tested user space versions` row (copies up to ROCm 6.3): the "
+        "user-space series tested with this release's kernel driver (KFD), e.g. `6.2.x`. Not "
+        "the drivers this user space allows.",
+    )
+    components: dict[str, str] = Field(
+        default_factory=dict,
+        description="Library and tool versions the source validates with the release, by pin "
+        "name (`hipblaslt`, `rocblas`, `miopen`, `rccl`, `composable-kernel`, `amd-smi`, "
+        "`rocm-smi`), exactly as the source's cells write them.",
+    )
     frameworks: list[FrameworkSupport] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     unknown: dict[str, Reason] = Field(default_factory=dict)
@@ -224,6 +264,10 @@ class OsRestriction(Provenance):
     os: list[str]
     runtimes: str
     vendor: Vendor = "amd"
+    footnote: str | None = Field(default=None, description="The source's footnote name.")
+    note: str | None = Field(
+        default=None, description="What the source says that the rule cannot express."
+    )
 
     @field_validator("runtimes")
     @classmethod
@@ -356,4 +400,5 @@ class MatrixFile(Strict):
 MATRIX_VERSION_FIELDS = frozenset({
     "version", "versions", "min-runtime", "min-runtime-by-target", "kmd", "hip", "min-driver",
     "max-driver-below", "runtime-version", "value", "accelerator-version", "build",
-    "bundled-driver", "module", "rocm", "series", "cuda-major", "cuda-minor"})
+    "bundled-driver", "module", "rocm", "series", "cuda-major", "cuda-minor", "components",
+    "tested-user-space"})

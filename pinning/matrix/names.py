@@ -9,7 +9,9 @@ import re
 OS_ID_VERSION = re.compile(r"^([a-z][a-z0-9]*)-([0-9]+(?:\.[0-9]+)*)$")
 """An OS as ``ID-VERSION_ID`` from /etc/os-release (``ubuntu-24.04``, ``rhel-9.6``)."""
 
-# Distribution names that install the `triton` import package (FACTS.md §3.1, §3.3).
+# Distribution names that install the `triton` import package: the names AITER's setup looks
+# for (ROCm/aiter@0132896:setup.py) and PyTorch's ROCm wheel dependencies (pytorch-triton-rocm,
+# triton-rocm; ROCm/pytorch PRs #2518, #2634).
 TRITON_DISTRIBUTIONS: tuple[str, ...] = (
     "triton",
     "pytorch-triton-rocm",
@@ -31,7 +33,8 @@ FRAMEWORK_DISTRIBUTIONS: dict[str, str] = {
 }
 
 # NVIDIA Data Center GPUs in the matrix's identity table: cuda-compat forward compatibility
-# applies to them (NVIDIA CUDA Compatibility, forward compatibility; FACTS.md §1.12).
+# applies to them (NVIDIA CUDA Compatibility, forward compatibility:
+# https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html).
 DATACENTER_NVIDIA: frozenset[str] = frozenset({"a100", "h100", "h200", "b200", "gb200"})
 
 
@@ -43,3 +46,24 @@ def os_matches(want: tuple[str, str], entry: str) -> bool:
     a, b = want[1].split("."), m.group(2).split(".")
     n = min(len(a), len(b))
     return a[:n] == b[:n]
+
+
+# AMD product series as AMD's pages name them -> the GPU ids (gpus.toml) of the series. "MI350
+# Series" is MI350X and MI355X (AMD ROCm docs/reference/gpu-arch-specs.rst, ROCm/ROCm; both
+# gfx950); the alias `MI350` names this series, not MI350X alone.
+GPU_SERIES: dict[str, tuple[str, ...]] = {
+    "mi350": ("mi355x", "mi350x"),
+}
+
+# The gfx targets of a series whose every product the series holds (a target to exclude when a
+# footnote excludes the series): gfx950 is MI350X and MI355X only (same source).
+SERIES_TARGETS: dict[str, tuple[str, ...]] = {
+    "mi350": ("gfx950",),
+}
+
+
+def series_key(text: str) -> str | None:
+    """``'AMD Instinct MI350 Series'`` / ``'MI350'`` -> ``'mi350'`` when that series is known."""
+    m = re.search(r"\b(MI\d{3})\b(?:\s+Series)?", text, flags=re.I)
+    key = m.group(1).lower() if m else None
+    return key if key in GPU_SERIES else None

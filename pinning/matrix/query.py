@@ -1,53 +1,140 @@
-"""Finding matrix rows by what a user types (``pin matrix show WHAT``)."""
+"""Finding matrix rows by what a user types (``pin matrix show WHAT``), each with whether it
+is in effect on an ``--as-of`` date.
+"""
 
 from __future__ import annotations
 
-from pinning.matrix.load import Matrix
-from pinning.util.models import Strict
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pinning.matrix.load import LoadedFile, Matrix
+from pinning.matrix.models import (
+    DriverRule,
+    FirmwareRow,
+    GpuIdentity,
+    KmdModule,
+    OsRestriction,
+    Provenance,
+    Release,
+)
+
+#: Row kinds as ``pin matrix show`` names them, in the order a file's rows are printed.
+KINDS = ("release", "gpu", "firmware", "os-restriction", "driver-rule", "cuda-toolkit", "wheel",
+         "kmd-module")
 
 
-def show_rows(m: Matrix, what: str) -> list[tuple[str, Strict]]:
-    """The rows ``WHAT`` names, each with its ``file:key`` reference: a release
-    (``rocm-7.2.0``, ``cuda-13.4.2``, ``10.0.0``; with its firmware rows), ``gpus``,
-    ``cuda`` (toolkits and driver rules), a data file's name, or a GPU by name or alias.
+@dataclass(frozen=True)
+class ShownRow:
+    """One row as ``pin matrix show`` prints it.
+
+    ``ref`` is ``file:key``; ``kind`` one of :data:`KINDS`; ``in_effect`` whether the
+    resolver reads this row on the ``--as-of`` date asked (every date when none was);
+    ``effect`` says why in words: in effect, superseded by another stored copy of the same
+    release, published after the date, or a restriction that applies at every date.
+    """
+
+    ref: str
+    kind: str
+    row: Provenance
+    in_effect: bool
+    effect: str
+
+
+def show_rows(m: Matrix, what: str, *, as_of: dt.date | None = None) -> list[ShownRow]:
+    """The rows ``WHAT`` names: a release (``rocm-7.2.0``, ``cuda-13.4.2``, ``10.0.0``; with
+    its firmware rows and every stored copy), ``gpus``, ``cuda`` (toolkits and driver
+    rules), a data file's name (every row of the file, whatever its kind), or a GPU by name
+    or alias. Each row says whether it is in effect on ``as_of``: of two stored copies of
+    one release, the newest published on or before ``as_of`` is.
 
     Raises :class:`~pinning.errors.UsageError` (did-you-mean) when nothing matches and
     ``what`` is no known GPU.
     """
     w = what.strip().lower()
-    rows: list[tuple[str, Strict]] = []
+    judge = _Judge(m, as_of)
     if w == "gpus":
-        rows = [(f"gpus:{g.id}", g) for g in m.gpus]
-    elif w == "cuda":
-        rows = [(f"{f.name}:cuda-{t.version}", t) for t, f in m.cuda_toolkits()]
-        rows += [(f"{f.name}:{r.key}", r) for r, f in m.driver_rules()]
-    elif any(f.name == w for f in m.files):
-        f = next(f for f in m.files if f.name == w)
-        rows = [(f"{f.name}:{r.key}", r) for r in f.data.releases]
-        rows += [(f"{f.name}:{g.id}", g) for g in f.data.gpus]
-    else:
-        rows = _release_rows(m, w)
-        if not rows:
-            found = m.find_gpu(what)
-            for g in (found if isinstance(found, list) else [found]):
-                rows.append((f"gpus:{g.id}", g))
+        return [judge(f"gpus:{g.id}", "gpu", g) for g in m.gpus]
+    if w == "cuda":
+        rows = [judge(f"{f.name}:cuda-{t.version}", "cuda-toolkit", t, f)
+                for t, f in m.cuda_toolkits()]
+        return rows + [judge(f"{f.name}:{r.key}", "driver-rule", r, f)
+                       for r, f in m.driver_rules()]
+    file = next((f for f in m.files if f.name == w), None)
+    if file is not None:
+        return [judge(ref, kind, row, file) for ref, kind, row in file_rows(file)]
+    rows = _release_rows(m, w, judge)
+    if not rows:
+        found = m.find_gpu(what)
+        rows = [judge(f"gpus:{g.id}", "gpu", g)
+                for g in (found if isinstance(found, list) else [found])]
     return rows
 
 
-def _release_rows(m: Matrix, w: str) -> list[tuple[str, Strict]]:
-    """Release, firmware and CUDA toolkit rows of the release ``w`` (``rocm-7.2.0`` or a
-    bare version such as ``7.2.0``).
+def file_rows(f: LoadedFile) -> Iterator[tuple[str, str, Provenance]]:
+    """Every row of one data file as ``(file:key, kind, row)``, kinds in :data:`KINDS` order."""
+    d = f.data
+    for r in d.releases:
+        yield f"{f.name}:{r.key}", "release", r
+    for g in d.gpus:
+        yield f"{f.name}:{g.id}", "gpu", g
+    for fw in d.firmware:
+        yield f"{f.name}:rocm-{fw.runtime_version}/{fw.gpu}", "firmware", fw
+    for i, o in enumerate(d.os_restrictions, start=1):
+        yield f"{f.name}:os-restriction-{i}", "os-restriction", o
+    for dr in d.driver_rules:
+        yield f"{f.name}:{dr.key}", "driver-rule", dr
+    for t in d.cuda_toolkits:
+        yield f"{f.name}:cuda-{t.version}", "cuda-toolkit", t
+    for w in d.wheels:
+        yield f"{f.name}:{w.framework}-{w.series}-{w.tag}", "wheel", w
+    for k in d.kmd_modules:
+        yield f"{f.name}:amdgpu-{k.module}/rocm-{k.rocm}", "kmd-module", k
+
+
+class _Judge:
+    """Builds :class:`ShownRow` values: knows which release copies are in effect on a date."""
+
+    def __init__(self, m: Matrix, as_of: dt.date | None) -> None:
+        self.as_of = as_of
+        self.effective = {rr.ref for rr in m.releases(as_of=as_of)}
+        self.by_key = {(rr.file.family, rr.release.vendor, rr.release.key): rr.ref
+                       for rr in m.releases(as_of=as_of)}
+
+    def __call__(self, ref: str, kind: str, row: Provenance, f: LoadedFile | None = None
+                 ) -> ShownRow:
+        when = f" on {self.as_of}" if self.as_of else ""
+        if isinstance(row, (OsRestriction, FirmwareRow, DriverRule)):
+            return ShownRow(ref, kind, row, True, "in effect: a restriction applies at every date")
+        if isinstance(row, (GpuIdentity, KmdModule)):
+            return ShownRow(ref, kind, row, True, "in effect: not dated by --as-of")
+        if not row.visible_on(self.as_of):
+            return ShownRow(ref, kind, row, False,
+                            f"not in effect: published {row.published}, after --as-of "
+                            f"{self.as_of}")
+        if isinstance(row, Release) and f is not None and ref not in self.effective:
+            other = self.by_key.get((f.family, row.vendor, row.key))
+            return ShownRow(ref, kind, row, False,
+                            f"not in effect{when}: superseded by {other}")
+        undated = f" (publication date unknown: {row.undated})" if row.undated else ""
+        return ShownRow(ref, kind, row, True, f"in effect{when}{undated}")
+
+
+def _release_rows(m: Matrix, w: str, judge: _Judge) -> list[ShownRow]:
+    """Release (every stored copy), firmware and CUDA toolkit rows of the release ``w``
+    (``rocm-7.2.0`` or a bare version such as ``7.2.0``).
     """
-    rows: list[tuple[str, Strict]] = []
+    rows: list[ShownRow] = []
     key = w if w.startswith(("rocm-", "cuda-")) else None
     for f in m.files:
         for r in f.data.releases:
             if r.key == key or r.version == w:
-                rows.append((f"{f.name}:{r.key}", r))
+                rows.append(judge(f"{f.name}:{r.key}", "release", r, f))
         for fw in f.data.firmware:
             if key == f"rocm-{fw.runtime_version}" or fw.runtime_version == w:
-                rows.append((f"{f.name}:rocm-{fw.runtime_version}/{fw.gpu}", fw))
+                rows.append(judge(f"{f.name}:rocm-{fw.runtime_version}/{fw.gpu}", "firmware",
+                                  fw, f))
         for t in f.data.cuda_toolkits:
             if key == f"cuda-{t.version}" or t.version == w:
-                rows.append((f"{f.name}:cuda-{t.version}", t))
+                rows.append(judge(f"{f.name}:cuda-{t.version}", "cuda-toolkit", t, f))
     return rows

@@ -1,4 +1,4 @@
-"""Deterministic OCI image config and manifest bytes (OCI image spec v1; FACTS.md §4.12-4.15).
+"""Deterministic OCI image config and manifest bytes (OCI image spec v1.15).
 
 The config carries ``created`` = the lock's epoch, normalised history, the environment and
 labels; both documents are serialised canonically (sorted keys, no spaces, UTF-8:
@@ -18,7 +18,7 @@ from pinning.util.digests import canonical_json, sha256_digest
 MEDIA_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 MEDIA_CONFIG = "application/vnd.oci.image.config.v1+json"
 MEDIA_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
-# Label holding the lock's content hash (reverse-DNS key, FACTS.md §4.15).
+# Label holding the lock's content hash (reverse-DNS key).
 LOCK_LABEL = "dev.pin.lock.content-hash"
 
 

@@ -2,7 +2,8 @@
 ``amd-smi`` / ``rocminfo`` (AMD) and ``nvidia-smi`` / ``/proc/driver/nvidia/version`` (NVIDIA),
 the amdgpu module and ROCm user space, the NVIDIA module and CUDA toolkit.
 
-Paths and formats: FACTS.md §1.13, §2.1–2.7.
+Paths and formats: ROCm/rocm-systems@1b1610f (rocm-smi-lib, rocminfo, rocm-core), ROCm/amdsmi,
+pciutils/pciids@c1c1254:pci.ids, NVIDIA's nvidia-smi documentation.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def _kfd_nodes(host: HostRoot) -> dict[str, tuple[str, str]]:
 
 
 def _sysfs_firmware(host: HostRoot, base: str) -> dict[str, str]:
-    """Per-block firmware versions from ``<device>/fw_version/*_fw_version`` (FACTS.md §2.6)."""
+    """Per-block firmware versions from ``<device>/fw_version/*_fw_version``."""
     out = {}
     for f in host.glob(f"{base}/fw_version/*_fw_version"):
         value = host.read_line(f)
@@ -232,7 +233,7 @@ def _bdfid(bus: str) -> int | None:
 
 
 def _rocminfo_agents(runner: Runner) -> dict[int | None, RocminfoAgent]:
-    """GPU agents of ``rocminfo`` keyed by BDFID (FACTS.md §2.5); empty when unavailable."""
+    """GPU agents of ``rocminfo`` keyed by BDFID; empty when unavailable."""
     from pinning.probe.formats.rocminfo import parse_rocminfo
 
     result, _why = run_tool(runner, ("rocminfo",))
@@ -315,7 +316,7 @@ ROCM_VERSION_RE = re.compile(r"^(\d+\.\d+\.\d+(?:\.\d+)?)")
 def probe_amd_software(host: HostRoot, env: Mapping[str, str], tool: Reading,
                        kernel: Reading) -> AmdFacts:
     """The amdgpu kernel module (DKMS version, inbox, or not loaded) and the ROCm user space
-    (``$ROCM_PATH/.info/version``, default ``/opt/rocm``); FACTS.md §2.6.
+    (``$ROCM_PATH/.info/version``, default ``/opt/rocm``).
     """
     module = "/sys/module/amdgpu"
     version = host.read_line(f"{module}/version")
@@ -346,7 +347,7 @@ def probe_amd_software(host: HostRoot, env: Mapping[str, str], tool: Reading,
 
 def probe_nvidia_software(host: HostRoot, smi_driver: str | None) -> NvidiaFacts:
     """The NVIDIA kernel module from ``/proc/driver/nvidia/version`` (falling back to the
-    driver nvidia-smi printed) and the CUDA toolkit under ``/usr/local/cuda``; FACTS.md §2.7.
+    driver nvidia-smi printed) and the CUDA toolkit under ``/usr/local/cuda``.
     """
     from pinning.probe.formats.nvidia import parse_proc_driver_nvidia_version
 

@@ -6,8 +6,9 @@ fact that cannot be read becomes a ``not-probed`` :class:`Reading` with the reas
 missing root or an unreadable recording fails the probe as a whole
 (:class:`~pinning.errors.ProbeError`, exit 7).
 
-Paths and formats: FACTS.md §2.5–2.8 (sysfs, ``/opt/rocm/.info/version``,
-``/proc/driver/nvidia/version``, ``nvidia-smi --query-gpu``), §3.1–3.3 (Triton names).
+Paths and formats: sysfs and ``/opt/rocm/.info/version`` (ROCm/rocm-systems@1b1610f,
+rocm-core), ``/proc/driver/nvidia/version`` and ``nvidia-smi --query-gpu`` (NVIDIA), Triton
+distribution names (ROCm/aiter@0132896:setup.py).
 """
 
 from __future__ import annotations

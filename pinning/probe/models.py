@@ -18,8 +18,9 @@ from pinning.util.versions import normalize_name
 
 HOST_VERSION: Literal[1] = 1
 
-# Environment variables that change kernels, numerics or device selection (FACTS.md §3.1,
-# §3.7, §3.8); probes record the ones that are set.
+# Environment variables that change kernels, numerics or device selection
+# (pytorch/pytorch@0180055:docs/source/notes/hip.rst, ROCm/aiter@0132896:setup.py); probes
+# record the ones that are set.
 BEHAVIOUR_ENV: tuple[str, ...] = (
     "HSA_OVERRIDE_GFX_VERSION",
     "AITER_USE_SYSTEM_TRITON",
@@ -194,7 +195,7 @@ class TorchBuild(Strict):
 
 
 class TritonDist(Strict):
-    """One distribution that installs the ``triton`` import package (FACTS.md §3.3); ``name``
+    """One distribution that installs the ``triton`` import package; ``name``
     and ``version`` as in :class:`Distribution`.
 
     ``owns_import`` is true when its RECORD lists ``triton/__init__.py`` (the copy that

@@ -1,6 +1,6 @@
 """The Python environment of a host: site-packages discovery, installed distributions, the
 torch build (read from ``torch/version.py`` without importing torch) and every Triton
-distribution (FACTS.md §2.8, §3.1–3.3).
+distribution.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def site_dirs(host: HostRoot, env: Mapping[str, str], live: bool,
 
 def _torch_build(host: HostRoot, site: str, version: str) -> TorchBuild:
     """Read ``<site>/torch/version.py`` literals (``__version__``, ``cuda``, ``hip``) with
-    :mod:`ast`, through the host root (FACTS.md §2.8).
+    :mod:`ast`, through the host root.
     """
     src = f"{site}/torch/version.py"
     values: dict[str, object] = {}

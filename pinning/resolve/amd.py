@@ -59,8 +59,76 @@ def resolve_amd(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
         os_chosen=os_chosen, kmd_allowed=kmd_allowed,
         kmd_unknown=None if kmd_allowed else r.unknown.get("kmd"), kmd_ref=kmd_ref,
         firmware=fw_rows, firmware_unknown=_firmware_unknown(fw_rows, gpu, target, r),
-        driver_constraint=None, driver_ref=None, toolkit_driver=None, notes=list(r.notes),
+        driver_constraint=None, driver_ref=None, toolkit_driver=None,
+        notes=list(r.notes) + _tested_user_space_note(r),
+        warnings=_targets_unstated(r, fws, target)
+        + _restrictions_unstated(matrix, gpu, target, r, os_allowed, c),
     )
+
+
+def _tested_user_space_note(r: Release) -> list[str]:
+    """Explain AMD's ``Tested user space versions`` row (copies up to ROCm 6.3) in the lock."""
+    if not r.tested_user_space:
+        return []
+    return [f"ROCm {r.version}: AMD's matrix lists the user-space series tested with this "
+            f"release's kernel driver (KFD): {', '.join(r.tested_user_space)}. That is not the "
+            "set of drivers this user space allows; AMD states KMD and user space are "
+            "compatible for +/- 2 releases (footnote kfd_support)."]
+
+
+def _targets_unstated(r: Release, fws: list[ChosenFramework], target: str) -> list[str]:
+    """Warnings for frameworks validated on a release whose source names GPU targets only
+    through other rows (ROCm 10.0.0: gfx942 and gfx950 only through vLLM's row).
+    """
+    if r.targets_complete:
+        return []
+    out: list[str] = []
+    for fw in fws:
+        entry = next((e for e in r.frameworks if e.name == fw.name), None)
+        if entry is not None and entry.targets is None:
+            out.append(f"ROCm {r.version}: the source does not state the GPU targets {fw.name} "
+                       f"is validated on; {target} is named for this release only through other "
+                       f"rows ({', '.join(r.targets or [])}). Treat {fw.name} on {target} as "
+                       "not confirmed by AMD.")
+    return out
+
+
+def _restrictions_unstated(matrix: Matrix, gpu: GpuIdentity | None, target: str, r: Release,
+                           os_allowed: list[str] | None, c: Constraints) -> list[str]:
+    """Warnings for per-GPU OS restrictions whose source stops before release ``r``: a
+    restriction stated for older releases of the same major, none for ``r``.
+    """
+    v = Version(r.version)
+    ids = {target} | ({gpu.id} if gpu else set())
+    rows = [row for row, _ in matrix.os_restrictions(as_of=c.as_of) if row.vendor == "amd"]
+    applies = [row for row in rows if SpecifierSet(row.runtimes).contains(v, prereleases=True)]
+    out: list[str] = []
+    seen: set[str] = set()
+    for row in rows:
+        if row.footnote is not None:
+            continue  # a footnote "For ROCm 6.1.2 - ..." states one release, not a range
+        if row in applies or SpecifierSet(row.runtimes).contains(v, prereleases=True):
+            continue
+        older = [Version(x.release.version) for x in matrix.releases(as_of=c.as_of)
+                 if x.release.vendor == "amd"
+                 and SpecifierSet(row.runtimes).contains(Version(x.release.version))]
+        if not older or max(older) > v or max(older).major != v.major:
+            continue
+        # "OS only on these GPUs" matters to a GPU outside the list that the OS is open to.
+        open_os = [tuple(o.split("-", 1)) for o in os_allowed or [] if "-" in o]
+        relevant = (bool(ids & set(row.gpus)) if row.mode != "os-only-on-gpus" else
+                    not ids & set(row.gpus)
+                    and any(os_matches((a, b), x) for a, b in open_os for x in row.os))
+        same_kind = any(a.mode == row.mode and set(a.gpus) == set(row.gpus) for a in applies)
+        key = f"{row.mode}:{sorted(row.gpus)}"
+        if relevant and not same_kind and key not in seen:
+            seen.add(key)
+            out.append(f"ROCm {r.version}: AMD's per-GPU OS restriction ({row.mode}: "
+                       f"{', '.join(row.gpus)}; {', '.join(row.os)}) is stated up to ROCm "
+                       f"{max(older)} ({row.source}); the source for ROCm {r.version} states "
+                       "none, so whether it still applies is unknown. Check AMD's system "
+                       "requirements for this release before relying on the OS.")
+    return out
 
 
 def _judge_release(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None, target: str,

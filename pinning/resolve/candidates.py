@@ -22,14 +22,20 @@ from pinning.util.versions import match_entry, pep440
 
 def gpu_restricted(matrix: Matrix, gpu: GpuIdentity | None, target: str, version: str,
                     os_entry: str, as_of: dt.date | None) -> str | None:
-    """Reason the OS entry is ruled out for this GPU by a footnote restriction, or ``None``."""
+    """Reason the OS entry is ruled out for this GPU by a footnote restriction, or ``None``.
+
+    Every restriction row whose ``runtimes`` cover ``version`` applies, whatever ``as_of``:
+    a restriction never disappears because of ``--as-of`` while the release it restricts is
+    visible (``as_of`` is accepted so callers need not know that).
+    """
+    del as_of
     m = OS_ID_VERSION.match(os_entry)
     if not m:
         return None
     want = (m.group(1), m.group(2))
     ids = {target} | ({gpu.id} if gpu else set())
     v = pep440(version)
-    for row, f in matrix.os_restrictions(as_of=as_of):
+    for row, f in matrix.os_restrictions():
         if v is None or not SpecifierSet(row.runtimes).contains(v, prereleases=True):
             continue
         gpu_in = bool(ids & set(row.gpus))

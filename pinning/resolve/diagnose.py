@@ -11,11 +11,14 @@ from pinning.errors import NoValidatedCombination
 from pinning.matrix.load import Matrix
 from pinning.matrix.models import (
     GpuIdentity,
+    Provenance,
 )
 from pinning.resolve.candidates import entry_blocked
 from pinning.resolve.constraints import Constraints, FrameworkRequest
 from pinning.resolve.result import Considered
-from pinning.util.versions import match_entry
+from pinning.util.versions import match_entry, sort_key
+
+_LABEL = {"amd": "AMD ROCm", "nvidia": "NVIDIA CUDA"}
 
 
 def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
@@ -27,9 +30,15 @@ def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
     :class:`~pinning.errors.NoValidatedCombination` when it has no candidate.
     """
     who = gpu.name if gpu else target
+    before = no_data_as_of(matrix, c, vendor)
+    if before:
+        return NoValidatedCombination(
+            before, hint="Give a later --as-of, or add rows your team validated with a site "
+            "overlay (--matrix FILE).")
     lines: list[str] = []
     # Which constraint empties the set: drop them one at a time, in a fixed order.
-    failing = failing_constraint(c, attempt)
+    failing = failing_constraint(
+        c, attempt, framework_gap=lambda req: unlisted_targets(matrix, c, vendor, req))
     req_text = ", ".join(str(f) for f in c.frameworks)
     lines.append(f"No validated combination for {who} ({target}) with {req_text}"
                  + (f", ROCm {c.rocm}" if c.rocm else "") + (f", CUDA {c.cuda}" if c.cuda else "")
@@ -48,14 +57,74 @@ def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
     return NoValidatedCombination("\n".join(lines))
 
 
-def failing_constraint(c: Constraints, attempt: Callable[[Constraints], object]) -> str:
+def no_data_as_of(matrix: Matrix, c: Constraints, vendor: str) -> str | None:
+    """The exit-4 text when ``--as-of`` is earlier than every dated candidate row the matrix
+    holds for ``vendor`` (or for a requested framework on it), naming the earliest date
+    held; ``None`` otherwise. Rows of unknown publication date are visible at every date and
+    do not count as dated data; the text says how many were considered.
+    """
+    if c.as_of is None:
+        return None
+    label = _LABEL.get(vendor, vendor)
+    for name in (None, *(req.name for req in c.frameworks)):
+        first = matrix.earliest_published(vendor, name)
+        if first is None or first[0] <= c.as_of:
+            continue
+        what = f"{label} data" + (f" for {name}" if name else "")
+        undated = _undated_candidates(matrix, c, vendor, name)
+        return (f"The matrix holds no {what} published on or before {c.as_of} (--as-of): the "
+                f"earliest it holds was published {first[0]} ({first[1]})."
+                + (f" {undated} row(s) of unknown publication date were considered and do "
+                   "not validate the request." if undated else ""))
+    return None
+
+
+def _undated_candidates(matrix: Matrix, c: Constraints, vendor: str, name: str | None) -> int:
+    """How many candidate rows of unknown publication date ``--as-of`` kept."""
+    if vendor == "nvidia":
+        return sum(1 for w, _ in matrix.wheels(name, as_of=c.as_of)
+                   if w.accelerator == "cuda" and w.published is None)
+    return sum(1 for rr in matrix.releases(as_of=c.as_of)
+               if rr.release.vendor == vendor and rr.release.published is None
+               and (name is None or any(fw.name == name for fw in rr.release.frameworks)))
+
+
+def unlisted_targets(matrix: Matrix, c: Constraints, vendor: str, req: FrameworkRequest
+                     ) -> str | None:
+    """On NVIDIA, when every CUDA wheel row matching ``req`` has no compute-capability list
+    (PyTorch's RELEASE.md gives one only for its newest series), the text saying so; else
+    ``None``.
+    """
+    if vendor != "nvidia":
+        return None
+    hits = [w for w, _ in matrix.wheels(req.name, as_of=c.as_of)
+            if w.accelerator == "cuda" and match_entry(w.series, req.spec) is not None]
+    if not hits or any(w.targets is not None for w in hits):
+        return None
+    series = sorted({w.series for w in hits}, key=sort_key)
+    why = next((w.unknown["targets"] for w in hits if "targets" in w.unknown), "")
+    return (f"the source gives no compute-capability list for {req.name} "
+            f"{', '.join(series)}" + (f" ({why})" if why else "")
+            + "; pin cannot tell whether it is built for this GPU")
+
+
+def _when(row: Provenance) -> str:
+    """``published 2026-03-18``, or that the publication date is unknown."""
+    return f"published {row.published}" if row.published else "publication date unknown"
+
+
+def failing_constraint(c: Constraints, attempt: Callable[[Constraints], object], *,
+                       framework_gap: Callable[[FrameworkRequest], str | None] | None = None
+                       ) -> str:
     """Name the first constraint, in the order GPU, frameworks, runtime, OS, that leaves no
-    candidate when added to the ones before it.
+    candidate when added to the ones before it. ``framework_gap`` may name a gap in the
+    source for the first framework (used instead of "not validated for this GPU").
     """
     steps: list[tuple[str, Constraints]] = []
     base = replace(c, frameworks=(), rocm=None, cuda=None, os=None)
     for i, req in enumerate(c.frameworks):
-        steps.append((f"{req} is not validated for this GPU" if i == 0 else
+        gap = framework_gap(req) if framework_gap and i == 0 else None
+        steps.append((gap or f"{req} is not validated for this GPU" if i == 0 else
                       f"{req} is not validated with the same runtime as "
                       f"{', '.join(str(x) for x in c.frameworks[:i])}",
                       replace(base, frameworks=c.frameworks[: i + 1])))
@@ -89,12 +158,12 @@ def _validated_for_gpu(matrix: Matrix, c: Constraints, vendor: str, target: str,
                 if fw.name == req.name and fw.versions and not entry_blocked(fw, r.version,
                                                                              target):
                     per.append(f"{', '.join(fw.versions)} with ROCm {r.version} "
-                               f"({rr.file.name}, {r.date})")
+                               f"({rr.file.name}, {_when(r)})")
         return per
     for w, f in matrix.wheels(req.name, as_of=c.as_of):
         if w.accelerator == "cuda" and w.targets and target in w.targets:
             per.append(f"{w.series} with CUDA {w.build or w.accelerator_version} "
-                       f"[{w.status}] ({f.name}, {w.date})")
+                       f"[{w.status}] ({f.name}, {_when(w)})")
     return per
 
 
@@ -108,10 +177,10 @@ def _runtimes_validating(matrix: Matrix, c: Constraints, vendor: str,
                 if fw.name == req.name and fw.versions and any(
                         match_entry(e, req.spec) for e in fw.versions):
                     rts.append(f"ROCm {rr.release.version} ({rr.file.name}, "
-                               f"{rr.release.date}; targets "
+                               f"{_when(rr.release)}; targets "
                                f"{', '.join(fw.targets or rr.release.targets or [])})")
         return rts
     for w, f in matrix.wheels(req.name, as_of=c.as_of):
         if w.accelerator == "cuda" and match_entry(w.series, req.spec):
-            rts.append(f"CUDA {w.build or w.accelerator_version} ({f.name}, {w.date})")
+            rts.append(f"CUDA {w.build or w.accelerator_version} ({f.name}, {_when(w)})")
     return rts

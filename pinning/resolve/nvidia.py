@@ -9,7 +9,7 @@ import datetime as dt
 from packaging.version import Version
 
 from pinning.matrix.load import LoadedFile, Matrix
-from pinning.matrix.models import CudaToolkit, DriverRule, GpuIdentity, WheelVariant
+from pinning.matrix.models import CudaToolkit, DriverRule, GpuIdentity, Provenance, WheelVariant
 from pinning.resolve.constraints import Constraints, FrameworkRequest
 from pinning.resolve.result import ChosenFramework, Considered, NoCandidate, Resolution
 from pinning.util.versions import match_entry, pep440, sort_key
@@ -81,9 +81,7 @@ def resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
         driver_ref = f"{rule[1].name}:cuda-{rule[0].cuda_major}.x"
     tk_hit = _toolkit(matrix, c, build)
     toolkit = tk_hit[0] if tk_hit else None
-    notes = []
-    if any(w.status == "experimental" for w in wheels):
-        notes.append("The chosen CUDA build is experimental in PyTorch's release matrix.")
+    notes = _notes(c, wheels, toolkit)
     return Resolution(
         constraints=c, vendor="nvidia", gpu=gpu, gpu_candidates=gpus, target=target,
         runtime="cuda", runtime_version=build, release=None, wheels=wheels, frameworks=fws,
@@ -98,6 +96,28 @@ def resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
         driver_rule=rule[0] if rule else None, toolkit=toolkit,
         toolkit_ref=f"{tk_hit[1].name}:cuda-{tk_hit[0].version}" if tk_hit else None,
     )
+
+
+def _notes(c: Constraints, wheels: list[WheelVariant], toolkit: CudaToolkit | None
+           ) -> list[str]:
+    """Notes of an NVIDIA resolution: an experimental build; rows ``--as-of`` kept undated."""
+    notes = []
+    if any(w.status == "experimental" for w in wheels):
+        notes.append("The chosen CUDA build is experimental in PyTorch's release matrix.")
+    if c.as_of is not None:
+        notes += undated_notes(c.as_of, [(f"{w.framework} {w.series} {w.tag} wheel row", w)
+                                         for w in wheels]
+                               + ([(f"CUDA {toolkit.version} toolkit row", toolkit)]
+                                  if toolkit else []))
+    return notes
+
+
+def undated_notes(as_of: dt.date, rows: list[tuple[str, Provenance]]) -> list[str]:
+    """One note per row a lock rests on whose publication date is unknown: ``--as-of``
+    keeps such rows at every date, and the lock says so rather than hide it.
+    """
+    return [f"--as-of {as_of}: the {what} has no known publication date ({row.undated}); "
+            "it is kept at every date." for what, row in rows if row.undated]
 
 
 def _best_wheel(matrix: Matrix, c: Constraints, req: FrameworkRequest, cuda: str, target: str

@@ -84,7 +84,7 @@ class Resolution:
     toolkit: CudaToolkit | None = None
     toolkit_ref: str | None = None
     notes: list[str] = field(default_factory=list)
-
+    warnings: list[str] = field(default_factory=list)
 
 
 class NoCandidate(Exception):

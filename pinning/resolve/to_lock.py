@@ -67,6 +67,8 @@ def _row(ref: str, p: Provenance) -> dict[str, Any]:
         out["url"] = p.url
     if p.published:
         out["published"] = p.published.isoformat()
+    elif p.undated:
+        out["published-unknown"] = p.undated
     if p.checked:
         out["checked"] = p.checked.isoformat()
     return out
@@ -124,6 +126,7 @@ def lock_from_resolution(
         },
         "environment": {},
         "notes": notes,
+        "warnings": list(res.warnings),
     }
     if c.model is not None:
         data["model"] = {"id": c.model.id, "revision": c.model.revision, "origin": "user"}
@@ -262,6 +265,9 @@ def _runtime(res: Resolution, matrix: Matrix, rows: list[dict[str, Any]]) -> dic
         runtime["version"] = _pin(res.runtime_version, "matrix", ref=release.ref)
         runtime["hip"] = (_pin(r.hip, "matrix", ref=release.ref) if r.hip else
                           _pin(None, "unknown", reason=r.unknown.get("hip", "not stated")))
+        if r.components:
+            runtime["components"] = {k: _pin(v, "matrix", ref=release.ref)
+                                     for k, v in sorted(r.components.items())}
         return runtime
     wref = _wheel_ref(matrix, res.wheels[0]) if res.wheels else None
     runtime["version"] = _pin(res.runtime_version, "matrix", ref=wref)

@@ -1,4 +1,4 @@
-"""Signatures and attestations in cosign's tag layout (FACTS.md §4.2, §4.4, §4.7, §4.8).
+"""Signatures and attestations in cosign's tag layout.
 
 For an image with manifest digest ``sha256:<hex>`` in ``repo``: the ``sha256-<hex>.sig``
 manifest holds one layer per simple-signing payload with its base64 signature in the
@@ -234,7 +234,7 @@ def attest_image(registry: Registry, repo: str, digest: str, key: ec.EllipticCur
 
 def parse_payload(payload: bytes, reference: str) -> str:
     """Check a simple-signing payload the way containers/image does (exact key sets, no
-    duplicate keys, ``optional`` null or an object, the cosign type; FACTS.md §4.10) and that
+    duplicate keys, ``optional`` null or an object, the cosign type.10) and that
     it names ``reference``; return the signed digest. Raises :class:`SignatureError`.
     """
 

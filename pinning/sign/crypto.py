@@ -1,5 +1,5 @@
 """Keys and the signature primitives pin uses: ECDSA P-256 over SHA-256, ASN.1 DER, standard
-base64 (FACTS.md §4.3), and DSSE with its pre-authentication encoding (§4.6).
+base64, and DSSE with its pre-authentication encoding (§4.6).
 
 Every verification failure is a :class:`~pinning.errors.SignatureError` (exit 9) with the
 precise reason.

@@ -127,7 +127,7 @@ class HardwareFacts(Comparer):
             if (facts.nvidia and facts.nvidia.cuda_compat and gpus
                     and all(g.product in DATACENTER_NVIDIA for g in gpus)):
                 # Forward compatibility: cuda-compat on a Data Center GPU runs newer CUDA on
-                # an older driver branch (NVIDIA CUDA Compatibility; FACTS.md §1.12).
+                # an older driver branch (NVIDIA CUDA Compatibility.12).
                 for i in range(before, len(self.findings)):
                     f = self.findings[i]
                     if f.status == "outside-validated":

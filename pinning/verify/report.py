@@ -77,6 +77,7 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     v.driver()
     v.os_and_kernel()
     v.runtime()
+    v.runtime_components()
     v.frameworks()
     v.packages()
     v.model()

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from pinning.guards.checks import HAZARDS_SOURCE
+from pinning.guards.checks import SOURCE_NUMERICS
 from pinning.lockfile.models import Pinned
 from pinning.matrix.names import (
     FRAMEWORK_DISTRIBUTIONS,
@@ -23,6 +23,23 @@ from pinning.verify.compare import (
 
 class SoftwareFacts(Comparer):
     """The software fact groups; each method adds its findings."""
+
+    def runtime_components(self) -> None:
+        """The ROCm libraries and tools the lock records (``runtime.components``) that the
+        host shows: the AMD SMI tool version (``amd-smi version``, its ``+build`` suffix
+        dropped), when the host runs the locked ROCm release (on another one the
+        ``runtime.version`` finding already says so). The others (hipBLASLt, rocBLAS,
+        MIOpen, RCCL, Composable Kernel, ROCm SMI) are not probed, so they are not judged.
+        """
+        amd = self.facts.amd
+        pinned = self.lock.runtime.components.get("amd-smi")
+        if pinned is None or amd is None or not amd.amd_smi.known or not amd.amd_smi.value:
+            return
+        if amd.rocm.value != self.lock.runtime.version.value:
+            return  # another ROCm release: runtime.version already says so
+        public = amd.amd_smi.value.partition("+")[0]
+        self.compare("runtime.components.amd-smi", "AMD SMI", pinned,
+                     Reading.of(public, amd.amd_smi.source or "amd-smi version"))
 
     def frameworks(self) -> None:
         """Each locked framework: its installed version and build."""
@@ -70,7 +87,7 @@ class SoftwareFacts(Comparer):
             reading = Reading.of(local, "dist-info local version")
         elif dist == "torch" and torch is not None and torch.kind != "unknown":
             # No local label (PyPI's default wheel, a source build): name the build the way
-            # the wheel indexes do, from torch.version.cuda / .hip (FACTS.md §2.8).
+            # the wheel indexes do, from torch.version.cuda / .hip.
             reading = Reading.of(torch_build_label(torch.kind, torch.cuda, torch.hip),
                                  f"{torch.source} (no local version label)")
         else:
@@ -186,7 +203,7 @@ class SoftwareFacts(Comparer):
                 continue
             self.add("env-extra", f"environment.{name}", "mismatch",
                      f"{name}={value} is set on the host but not in the lock; it changes kernels "
-                     "or numerics.", actual=value, source=HAZARDS_SOURCE)
+                     "or numerics.", actual=value, source=SOURCE_NUMERICS)
 
 
 def _package_changes(locked: dict[str, str], installed: dict[str, str]

@@ -1,7 +1,6 @@
 """Import AMD's historical ROCm compatibility CSV into matrix ``Release`` rows.
 
-Source format: ``ROCm/ROCm:docs/compatibility/compatibility-matrix-historical-6.0.csv``
-(FACTS.md §1.1-1.2). Quirks handled here: RST markup in column 0 (link text is the label),
+Source format: ``ROCm/ROCm:docs/compatibility/compatibility-matrix-historical-6.0.csv``. Quirks handled here: RST markup in column 0 (link text is the label),
 empty column 0 continuing the previous label, section rows (``FRAMEWORK SUPPORT``) and
 anchor rows (``.. _x-past-60:``), footnote markers (``[#name]_``), combined headers
 (``7.0.1/7.0.0``), leading spaces in headers, and the renamed kernel-driver row
@@ -18,20 +17,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinning.errors import MatrixError
-from pinning.matrix.models import FrameworkSupport, Release
+from pinning.matrix.importers.amd_footnotes import (
+    OsParser,
+    only_on_rocm,
+    os_rules,
+    plain,
+    series_exclusion,
+    version_listed,
+)
+from pinning.matrix.models import FrameworkSupport, OsRestriction, Release
 
 SOURCE = (
     "AMD ROCm compatibility matrix, historical table "
     "(ROCm/ROCm docs/compatibility/compatibility-matrix-historical-6.0.csv)"
 )
 URL = "https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html"
+PAGE_SOURCE = (
+    "AMD ROCm compatibility matrix page (ROCm/ROCm docs/compatibility/compatibility-matrix.rst)"
+)
 
 # Linear-time patterns (a hostile cell cannot make them backtrack quadratically): white
 # space before a footnote is matched only from the start of its run, and link texts are
 # matched greedily, their trailing white space stripped by _text().
 _FOOTNOTE = re.compile(r"(?<!\s)\s*\[#([^\]]*)\]_")
 _ROLE = re.compile(r":(?:doc|ref):`([^`<]*)(?:<[^>]*>)?`")
-_LINK = re.compile(r"`([^`<]*)<[^>]*>`_")
+_LINK = re.compile(r"`([^`<]*)<[^>]*>`__?")
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _VERSION_HEADER = re.compile(r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,6}$")
 
@@ -41,7 +51,7 @@ _LABELS: dict[str, str] = {
     "gpu / llvm target": "targets",
     "amd gpu driver": "kmd",
     "kmd versions": "kmd",
-    "tested user space versions": "kmd",
+    "tested user space versions": "tested",
     "hip": "hip",
 }
 
@@ -57,6 +67,20 @@ FRAMEWORKS: dict[str, str] = {
     "ray": "ray",
     "flashinfer": "flashinfer",
 }
+
+#: Library and tool rows a ROCm user-space lock records (label -> pin name); the HIP runtime
+#: is the ``hip`` field.
+COMPONENTS: dict[str, str] = {
+    "hipblaslt": "hipblaslt",
+    "rocblas": "rocblas",
+    "miopen": "miopen",
+    "rccl": "rccl",
+    "composable kernel": "composable-kernel",
+    "amd smi": "amd-smi",
+    "rocm smi": "rocm-smi",
+}
+
+_FRAMEWORK_LABEL: dict[str, str] = {v: k for k, v in FRAMEWORKS.items()}
 
 #: OS family as AMD writes it -> os-release ``ID``.
 OS_IDS: dict[str, str] = {
@@ -149,17 +173,30 @@ class _Column:
     kmd: list[str] = field(default_factory=list)
     hip: str | None = None
     frameworks: dict[str, list[str]] = field(default_factory=dict)
-    framework_notes: dict[str, list[str]] = field(default_factory=dict)
+    framework_label_fns: dict[str, list[str]] = field(default_factory=dict)
+    framework_cell_fns: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    tested: list[str] = field(default_factory=list)
+    components: dict[str, str] = field(default_factory=dict)
+    os_fns: list[tuple[str, list[str]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
 def parse_footnote_texts(page: str) -> dict[str, str]:
-    """Read ``.. [#name] text`` footnotes of the matrix's .rst page, ``-past-60`` removed."""
+    """Read ``.. [#name] text`` footnotes of the matrix's .rst page, ``-past-60`` removed;
+    where the page has both forms (the current table's and the historical one's), the
+    historical text is kept, as the CSV's cells cite it.
+    """
     out: dict[str, str] = {}
+    historical: dict[str, str] = {}
     for m in re.finditer(r"^[ \t]*\.\. \[#([^\]]+)\]\s+(\S.*)$", page, flags=re.M):
         text = _LINK.sub(_text, _ROLE.sub(_text, m.group(2))).replace("**", "").strip()
-        out.setdefault(m.group(1).removesuffix("-past-60"), text)
-    return out
+        name = m.group(1)
+        if name.endswith("-past-60"):
+            historical.setdefault(name.removesuffix("-past-60"), text)
+        else:
+            out.setdefault(name, text)
+    # The historical CSV's cells cite the ``-past-60`` footnotes: their text wins.
+    return out | historical
 
 
 MAX_CELL_CHARS = 4096
@@ -238,6 +275,8 @@ def _check_complete(rows: list[list[str]], name: str) -> None:
     a copy cut at a line end keeps its width but loses its last rows.
     """
     found = {_LABELS.get(clean_label(row[0]).lower()) for row in rows[1:] if row}
+    if "tested" in found:
+        found.add("kmd")
     missing = [label for field_, label in REQUIRED_ROWS.items() if field_ not in found]
     if missing:
         raise MatrixError(f"{name}, line {len(rows) + 1} (end of file): no row for "
@@ -245,124 +284,280 @@ def _check_complete(rows: list[list[str]], name: str) -> None:
                           hint=DAMAGED_HINT)
 
 
-# One pass over AMD's CSV; each branch is one of its row shapes (continuation rows, footnotes,
-# renamed driver rows), kept together so the quirks read in file order.
-def import_amd_csv(  # noqa: C901,PLR0915
+@dataclass
+class AmdCopy:
+    """What one dated copy of AMD's matrix states: releases and the OS restrictions its
+    footnotes state (:mod:`pinning.matrix.importers.amd_footnotes`).
+    """
+
+    releases: list[Release]
+    restrictions: list[OsRestriction]
+
+
+@dataclass
+class _State:
+    """The reader's position: the current row label and the footnotes of it and its section."""
+
+    label: str | None = None
+    label_fns: list[str] = field(default_factory=list)
+    section_fns: list[str] = field(default_factory=list)
+    row_labels: dict[str, str] = field(default_factory=dict)
+
+
+def _row_label(state: _State, row: list[str], cells: list[str]) -> bool:
+    """Update ``state`` from column 0 of ``row``; ``False`` when the row carries no values
+    (a section header or an anchor row).
+    """
+    first = clean_label(row[0]) if row else ""
+    if first:
+        raw = row[0].strip()
+        fns = split_footnotes(raw)[1]
+        is_section = "`" not in raw and _FOOTNOTE.sub("", raw).strip().isupper()
+        if is_section or (cells and cells[0].strip().startswith(".. _")):
+            state.label = None  # section header row (FRAMEWORK SUPPORT, DRIVER & USER SPACE, ...)
+            state.section_fns = fns
+            return False
+        state.label = first.lower()
+        state.label_fns = fns
+        state.row_labels.setdefault(state.label, first)
+    return not (cells and cells[0].strip().startswith(".. _"))  # anchor row
+
+
+def import_amd_csv(
     text: str,
     *,
     published: dt.date,
     name: str = "amd-matrix.csv",
     footnotes: dict[str, str] | None = None,
 ) -> list[Release]:
-    """Parse the historical CSV ``text`` into one ``Release`` per ROCm version.
+    """Parse the historical CSV ``text`` into one ``Release`` per ROCm version (see
+    :func:`import_amd_copy`, whose releases this returns).
+    """
+    return import_amd_copy(text, published=published, name=name, footnotes=footnotes).releases
+
+
+def import_amd_copy(
+    text: str,
+    *,
+    published: dt.date,
+    name: str = "amd-matrix.csv",
+    footnotes: dict[str, str] | None = None,
+) -> AmdCopy:
+    """Parse the historical CSV ``text`` into one ``Release`` per ROCm version and the OS
+    restrictions its footnotes state.
 
     ``published`` is the date of the copy (it dates every row); ``name`` is used in error
     messages; ``footnotes`` (from :func:`parse_footnote_texts`) turns footnote names into
-    their text. Returns releases newest first as in the CSV. Raises ``MatrixError`` naming
-    the CSV line (and column) for a header or cell it cannot read, and for a damaged copy
-    (:func:`read_rows`: a truncated row, a one-column file, an open quote at the end; a
-    missing required row), which is never read as releases with unknown fields.
+    their text and rules: per-GPU OS footnotes become ``OsRestriction`` rows, "X is supported
+    only on ROCm ..." on a framework row limits that framework to those releases (a combined
+    ``7.0.1/7.0.0`` column validates it only on the ones named), "X v is not supported on
+    MI350 Series" keeps ``v`` off the series' gfx targets; a footnote of another shape is kept,
+    with its text, in the notes of every release it touches. Releases come newest first as in
+    the CSV. Raises ``MatrixError`` naming the CSV line (and column) for a header or cell it
+    cannot read, and for a damaged copy (:func:`read_rows`: a truncated row, a one-column
+    file, an open quote at the end; a missing required row), which is never read as releases
+    with unknown fields.
     """
     rows = read_rows(text, name)
     columns = _columns(rows, name)
     _check_complete(rows, name)
-
-    label: str | None = None
+    fn_text = footnotes or {}
+    state = _State()
     for lineno, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
             continue
-        first = clean_label(row[0]) if row else ""
         cells = row[1 : len(columns) + 1]
-        if first:
-            raw = row[0].strip()
-            is_section = "`" not in raw and _FOOTNOTE.sub("", raw).strip().isupper()
-            if is_section or (cells and cells[0].strip().startswith(".. _")):
-                label = None  # section header row (FRAMEWORK SUPPORT, DRIVER & USER SPACE, ...)
-                continue
-            label = first.lower()
-        if cells and cells[0].strip().startswith(".. _"):
-            continue  # anchor row
-        if label is None:
-            continue
-        fieldname = _LABELS.get(label)
-        framework = FRAMEWORKS.get(label)
-        if fieldname is None and framework is None:
+        if not _row_label(state, row, cells) or state.label is None:
             continue
         where = f"{name}, line {lineno}"
         for col, cell in zip(columns, cells, strict=False):
-            if not cell.strip():
-                continue
-            if fieldname == "os":
-                value, fns = split_footnotes(cell)
-                ids = parse_os_cell(value, where=where)
-                col.os.extend(ids)
-                for fn in fns:
-                    text_ = (footnotes or {}).get(fn, "")
-                    col.notes.append(
-                        f"OS {', '.join(ids)}: footnote {fn}" + (f": {text_}" if text_ else "")
-                    )
-            elif fieldname == "targets":
-                value, fns = split_footnotes(cell)
-                col.targets.append(value)
-                for fn in fns:
-                    text_ = (footnotes or {}).get(fn, "")
-                    suffix = f": {text_}" if text_ else ""
-                    col.notes.append(f"{value}: footnote {fn}{suffix}")
-            elif fieldname == "kmd":
-                values, notes = _list_cell(cell)
-                col.kmd.extend(values)
-                col.notes.extend(_with_text(n, footnotes) for n in notes)
-            elif fieldname == "hip":
-                value, _ = split_footnotes(cell)
-                col.hip = value or None
-            elif framework is not None:
-                values, notes = _list_cell(cell)
-                if values:
-                    col.frameworks.setdefault(framework, []).extend(values)
-                    col.framework_notes.setdefault(framework, []).extend(
-                        _with_text(n, footnotes) for n in notes
-                    )
-
+            if cell.strip():
+                _fill(col, state, cell, where=where, footnotes=fn_text)
+    restrictions: list[OsRestriction] = []
     releases: list[Release] = []
     for col in columns:
-        fws = [
-            FrameworkSupport(
-                name=fw,
-                versions=vers,
-                notes=col.framework_notes.get(fw, []),
-            )
-            for fw, vers in col.frameworks.items()
-        ]
-        for version in col.versions:
-            notes = list(col.notes)
-            if len(col.versions) > 1:
-                notes.insert(0, f"Listed in the combined column {col.header}.")
-            unknown: dict[str, str] = {}
-            if not col.os:
-                unknown["os"] = f"{name} lists no operating system for {col.header}"
-            if not col.kmd:
-                unknown["kmd"] = f"{name} lists no AMD GPU Driver (KMD) for {col.header}"
-            if not col.targets:
-                unknown["targets"] = f"{name} lists no GPU target for {col.header}"
-            releases.append(
-                Release(
-                    vendor="amd",
-                    runtime="rocm",
-                    version=version,
-                    column=col.header if len(col.versions) > 1 else None,
-                    source=SOURCE,
-                    url=URL,
-                    published=published,
-                    targets=col.targets or None,
-                    os=col.os or None,
-                    kmd=col.kmd or None,
-                    hip=col.hip,
-                    frameworks=fws,
-                    notes=notes,
-                    unknown=unknown,
-                )
-            )
-    return releases
+        restrictions += _restrictions(col, published, fn_text)
+        releases += _releases(col, state, published, name, fn_text)
+    return AmdCopy(releases=releases, restrictions=_merge(restrictions))
+
+
+def _fill(col: _Column, state: _State, cell: str, *, where: str,
+          footnotes: dict[str, str]) -> None:
+    """Store one non-empty cell of row ``state.label`` in its column."""
+    label = state.label or ""
+    fieldname = _LABELS.get(label)
+    framework = FRAMEWORKS.get(label)
+    component = COMPONENTS.get(label)
+    if fieldname == "os":
+        value, fns = split_footnotes(cell)
+        ids = parse_os_cell(value, where=where)
+        col.os.extend(ids)
+        for fn in fns:
+            col.os_fns.append((fn, ids))
+            col.notes.append(_note(f"OS {', '.join(ids)}: footnote {fn}", fn, footnotes))
+        _label_notes(col, state, "Operating systems", footnotes)
+    elif fieldname == "targets":
+        value, fns = split_footnotes(cell)
+        col.targets.append(value)
+        for fn in fns:
+            col.os_fns.append((fn, []))
+            col.notes.append(_note(f"{value}: footnote {fn}", fn, footnotes))
+        _label_notes(col, state, "GPU / LLVM target", footnotes)
+    elif fieldname in ("kmd", "tested"):
+        values, notes = _list_cell(cell)
+        (col.kmd if fieldname == "kmd" else col.tested).extend(values)
+        col.notes.extend(_with_text(n, footnotes) for n in notes)
+        for fn in state.section_fns:
+            key = f"driver and user space: footnote {fn}"
+            if not any(n.startswith(key) for n in col.notes):
+                col.notes.append(_note(key, fn, footnotes))
+    elif fieldname == "hip":
+        value, _ = split_footnotes(cell)
+        col.hip = value or None
+    elif framework is not None:
+        _fill_framework(col, state, framework, cell)
+    elif component is not None:
+        value, _ = split_footnotes(cell)
+        if value and value.upper() != "N/A":
+            col.components[component] = value
+
+
+def _fill_framework(col: _Column, state: _State, framework: str, cell: str) -> None:
+    """Store a framework cell: its versions, and the footnotes on them and on the label."""
+    col.framework_label_fns[framework] = list(state.label_fns)
+    for part in cell.replace("|br|", ",").split(","):
+        value, fns = split_footnotes(part)
+        if not value or value.upper() == "N/A":
+            continue
+        col.frameworks.setdefault(framework, []).append(value)
+        col.framework_cell_fns.setdefault(framework, []).extend((value, fn) for fn in fns)
+
+
+def _note(head: str, fn: str, footnotes: dict[str, str]) -> str:
+    text_ = footnotes.get(fn, "")
+    return head + (f": {text_}" if text_ else "")
+
+
+def _label_notes(col: _Column, state: _State, label: str, footnotes: dict[str, str]) -> None:
+    """Keep the footnotes of a row label (``os-compatibility``, ``gpu-compatibility``) in
+    the column's notes, once: they limit support in words pin cannot turn into a rule.
+    """
+    for fn in state.label_fns:
+        key = f"{label}: footnote {fn}"
+        if not any(n.startswith(key) for n in col.notes):
+            col.notes.append(_note(key, fn, footnotes))
+
+
+def _restrictions(col: _Column, published: dt.date,
+                  footnotes: dict[str, str]) -> list[OsRestriction]:
+    """The OS restrictions the footnotes on the column's OS and GPU-target cells state."""
+    parser = OsParser(OS_IDS, lambda item: parse_os_cell(item, where="footnote"))
+    out: list[OsRestriction] = []
+    for fn, cell_os in col.os_fns:
+        rules = os_rules(fn, footnotes.get(fn, ""), versions=col.versions, column_os=col.os,
+                         cell_os=cell_os, parse=parser)
+        for rule in rules or []:
+            out.append(OsRestriction(
+                source=f"{PAGE_SOURCE}, footnote {fn}", url=URL, published=published,
+                mode=rule.mode,
+                gpus=rule.gpus, os=rule.os, runtimes=f"=={rule.runtime}", footnote=fn,
+                note=rule.note,
+            ))
+    return out
+
+
+def _merge(rows: list[OsRestriction]) -> list[OsRestriction]:
+    """``rows`` without repeats (a footnote on several cells of one column)."""
+    seen: set[str] = set()
+    out: list[OsRestriction] = []
+    for r in rows:
+        key = r.model_dump_json()
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+def _frameworks(col: _Column, version: str, state: _State, footnotes: dict[str, str]
+                ) -> tuple[list[FrameworkSupport], list[str]]:
+    """The column's framework entries as they hold for ROCm ``version``, and release notes
+    (a footnote that limits a framework to other releases drops it, with a note saying so).
+    """
+    fws: list[FrameworkSupport] = []
+    notes: list[str] = []
+    for fw, vers in col.frameworks.items():
+        label = state.row_labels.get(_FRAMEWORK_LABEL[fw], fw)
+        fw_notes: list[str] = []
+        keep = True
+        for fn in col.framework_label_fns.get(fw, []):
+            text_ = footnotes.get(fn, "")
+            only = only_on_rocm(text_)
+            if only is not None and not version_listed(only, version):
+                notes.append(f"{label} {', '.join(vers)} is listed in the column {col.header}, "
+                             f"but footnote {fn} says: {plain(text_)} pin does not validate "
+                             f"{label} on ROCm {version}.")
+                keep = False
+            else:
+                fw_notes.append(_note(f"{label}: footnote {fn}", fn, footnotes))
+        if not keep:
+            continue
+        fws += _split_by_cell_notes(fw, vers, col, fw_notes, footnotes)
+    return fws, notes
+
+
+def _split_by_cell_notes(fw: str, vers: list[str], col: _Column, fw_notes: list[str],
+                         footnotes: dict[str, str]) -> list[FrameworkSupport]:
+    """One entry for ``vers``; a version whose footnote keeps it off a GPU series gets its
+    own entry limited to the column's other gfx targets.
+    """
+    plain_vers = list(vers)
+    extra: list[FrameworkSupport] = []
+    notes = list(fw_notes)
+    for value, fn in col.framework_cell_fns.get(fw, []):
+        rule = series_exclusion(footnotes.get(fn, ""))
+        if rule is not None and rule.version == value and value in plain_vers:
+            plain_vers.remove(value)
+            extra.append(FrameworkSupport(
+                name=fw, versions=[value],
+                targets=[t for t in col.targets if t not in rule.targets],
+                notes=[*fw_notes, f"{value}: footnote {fn}: {rule.text}"],
+            ))
+        else:
+            notes.append(_note(f"{value}: footnote {fn}", fn, footnotes))
+    main = [FrameworkSupport(name=fw, versions=plain_vers, notes=notes)] if plain_vers else []
+    return main + extra
+
+
+def _releases(col: _Column, state: _State, published: dt.date, name: str,
+              footnotes: dict[str, str]) -> list[Release]:
+    out: list[Release] = []
+    for version in col.versions:
+        notes = list(col.notes)
+        if len(col.versions) > 1:
+            notes.insert(0, f"Listed in the combined column {col.header}.")
+        fws, fw_notes = _frameworks(col, version, state, footnotes)
+        notes += fw_notes
+        unknown: dict[str, str] = {}
+        if not col.os:
+            unknown["os"] = f"{name} lists no operating system for {col.header}"
+        if col.tested and not col.kmd:
+            unknown["kmd"] = (
+                f"{name} lists, for {col.header}, the user-space series tested with its kernel "
+                f"driver (Tested user space versions: {', '.join(col.tested)}), not the AMD "
+                "GPU Driver versions this user space supports")
+        elif not col.kmd:
+            unknown["kmd"] = f"{name} lists no AMD GPU Driver (KMD) for {col.header}"
+        if not col.targets:
+            unknown["targets"] = f"{name} lists no GPU target for {col.header}"
+        out.append(Release(
+            vendor="amd", runtime="rocm", version=version,
+            column=col.header if len(col.versions) > 1 else None,
+            source=SOURCE, url=URL, published=published,
+            targets=col.targets or None, os=col.os or None, kmd=col.kmd or None, hip=col.hip,
+            tested_user_space=col.tested or None, components=dict(col.components),
+            frameworks=fws, notes=notes, unknown=unknown,
+        ))
+    return out
 
 
 def _with_text(note: str, footnotes: dict[str, str] | None) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from pinning.errors import MatrixError, UsageError
 from pinning.matrix.importers.amd_csv import (
     date_from_filename,
-    import_amd_csv,
+    import_amd_copy,
     parse_footnote_texts,
 )
 from pinning.matrix.importers.pytorch_md import import_pytorch_md
@@ -45,7 +45,8 @@ def amd_matrix_file(
     published: dt.date | None = None,
 ) -> MatrixFile:
     """Build the AMD matrix file of one dated copy: releases from the historical CSV
-    (footnote texts from ``page``, the matrix .rst of the same copy) and firmware rows from
+    (footnote texts from ``page``, the matrix .rst of the same copy), the OS restrictions
+    the page's footnotes state, and firmware rows from
     the ROCm 7.x ``release_notes``, dated like the copy they were read with.
 
     Raises ``UsageError`` when no date is given and none is in the CSV's file name or a
@@ -60,7 +61,7 @@ def amd_matrix_file(
         )
     footnotes = parse_footnote_texts(_read(page)) if page else None
     with _rows_of(csv_path):
-        releases = import_amd_csv(
+        copy = import_amd_copy(
             _read(csv_path), published=date, name=Path(csv_path).name, footnotes=footnotes
         )
     firmware: list[FirmwareRow] = []
@@ -76,8 +77,9 @@ def amd_matrix_file(
             + ("; firmware and driver tables of the ROCm 7.x release notes" if firmware else "")
             + "."
         ),
-        releases=releases,
+        releases=copy.releases,
         firmware=firmware,
+        os_restrictions=copy.restrictions,
     )
 
 

@@ -2,7 +2,7 @@
 
 Source format: the markdown tables of pytorch/pytorch ``RELEASE.md`` ("Release
 Compatibility Matrix" and the CUDA architecture table), as saved in
-``shared/data/pytorch/release-compatibility-matrix.md``. These are the accelerator builds
+``tests/data/release-compatibility-matrix.md``. These are the accelerator builds
 PyTorch publishes; for NVIDIA they are the validated pairing, for ROCm information only.
 """
 
@@ -14,11 +14,15 @@ import re
 from pinning.errors import MatrixError
 from pinning.matrix.models import WheelVariant
 
-SOURCE = "PyTorch RELEASE.md, Release Compatibility Matrix (pytorch/pytorch)"
+SOURCE = "pytorch/pytorch:RELEASE.md (main, copy read {checked}), Release Compatibility Matrix"
 URL = "https://github.com/pytorch/pytorch/blob/main/RELEASE.md"
 
 _MONTHS = {m: i for i, m in enumerate(
     ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
+
+
+def _series_key(series: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in series.split("."))
 
 
 def _cells(line: str) -> list[str]:
@@ -88,8 +92,10 @@ def import_pytorch_md(text: str, *, checked: dt.date,
                       name: str = "PyTorch matrix") -> list[WheelVariant]:
     """Parse the saved PyTorch matrix ``text`` into one row per (series, accelerator build).
 
-    ``checked`` is the date the copy was read (rows of releases with a known release date
-    carry that as ``published`` instead); ``name`` names the file in messages. Raises
+    ``checked`` is the date the copy was read; every row keeps it. A release whose date the
+    file states ("2.11 on 18 Mar 2026") gives its rows that ``published`` date; the rows of
+    a release it gives no date for carry ``published-unknown`` with the reason (``--as-of``
+    keeps them at every date). ``name`` names the file in messages. Raises
     ``MatrixError`` when the main table is missing, and for a damaged copy: a table row
     with another number of cells than its header, or no CUDA architecture table (a file
     cut short), which would otherwise read as rows with unknown targets.
@@ -111,9 +117,12 @@ def import_pytorch_md(text: str, *, checked: dt.date,
     for _lineno, cells in rows:
         series, python, _cxx, stable, experimental, rocm = cells[:6]
         published = dates.get(series)
-        prov: dict[str, object] = (
-            {"published": published} if published else {"checked": checked}
-        )
+        prov: dict[str, object] = {"checked": checked, "published": published}
+        if published is None:
+            prov["published_unknown"] = (
+                f"the copy of RELEASE.md read on {checked} gives no release date for PyTorch "
+                f"{series} (it dates only {', '.join(sorted(dates, key=_series_key))})"
+                if dates else f"the copy of RELEASE.md read on {checked} gives no release dates")
         for status, cell in (("stable", stable), ("experimental", experimental)):
             for ver in re.findall(r"CUDA (\d+\.\d+)", cell):
                 build: str | None = None
@@ -130,7 +139,8 @@ def import_pytorch_md(text: str, *, checked: dt.date,
                     framework="pytorch", series=series, accelerator="cuda",
                     accelerator_version=ver, status=status,
                     build=build, targets=targets, python=python, unknown=unknown,
-                    source=SOURCE + (f", CUDA {ver} architecture table" if targets else ""),
+                    source=SOURCE.format(checked=checked)
+                    + (f", CUDA {ver} architecture table" if targets else ""),
                     url=URL, **prov,
                 ))
         rm = re.match(r"ROCm (\d+(?:\.\d+)*)", rocm)
@@ -139,6 +149,6 @@ def import_pytorch_md(text: str, *, checked: dt.date,
                 framework="pytorch", series=series, accelerator="rocm",
                 accelerator_version=rm.group(1), status="stable", python=python,
                 unknown={"targets": "the source lists no gfx targets for ROCm wheels"},
-                source=SOURCE, url=URL, **prov,
+                source=SOURCE.format(checked=checked), url=URL, **prov,
             ))
     return out

@@ -1,7 +1,7 @@
 """Import the firmware table of AMD's ROCm 7.x release notes into ``FirmwareRow`` rows.
 
 Source format: the HTML table under "User space, driver, and firmware dependent changes"
-in ``RELEASE.md`` (FACTS.md §1.7-1.8): columns ROCm Version, GPU, PLDM Bundle (Firmware),
+in ``RELEASE.md``: columns ROCm Version, GPU, PLDM Bundle (Firmware),
 AMD GPU Driver (amdgpu), AMD GPU Virtualization Driver (GIM); cells span rows
 (``rowspan``), values are split by ``<br>``, footnote markers are ``<sup>[n]</sup>``.
 """
@@ -18,7 +18,7 @@ from pinning.matrix.models import FirmwareRow, FirmwareValue
 SOURCE_FMT = "AMD ROCm {version} release notes (ROCm/ROCm RELEASE.md), firmware and driver table"
 URL_FMT = "https://rocm.docs.amd.com/en/docs-{version}/about/release-notes.html"
 
-#: What the firmware column holds for each GPU family (FACTS.md §1.7).
+#: What the firmware column holds for each GPU family.
 FIRMWARE_KIND: dict[str, str] = {
     "MI355X": "pldm-bundle",
     "MI350X": "pldm-bundle",

@@ -1,8 +1,8 @@
 """Parsers for ``amd-smi version`` (and the bare banner), and helpers for the amdgpu version
 strings amd-smi and rocm-smi print.
 
-Formats and samples: FACTS.md §2.1 (version), §2.3 and §2.4 (inbox driver strings). The
-per-GPU outputs (``firmware``, ``static``) are :mod:`pinning.probe.formats.amd_smi_gpu`.
+Formats and samples: ROCm/amdsmi@0ceca28 (CHANGELOG.md, docs/how-to/using-AMD-SMI-CLI-tool.md)
+and the dumps of ROCm/ROCm#5231 (inbox driver strings included). The per-GPU outputs (``firmware``, ``static``) are :mod:`pinning.probe.formats.amd_smi_gpu`.
 Every parser is pure and tolerant: unknown lines are ignored, missing fields are ``None``;
 :class:`~pinning.errors.FormatError` only when nothing of the format is present.
 """
@@ -25,7 +25,7 @@ __all__ = [
 
 
 class AmdSmiVersion(Strict):
-    """``amd-smi version`` (FACTS.md §2.1), or the bare ``amd-smi`` banner.
+    """``amd-smi version``, or the bare ``amd-smi`` banner.
 
     ``tool`` is ``AMDSMI Tool`` (banner: ``Version``), ``library`` the ``AMDSMI Library
     version``, ``rocm`` the ``ROCm version``, ``amdgpu`` the ``amdgpu version`` (the kernel
@@ -57,7 +57,7 @@ _VERSION_KEYS = {
 
 
 def parse_amd_smi_version(text: str, *, source: str = "amd-smi version") -> AmdSmiVersion:
-    """Parse ``amd-smi version`` or the bare ``amd-smi`` banner (FACTS.md §2.1).
+    """Parse ``amd-smi version`` or the bare ``amd-smi`` banner.
 
     Reads the first line holding ``Key: value`` pairs separated by ``|`` where at least one
     key is known (``AMDSMI Tool``, ``ROCm version``, ...). Raises ``FormatError`` naming
@@ -91,7 +91,7 @@ def parse_amd_smi_version(text: str, *, source: str = "amd-smi version") -> AmdS
 
 
 def is_inbox_driver_string(value: str) -> bool:
-    """True when an amdgpu "version" is really the kernel build banner (FACTS.md §2.3, §2.4).
+    """True when an amdgpu "version" is really the kernel build banner.
 
     amd-smi and rocm-smi fall back to the kernel version when the inbox (non-DKMS) amdgpu is
     loaded, e.g. ``Linuxversion6.8.0-79-generic(buildd@...)#79-Ubuntu...``. Detects the

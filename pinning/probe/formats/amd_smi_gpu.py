@@ -1,7 +1,7 @@
 """Parsers for the per-GPU ``amd-smi`` outputs: ``firmware`` and ``static``.
 
-Formats and samples: FACTS.md §2.2 (firmware), §2.3 (static), §1.13 (GPU identity). Every
-parser is pure and tolerant: unknown lines are ignored, missing fields are ``None``;
+Formats and samples: ROCm/amdsmi@0ceca28 (docs/how-to/using-AMD-SMI-CLI-tool.md) and the dumps
+of ROCm/ROCm#5231; GPU identity by PCI device ID (pciutils/pciids@c1c1254:pci.ids). Every parser is pure and tolerant: unknown lines are ignored, missing fields are ``None``;
 :class:`~pinning.errors.FormatError` only when nothing of the format is present.
 """
 
@@ -31,7 +31,7 @@ _NA = {"", "n/a", "na", "none", "not supported", "[n/a]"}
 
 
 class GpuFirmware(Strict):
-    """One GPU of ``amd-smi firmware`` (FACTS.md §2.2): ``firmware`` maps FW_ID -> FW_VERSION.
+    """One GPU of ``amd-smi firmware``: ``firmware`` maps FW_ID -> FW_VERSION.
 
     Versions are opaque strings as printed (decimal, dotted hex, dotted decimal).
     """
@@ -118,7 +118,7 @@ _KV_LINE = re.compile(r"^(\s*)([A-Za-z0-9_][A-Za-z0-9_ ]*):(.*)$")
 
 
 def parse_amd_smi_firmware(text: str, *, source: str = "amd-smi firmware") -> list[GpuFirmware]:
-    """Parse ``amd-smi firmware`` (alias ``ucode``), text or ``--json`` (FACTS.md §2.2).
+    """Parse ``amd-smi firmware`` (alias ``ucode``), text or ``--json``.
 
     Text: ``GPU: N`` blocks holding ``FW N:`` / ``FW_N:`` entries with ``FW_ID`` and
     ``FW_VERSION`` lines. JSON: a list of ``{"gpu": N, "fw_list": [{"fw_id", "fw_version"}]}``
@@ -167,7 +167,7 @@ def parse_amd_smi_firmware(text: str, *, source: str = "amd-smi firmware") -> li
 
 
 class AmdSmiStatic(Strict):
-    """One GPU of ``amd-smi static`` (FACTS.md §2.3, VBIOS §1.7).
+    """One GPU of ``amd-smi static`` (ROCm/amdsmi@0ceca28).
 
     IDs (``vendor_id``, ``device_id``, ``subsystem_id``) are lowercase ``0x%04x``;
     ``vram_mib`` is VRAM SIZE in MiB (amd-smi's "MB"); other values are as printed, with
@@ -271,7 +271,7 @@ def _static_from_json(data: Any) -> list[AmdSmiStatic] | None:
 
 # Line-oriented parser: one branch per section and key shape of amd-smi static.
 def parse_amd_smi_static(text: str, *, source: str = "amd-smi static") -> list[AmdSmiStatic]:  # noqa: C901
-    """Parse ``amd-smi static`` text or ``--json`` output (FACTS.md §2.3).
+    """Parse ``amd-smi static`` text or ``--json`` output.
 
     Text: ``GPU: N`` blocks, 4-space-indented sections (``ASIC``, ``VBIOS``/``IFWI``,
     ``DRIVER``, ``VRAM``, ``BOARD``; others ignored) of ``KEY: value`` lines. JSON: a list of

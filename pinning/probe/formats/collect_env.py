@@ -1,4 +1,4 @@
-"""Parser for pasted PyTorch ``collect_env`` / vLLM ``collect-env`` dumps (FACTS.md §2.9).
+"""Parser for pasted PyTorch ``collect_env`` / vLLM ``collect-env`` dumps.
 
 ``pip list`` / ``pip freeze`` is :mod:`pinning.probe.formats.pip_list`, SGLang's
 ``check_env`` :mod:`pinning.probe.formats.sglang`; finding the dumps inside one pasted file
@@ -40,7 +40,7 @@ class CondaPackage(Strict):
 
 
 class CollectEnv(Strict):
-    """``python -m torch.utils.collect_env`` / ``vllm collect-env`` (FACTS.md §2.9).
+    """``python -m torch.utils.collect_env`` / ``vllm collect-env``.
 
     Every value is kept as printed (``No``, ``False``, ``N/A``, ``Could not collect``);
     absent lines are ``None``. ``cuda_built``/``rocm_built`` are the "CUDA/ROCM used to build
@@ -82,9 +82,12 @@ class CollectEnv(Strict):
     fields: dict[str, str] = Field(default_factory=dict)
 
     @property
-    def torch_build(self) -> Literal["rocm", "cuda", "cpu"] | None:
+    def torch_build(self) -> Literal["rocm", "cuda", "cpu", "unknown"] | None:
         """``rocm`` when "ROCM used to build" is a version, ``cuda`` when "CUDA used to build"
-        is, ``cpu`` otherwise; ``None`` when no PyTorch version was printed.
+        is; else the wheel tag of the version (``+rocm6.1``, ``+cu121``, ``+cpu``); ``cpu``
+        when "CUDA used to build" says ``None`` (``torch.version.cuda`` is ``None`` and no HIP
+        version was printed); ``unknown`` otherwise ("Could not collect", ``N/A`` or absent
+        say nothing about the build). ``None`` when no PyTorch version was printed.
         """
         if self.torch_version is None or self.torch_version.lower() in _MISSING:
             return None
@@ -92,7 +95,14 @@ class CollectEnv(Strict):
             return "rocm"
         if _is_version(self.cuda_built):
             return "cuda"
-        return "cpu"
+        tag = self.torch_version.partition("+")[2].lower()
+        if tag.startswith("rocm"):
+            return "rocm"
+        if re.match(r"cu\d", tag):
+            return "cuda"
+        if tag == "cpu" or (self.cuda_built or "").strip() == "None":
+            return "cpu"
+        return "unknown"
 
 
 _CE_KEYS = {
@@ -159,7 +169,7 @@ def _gpu_names(models: str | None) -> list[str]:
 # Line-oriented parser of every collect_env generation since 2018; one branch per line shape, in
 # output order.
 def parse_collect_env(text: str, *, source: str = "collect_env") -> CollectEnv:  # noqa: C901,PLR0915
-    """Parse PyTorch's ``collect_env`` (any era) or vLLM's ``collect-env`` (FACTS.md §2.9).
+    """Parse PyTorch's ``collect_env`` (any era) or vLLM's ``collect-env``.
 
     Tolerates ``PyTorch version 1.5.0`` without a colon, ``Os:``, full-width colons,
     ``Version(s) of relevant libraries``, the ``Collecting environment information...``

@@ -20,7 +20,7 @@ def norm_pci_id(value: str | int | None) -> str | None:
     """Normalise a PCI vendor/device ID to lowercase ``0x%04x``; ``None`` when not an ID.
 
     Accepts ``0x74A1``, ``74a1``, ``29877`` given as int, and ``0x233510DE`` (NVIDIA
-    ``pci.device_id``: device in the high 16 bits, FACTS.md §2.7).
+    ``pci.device_id``: device in the high 16 bits).
     """
     if value is None or isinstance(value, bool):
         return None

@@ -1,5 +1,6 @@
 """Parsers for NVIDIA outputs: ``nvidia-smi --query-gpu`` CSV, the ``nvidia-smi`` banner,
-and ``/proc/driver/nvidia/version`` (FACTS.md §2.7, identity §1.13).
+and ``/proc/driver/nvidia/version`` (formats as nvidia-smi
+prints them; GPU identity by PCI device ID, pciutils/pciids@c1c1254:pci.ids).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def parse_nvidia_smi_query(  # noqa: C901
     fields: Sequence[str] | None = None,
     source: str = "nvidia-smi --query-gpu",
 ) -> list[NvidiaSmiGpu]:
-    """Parse ``nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]`` (FACTS.md §2.7).
+    """Parse ``nvidia-smi --query-gpu=<fields> --format=csv[,noheader][,nounits]``.
 
     With a header (``name, memory.total [MiB]``) the field names come from it; with
     ``noheader`` pass ``fields`` (the ``--query-gpu`` list), else ``FormatError``. Known
@@ -167,7 +168,7 @@ def parse_nvidia_smi_query(  # noqa: C901
 
 
 class NvidiaKernelModule(Strict):
-    """``/proc/driver/nvidia/version`` (FACTS.md §2.7).
+    """``/proc/driver/nvidia/version``.
 
     ``version`` is the driver version (``550.54.14``); ``kind`` is ``open`` for the "Open
     Kernel Module", else ``proprietary``; ``arch`` the CPU architecture named in the NVRM
@@ -184,7 +185,7 @@ class NvidiaKernelModule(Strict):
 def parse_proc_driver_nvidia_version(
     text: str, *, source: str = "/proc/driver/nvidia/version"
 ) -> NvidiaKernelModule:
-    """Parse ``/proc/driver/nvidia/version`` (FACTS.md §2.7).
+    """Parse ``/proc/driver/nvidia/version``.
 
     The version is the first whitespace token after ``Module`` that starts with a digit and
     contains a dot. Raises ``FormatError`` naming ``source`` (and the line) when there is no
@@ -232,7 +233,7 @@ def parse_nvidia_smi_banner(
     """Return ``(driver_version, cuda_version)`` from the plain ``nvidia-smi`` banner.
 
     Reads ``| NVIDIA-SMI 575.51.03   Driver Version: 575.51.03   CUDA Version: 12.9 |``
-    (FACTS.md §2.7) or the ``nvidia-smi -q`` ``Driver Version : x`` lines. The CUDA version is
+    or the ``nvidia-smi -q`` ``Driver Version : x`` lines. The CUDA version is
     the highest the driver supports, not the installed toolkit. Raises ``FormatError``
     naming ``source`` when neither version is present.
     """

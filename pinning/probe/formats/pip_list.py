@@ -1,5 +1,5 @@
 """Parser for pasted ``pip list`` / ``pip freeze`` output, and the package-line reader
-collect_env's ``[pip3]`` lines share (FACTS.md §2.10).
+collect_env's ``[pip3]`` lines share.
 """
 
 from __future__ import annotations

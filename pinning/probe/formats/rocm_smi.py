@@ -1,4 +1,4 @@
-"""Parser for legacy ``rocm-smi`` outputs (FACTS.md §2.4).
+"""Parser for legacy ``rocm-smi`` outputs.
 
 One parser reads any mix of ``--version``, the concise default table (ROCm 6.4 layout with
 two header rows, the ROCm 6.0-6.3 ``[Model : Revision]`` layout and the older
@@ -95,7 +95,7 @@ def _column_key(name: str, qualifier: str) -> str:  # noqa: C901
         return "index"
     if base == "node":
         return "node"
-    if base.startswith("ids") or base.startswith("[model"):
+    if base.startswith("ids") or base.startswith("[model") or base == "did":
         return "ids"
     if base.startswith("partitions"):
         return "partitions"
@@ -200,7 +200,7 @@ def _apply_row(gpu: _Gpu, columns: list[str], values: list[str]) -> None:
 
 # Line-oriented parser: one branch per rocm-smi table or key shape.
 def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # noqa: C901
-    """Parse any mix of rocm-smi outputs into one :class:`RocmSmiReport` (FACTS.md §2.4).
+    """Parse any mix of rocm-smi outputs into one :class:`RocmSmiReport`.
 
     Recognises ``ROCM-SMI version:`` / ``ROCM-SMI-LIB version:``, ``Driver version: x``,
     ``GPU[i]<TAB><TAB>: ...`` lines (firmware, VBIOS, NUMA, anything else into ``fields``)
@@ -232,8 +232,9 @@ def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # 
             driver, recognised = m.group(1).strip() or None, True
             continue
         if (m := _GPU_LINE.match(line)) is not None:
+            # Warnings such as `GPU[0] : PowerPlay not enabled` may sit between the table's
+            # header and its rows (ROCm 1.x), so the table's columns are kept.
             recognised = True
-            columns = None
             gpu = gpus.setdefault(int(m.group(1)), _Gpu())
             _gpu_line(gpu, m.group(2).strip())
             continue
@@ -244,7 +245,7 @@ def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # 
         ):
             second = None
             if i < len(lines) and lines[i][:1].isspace() and lines[i].strip() and not (
-                _RULER.match(lines[i])
+                _RULER.match(lines[i]) or lines[i].strip()[:1].isdigit()
             ):
                 second = lines[i]
                 i += 1
@@ -254,8 +255,9 @@ def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # 
             continue
         if columns is None or not stripped or _RULER.match(line):
             continue
-        if re.match(r"^\d+\s", line + " "):
-            values = _row_values(line)
+        if re.match(r"^\d+\s", stripped + " "):
+            # ROCm 1.x indents the rows (`  0   37c ...`); later releases do not.
+            values = _row_values(stripped)
             index = _int(values[0])
             if index is None:
                 continue

@@ -1,4 +1,4 @@
-"""Parser for ``rocminfo`` (and ``rocminfo --support``) output (FACTS.md §2.5, §1.13).
+"""Parser for ``rocminfo`` (and ``rocminfo --support``) output.
 
 Reads the ``ROCk module`` line, ``HSA System Attributes`` and every agent block of
 ``HSA Agents`` (delimited by ``*******`` rulers and ``Agent N`` lines). Also reads agent
@@ -178,7 +178,7 @@ class _Agent:
 
 # Line-oriented parser of rocminfo's agent blocks; one branch per key shape, in output order.
 def parse_rocminfo(text: str, *, source: str = "rocminfo") -> Rocminfo:  # noqa: C901,PLR0915
-    """Parse rocminfo output into a :class:`Rocminfo` (FACTS.md §2.5).
+    """Parse rocminfo output into a :class:`Rocminfo`.
 
     Key lines are ``Key:  value`` (``Packet Processor uCode::`` has two colons); agents
     start at ``Agent N`` or after a ``****`` ruler, and ``Pool Info``/``ISA Info``/

@@ -1,4 +1,4 @@
-"""Parser for pasted SGLang ``python3 -m sglang.check_env`` output (FACTS.md §2.9)."""
+"""Parser for pasted SGLang ``python3 -m sglang.check_env`` output."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ __all__ = ["SglangCheckEnv", "parse_sglang_check_env"]
 
 
 class SglangCheckEnv(Strict):
-    """``python3 -m sglang.check_env`` (FACTS.md §2.9; format of ``sglang/check_env.py``).
+    """``python3 -m sglang.check_env`` (format of sgl-project/sglang
+``python/sglang/check_env.py``).
 
     ``rocm_available``/``cuda_available``/``rocm_home``/``hipcc``/``rocm_driver_version``/
     ``compute_capability`` as printed (``hipcc`` is ``HIP version: 6.3.42131-fa1d09cbd``;
@@ -59,7 +60,7 @@ _SG_GPU = re.compile(r"^GPU\s+(\d[\d,\s]*)(Compute Capability)?$", re.IGNORECASE
 
 # Line-oriented parser: one branch per check_env line shape.
 def parse_sglang_check_env(text: str, *, source: str = "sglang check_env") -> SglangCheckEnv:  # noqa: C901
-    """Parse ``python3 -m sglang.check_env`` output (FACTS.md §2.9).
+    """Parse ``python3 -m sglang.check_env`` output.
 
     Lines are ``Key: value``; the ``AMD Topology:`` / ``NVIDIA Topology:`` block (a
     rocm-smi or ``nvidia-smi topo -m`` table) is skipped up to ``Hypervisor vendor:`` /

@@ -1,5 +1,5 @@
 """Find every known tool output in one pasted file (:func:`split_dump`) and parse each with
-the parser of its kind (:func:`parse_section`); FACTS.md §2.1-§2.10.
+the parser of its kind (:func:`parse_section`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,15 @@ from typing import Any, Literal
 
 from pinning.errors import FormatError
 from pinning.probe.formats.collect_env import PURE_RULER, parse_collect_env
+from pinning.probe.formats.packages import (
+    CONDA_HEADER,
+    TREE_BRANCH,
+    conda_json_kind,
+    parse_conda_list,
+    parse_conda_list_json,
+    parse_dep_tree,
+    parse_pip_inspect,
+)
 from pinning.probe.formats.pip_list import PIP_HEADER, PIP_RULER, parse_pip_list
 from pinning.probe.formats.sglang import parse_sglang_check_env
 from pinning.util.models import Strict
@@ -27,6 +36,10 @@ DumpKind = Literal[
     "nvidia_smi_query",
     "nvidia_smi",
     "nvidia_proc_version",
+    "conda_list",
+    "conda_list_json",
+    "pip_inspect",
+    "dep_tree",
 ]
 
 
@@ -49,6 +62,8 @@ _PIP_LIKE = re.compile(
 )
 _DATE_LINE = re.compile(r"^\w{3} \w{3}\s+\d{1,2} \d\d:\d\d:\d\d \d{4}\s*$")
 _NV_RULER = re.compile(r"^\+[-=+]+\+\s*$")
+_CONDA_ROW = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*\s+[0-9]")
+_TREE_TOP = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?(?:==| v)[0-9]\S*")
 
 
 def _query_header(line: str) -> bool:
@@ -223,6 +238,8 @@ class _Splitter:
                     break
             self.start(start, "nvidia_smi")
             return
+        if self.packages(i, s):
+            return
         if PIP_HEADER.match(s):
             self.start(i, "pip_list")
             return
@@ -238,7 +255,8 @@ class _Splitter:
                 self.ended = True
             return
         if kind == "pip_list" and not self.ended:
-            if s and not (_PIP_LIKE.match(s) or PIP_RULER.match(s) or "==" in s or " @ " in s):
+            if s and not (_PIP_LIKE.match(s) or PIP_RULER.match(s) or "==" in s or " @ " in s
+                          or s.startswith(("#", "-e "))):
                 self.ended = True
             return
         if self.idle() and _PIP_LIKE.match(s) and not re.match(r"^GPU\b", s):
@@ -249,14 +267,46 @@ class _Splitter:
         if self.idle() and re.match(r"^GPU\[\d+\]\s*:", s):
             self.start(i, "rocm_smi")
 
+    def packages(self, i: int, s: str) -> bool:
+        """``conda list`` and dependency trees (``uv tree``, ``pipdeptree``): a start, or a
+        line that continues or ends one. True when the line was taken.
+        """
+        kind = self.kind
+        if CONDA_HEADER.match(s):
+            if kind != "conda_list" or self.ended:
+                self.start(i, "conda_list")
+            return True
+        if kind == "conda_list" and not self.ended:
+            if s and not (s.startswith("#") or _CONDA_ROW.match(s)):
+                self.ended = True
+                return False
+            return True
+        if kind == "dep_tree" and not self.ended:
+            line = self.lines[i]
+            if s and not (TREE_BRANCH.match(line) or _TREE_TOP.match(s)):
+                self.ended = True
+                return False
+            return True
+        if kind == "pip_list" and not self.ended and TREE_BRANCH.match(self.lines[i]):
+            # pipdeptree prints leaf packages as `name==version` lines before the first branch.
+            self.starts[-1] = (self.starts[-1][0], "dep_tree")
+            self.kind = "dep_tree"
+            return True
+        if self.idle() and _TREE_TOP.match(s) and TREE_BRANCH.match(self.next_nonblank(i)):
+            self.start(i, "dep_tree")
+            return True
+        return False
+
     def try_json(self, i: int, offset: int) -> bool:
         try:
             data, end = json.JSONDecoder().raw_decode(self.text, offset)
         except (ValueError, RecursionError):
             return False
         blob = json.dumps(data)[:200000].lower()
-        kind: DumpKind | None = None
-        if '"fw_list"' in blob:
+        kind: DumpKind | None = conda_json_kind(data)
+        if kind is not None:
+            pass
+        elif '"fw_list"' in blob:
             kind = "amd_smi_firmware"
         elif '"asic"' in blob or '"vram"' in blob or '"vbios"' in blob:
             kind = "amd_smi_static"
@@ -270,22 +320,25 @@ class _Splitter:
 
 
 def split_dump(text: str, *, source: str = "dump") -> list[DumpSection]:
-    """Find every known tool output in one pasted file, in order (FACTS.md §2.1-§2.10).
+    """Find every known tool output in one pasted file, in order.
 
     Start markers: collect_env banner / ``PyTorch version`` / vLLM ``System Info``; SGLang
     ``Python:`` / ``ROCM available:``; ``ROCk module`` / ``HSA System Attributes`` / an
     agent ruler (rocminfo); ``ROCM-SMI version:`` / the rocm-smi banner / ``GPU[i] :``;
     ``AMDSMI Tool:`` or the amd-smi banner; ``GPU: N`` + ``FW_LIST`` (firmware) or a section
     (static) and amd-smi ``--json``; ``NVRM version``; the ``NVIDIA-SMI`` banner; a
-    ``--query-gpu`` CSV header; ``pip list``/``pip freeze`` lines. Topology tables inside
-    collect_env/check_env stay in their dump. A section runs to the next start. Raises
+    ``--query-gpu`` CSV header; ``pip list``/``pip freeze`` lines (``uv pip list`` and
+    ``uv pip freeze`` too); the ``conda list`` header; ``conda list --json`` and ``pip
+    inspect`` JSON; a ``uv tree`` / ``pipdeptree`` top line followed by a branch. Topology
+    tables inside collect_env/check_env stay in their dump. A section runs to the next start. Raises
     ``FormatError`` naming ``source`` when nothing is recognised.
     """
     starts = _Splitter(text).run()
     if not starts:
         raise FormatError(
             f"{source}: no known tool output found (expected collect_env, sglang check_env, "
-            "pip list, amd-smi, rocm-smi, rocminfo or nvidia-smi output)"
+            "pip list / freeze / inspect, uv pip list / freeze, uv tree, pipdeptree, conda list, "
+            "amd-smi, rocm-smi, rocminfo or nvidia-smi output)"
         )
     lines = text.splitlines()
     out: list[DumpSection] = []
@@ -322,6 +375,10 @@ def parse_section(section: DumpSection, *, source: str | None = None) -> Any:
         "nvidia_smi_query": parse_nvidia_smi_query,
         "nvidia_smi": parse_nvidia_smi_banner,
         "nvidia_proc_version": parse_proc_driver_nvidia_version,
+        "conda_list": parse_conda_list,
+        "conda_list_json": parse_conda_list_json,
+        "pip_inspect": parse_pip_inspect,
+        "dep_tree": parse_dep_tree,
     }
     src = source or f"{section.kind} at line {section.first_line}"
     return parsers[section.kind](section.text, source=src)

@@ -56,7 +56,9 @@ def test_shipped_pytorch_wheels_equal_importer_output() -> None:
 def test_combined_header_gives_two_releases_with_same_content() -> None:
     rel = {r.version: r for r in _newest().releases}
     assert rel["7.0.1"].column == rel["7.0.0"].column == "7.0.1/7.0.0"
-    assert rel["7.0.1"].frameworks == rel["7.0.0"].frameworks
+    # Footnote dgl_compat: DGL only on 7.0.0 of the combined column.
+    assert [f for f in rel["7.0.0"].frameworks if f.name != "dgl"] == rel["7.0.1"].frameworks
+    assert any(f.name == "dgl" for f in rel["7.0.0"].frameworks)
     assert "Listed in the combined column 7.0.1/7.0.0." in rel["7.0.0"].notes
 
 
@@ -86,13 +88,19 @@ def test_footnote_markers_are_stripped_and_kept_as_notes() -> None:
     assert r.kmd is not None
     assert "30.20.0" in r.kmd and not any("[#" in k for k in r.kmd)
     assert any("mi325x_KVM" in n and "do not use" in n for n in r.notes)
-    tf = {r.version: r for r in _newest().releases}["7.0.2"].frameworks[1]
-    assert tf.name == "tensorflow" and any("MI350" in n for n in tf.notes)
+    tfs = [f for f in {r.version: r for r in _newest().releases}["7.0.2"].frameworks
+           if f.name == "tensorflow"]
+    # Footnote tf-mi350 is a rule: 2.17.1 gets its own entry, off gfx950 (MI350 Series).
+    tf = next(f for f in tfs if f.versions == ["2.17.1"])
+    assert tf.targets is not None and "gfx950" not in tf.targets and "gfx942" in tf.targets
+    assert any("MI350" in n for n in tf.notes)
 
 
 def test_renamed_driver_rows_all_fill_kmd() -> None:
     old = {r.version: r for r in import_amd_csv(OLD_CSV.read_text(), published=dt.date(2025, 3, 21))}
-    assert old["6.3.3"].kmd == ["6.3.x", "6.2.x", "6.1.x"]  # "Tested user space versions"
+    # "Tested user space versions": the user space tested with 6.3.3's KFD, not its drivers.
+    assert old["6.3.3"].kmd is None and "tested" in old["6.3.3"].unknown["kmd"]
+    assert old["6.3.3"].tested_user_space == ["6.3.x", "6.2.x", "6.1.x"]
     new = {r.version: r for r in _newest().releases}
     assert new["6.3.3"].kmd == ["6.4.x", "6.3.x", "6.2.x", "6.1.x"]  # "AMD GPU Driver"
 

@@ -63,7 +63,7 @@ def test_as_of_uses_the_copy_published_then(matrix: Matrix) -> None:
     then = {r.release.version: r for r in matrix.releases(as_of=dt.date(2025, 6, 1))}
     assert "7.2.0" in now and "7.2.0" not in then and "10.0.0" not in then
     assert then["6.3.3"].file.name == "amd-rocm-2025-03-21"
-    assert then["6.3.3"].release.kmd == ["6.3.x", "6.2.x", "6.1.x"]
+    assert then["6.3.3"].release.tested_user_space == ["6.3.x", "6.2.x", "6.1.x"]
     assert now["6.3.3"].file.name == "amd-rocm-2026-01-21"
     assert matrix.releases(as_of=dt.date(2024, 1, 1)) == []
 

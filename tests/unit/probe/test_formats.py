@@ -493,7 +493,9 @@ def test_collect_env_vllm_rocm() -> None:
 
 def test_collect_env_torch_build_variants() -> None:
     assert parse_collect_env("PyTorch version: 2.4.0\nCUDA used to build PyTorch: 12.1\n").torch_build == "cuda"
-    assert parse_collect_env("PyTorch version: 2.4.0\nCUDA used to build PyTorch: N/A\nROCM used to build PyTorch: N/A\n").torch_build == "cpu"
+    # N/A and "Could not collect" say nothing about the build; only "None" says CPU-only.
+    assert parse_collect_env("PyTorch version: 2.4.0\nCUDA used to build PyTorch: N/A\nROCM used to build PyTorch: N/A\n").torch_build == "unknown"
+    assert parse_collect_env("PyTorch version: 2.4.0\nCUDA used to build PyTorch: None\nROCM used to build PyTorch: N/A\n").torch_build == "cpu"
     assert parse_collect_env("Is debug build: False\n").torch_build is None
     env = parse_collect_env(
         "PyTorch version: 1.7.0a0\nIs debug build: True\nCUDA used to build PyTorch: N/A\n"

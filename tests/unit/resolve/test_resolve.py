@@ -101,7 +101,7 @@ def test_no_combination_names_failing_constraint_and_alternatives(matrix: Matrix
     assert info.value.exit_code == 4
     assert "pytorch==2.13.0 is not validated for this GPU" in msg
     assert "pytorch versions validated for Instinct MI100: 2.9.1, 2.8.0, 2.7.1 with ROCm 7.2.0" in msg
-    assert "Runtimes that validate pytorch==2.13.0: ROCm 10.0.0 (amd-rocm-10, 2026-08-25" in msg
+    assert "Runtimes that validate pytorch==2.13.0: ROCm 10.0.0 (amd-rocm-10, published 2026-08-25" in msg
 
 
 def test_runtime_flag_failure_is_named(matrix: Matrix) -> None:

@@ -3,6 +3,7 @@ honest status. (Regressions found by trying to break probe / verify / freeze / d
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -117,10 +118,19 @@ def test_refreeze_refuses_to_credit_unread_values(matrix: Matrix, frozen: Lockfi
     assert "firmware.version" in exc.value.message and "cannot be read" in exc.value.message
 
 
+def _amd_smi_reports(host: Path, tool: str, rocm: str) -> None:
+    """Make the copied host's ``amd-smi version`` agree with the ROCm release it was moved to."""
+    out = host / "out/amd-smi-version.txt"
+    if out.exists():
+        text = re.sub(r"AMDSMI Tool: [^ |]+", f"AMDSMI Tool: {tool}", out.read_text())
+        out.write_text(re.sub(r"ROCm version: [^ |]+", f"ROCm version: {rocm}", text))
+
+
 def test_amd_wheel_builds_freeze_and_verify(matrix: Matrix, host_copy: HostCopy) -> None:
     lock = lock_for(matrix, "mi300x", "pytorch==2.9.1", rocm="7.2.0")
     host = host_copy("mi300x-rocm7.1")
     (host / "root/opt/rocm/.info/version").write_text("7.2.0\n")
+    _amd_smi_reports(host, "26.2.1", "7.2.0")  # AMD's matrix row of 7.2.0 (AMD SMI)
     site = host / SITE
     build = "2.9.1+rocm7.2.0.lw.git7e1940d4"
     shutil.move(site / "torch-2.7.0+rocm6.3.dist-info", site / f"torch-{build}.dist-info")
@@ -220,6 +230,7 @@ def test_ifwi_labelled_firmware_freezes_and_verifies(matrix: Matrix, host_copy: 
     assert lock.firmware.version.allowed == ["IFWI 47 (or later)"]
     host = host_copy("mi250x-rocm6.3")
     (host / "root/opt/rocm/.info/version").write_text("7.1.1\n")
+    _amd_smi_reports(host, "26.2.0", "7.1.1")  # AMD's matrix row of 7.1.1 (AMD SMI)
     # (the recorded torch is 2.4.1, outside this lock: forced; the firmware is the point)
     fz, found, _ = freeze(lock, recorded("", host), matrix, host_label="h", force=True)
     assert [f.fact for f in found] == ["frameworks.pytorch.version"]

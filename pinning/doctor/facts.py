@@ -1,0 +1,141 @@
+"""Every fact ``pin doctor`` parsed from the dumps, as one model (``pin doctor --format json``).
+
+The rules see only the small :class:`~pinning.guards.view.EnvView`; this model keeps
+everything read, so a user can check what pin understood. Values are as printed; a fact no
+dump gave is ``None`` (or empty). Placeholders such as ``Could not collect``, ``N/A`` and
+``No CUDA`` are not facts and are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from pinning.util.models import Strict
+
+__all__ = ["DoctorFacts", "FactCollector", "GpuFact", "PackageFact", "known"]
+
+_PLACEHOLDERS = {"", "none", "n/a", "na", "could not collect", "no cuda", "not available",
+                 "not set"}
+
+
+def known(value: str | None) -> str | None:
+    """``value`` stripped, or ``None`` when it is empty or a placeholder (``N/A``, ``Could
+    not collect``, ``No CUDA``, ``None``).
+    """
+    if value is None:
+        return None
+    v = value.strip()
+    return None if v.lower() in _PLACEHOLDERS else v
+
+
+class GpuFact(Strict):
+    """One GPU as the richest dump showed it; ``source`` names that dump's tool.
+
+    ``telemetry`` holds readings as printed (temperatures, power, clocks, fan, use).
+    """
+
+    source: str
+    vendor: str | None = None
+    name: str | None = None
+    device_id: str | None = None
+    gfx: str | None = None
+    compute_capability: str | None = None
+    telemetry: dict[str, str] = Field(default_factory=dict)
+
+
+class PackageFact(Strict):
+    """One installed package: PEP 503 name (conda's name as printed for conda entries),
+    version as printed, its wheel build tag (``rocm6.1`` of ``2.4.0+rocm6.1``), the kind of
+    listing (``pip`` or ``conda``) and the tool that printed it; conda entries also carry
+    ``build`` and ``channel``, and ``pip_copy`` when conda marks the entry as pip's own copy.
+    """
+
+    name: str
+    version: str
+    build_tag: str | None = None
+    source: str
+    tool: str
+    build: str | None = None
+    channel: str | None = None
+    pip_copy: bool = False
+
+
+class DoctorFacts(Strict):
+    """What the dumps said, merged (the first dump that gives a fact wins).
+
+    ``compilers`` maps ``gcc``/``clang``/``cmake``/``hipcc``/``nvcc`` to the version line as
+    printed. ``torch`` maps ``version``, ``build`` (``rocm``/``cuda``/``cpu``/``unknown``),
+    ``build_tag``, ``cuda_built``, ``rocm_built`` and ``cuda_available``. ``amd_smi`` maps
+    ``tool``, ``library``, ``rocm`` and ``amdgpu``; ``rocm_smi`` maps ``smi`` and ``lib``.
+    ``gpu_count`` is the number of GPUs the richest listing showed. ``packages`` lists pip
+    entries and conda entries that are not pip's copy; ``conda`` every conda entry.
+    """
+
+    os: str | None = None
+    python: str | None = None
+    python_platform: str | None = None
+    libc: str | None = None
+    compilers: dict[str, str] = Field(default_factory=dict)
+    gpu_count: int = 0
+    gpus: list[GpuFact] = Field(default_factory=list)
+    amd_smi: dict[str, str] = Field(default_factory=dict)
+    rocm_smi: dict[str, str] = Field(default_factory=dict)
+    rocm: str | None = None
+    amdgpu: str | None = None
+    amdgpu_kind: str | None = None
+    nvidia_driver: str | None = None
+    cuda_runtime: str | None = None
+    cudnn: str | None = None
+    hip_runtime: str | None = None
+    miopen: str | None = None
+    torch: dict[str, str] = Field(default_factory=dict)
+    vllm: dict[str, str] = Field(default_factory=dict)
+    packages: list[PackageFact] = Field(default_factory=list)
+    conda: list[PackageFact] = Field(default_factory=list)
+    environment: dict[str, str] = Field(default_factory=dict)
+
+
+class FactCollector:
+    """Accumulates facts dump by dump; :meth:`build` returns the :class:`DoctorFacts`."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.maps: dict[str, dict[str, str]] = {
+            "compilers": {}, "amd_smi": {}, "rocm_smi": {}, "torch": {}, "vllm": {},
+            "environment": {}}
+        self.packages: list[PackageFact] = []
+        self.conda: list[PackageFact] = []
+
+    def set(self, key: str, value: str | None) -> None:
+        """Record ``key`` unless a dump already gave it or ``value`` is a placeholder."""
+        v = known(value)
+        if v is not None and key not in self.values:
+            self.values[key] = v
+
+    def put(self, group: str, key: str, value: str | None) -> None:
+        """Record ``group[key]`` (first wins; placeholders skipped)."""
+        v = known(value)
+        if v is not None:
+            self.maps[group].setdefault(key, v)
+
+    def package(self, fact: PackageFact) -> None:
+        """Record one package: conda entries go to ``conda``, and to ``packages`` too unless
+        conda marks them as pip's copy; the same name, version and source is kept once.
+        """
+        if fact.source == "conda":
+            self.conda.append(fact)
+            if fact.pip_copy:
+                return
+        key = (fact.name.lower(), fact.version, fact.source)
+        if all((p.name.lower(), p.version, p.source) != key for p in self.packages):
+            self.packages.append(fact)
+
+    def build(self, gpus: list[GpuFact], rocm: str | None) -> DoctorFacts:
+        """The merged facts, with the GPUs chosen by the caller and the ROCm release it
+        trusts most.
+        """
+        return DoctorFacts(
+            **self.values, **self.maps, gpus=gpus, gpu_count=len(gpus), rocm=rocm,
+            packages=self.packages, conda=self.conda)
