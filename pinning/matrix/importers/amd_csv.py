@@ -1,10 +1,11 @@
 """Import AMD's historical ROCm compatibility CSV into matrix ``Release`` rows.
 
-Source format: ``ROCm/ROCm:docs/compatibility/compatibility-matrix-historical-6.0.csv``. Quirks handled here: RST markup in column 0 (link text is the label),
-empty column 0 continuing the previous label, section rows (``FRAMEWORK SUPPORT``) and
-anchor rows (``.. _x-past-60:``), footnote markers (``[#name]_``), combined headers
-(``7.0.1/7.0.0``), leading spaces in headers, and the renamed kernel-driver row
-(``Tested user space versions`` -> ``KMD versions`` -> ``AMD GPU Driver``).
+Source format: ``ROCm/ROCm:docs/compatibility/compatibility-matrix-historical-6.0.csv``. Quirks
+handled here: RST markup in column 0 (link text is the label), empty column 0 continuing the
+previous label, section rows (``FRAMEWORK SUPPORT``) and anchor rows (``.. _x-past-60:``),
+footnote markers (``[#name]_``), combined headers (``7.0.1/7.0.0``), leading spaces in headers,
+and the renamed kernel-driver row (``Tested user space versions`` -> ``KMD versions`` -> ``AMD
+GPU Driver``).
 """
 
 from __future__ import annotations

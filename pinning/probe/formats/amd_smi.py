@@ -2,8 +2,9 @@
 strings amd-smi and rocm-smi print.
 
 Formats and samples: ROCm/amdsmi@0ceca28 (CHANGELOG.md, docs/how-to/using-AMD-SMI-CLI-tool.md)
-and the dumps of ROCm/ROCm#5231 (inbox driver strings included). The per-GPU outputs (``firmware``, ``static``) are :mod:`pinning.probe.formats.amd_smi_gpu`.
-Every parser is pure and tolerant: unknown lines are ignored, missing fields are ``None``;
+and the dumps of ROCm/ROCm#5231 (inbox driver strings included). The per-GPU outputs
+(``firmware``, ``static``) are :mod:`pinning.probe.formats.amd_smi_gpu`. Every parser is pure
+and tolerant: unknown lines are ignored, missing fields are ``None``;
 :class:`~pinning.errors.FormatError` only when nothing of the format is present.
 """
 

@@ -1,7 +1,8 @@
 """Parsers for the per-GPU ``amd-smi`` outputs: ``firmware`` and ``static``.
 
 Formats and samples: ROCm/amdsmi@0ceca28 (docs/how-to/using-AMD-SMI-CLI-tool.md) and the dumps
-of ROCm/ROCm#5231; GPU identity by PCI device ID (pciutils/pciids@c1c1254:pci.ids). Every parser is pure and tolerant: unknown lines are ignored, missing fields are ``None``;
+of ROCm/ROCm#5231; GPU identity by PCI device ID (pciutils/pciids@c1c1254:pci.ids). Every parser
+is pure and tolerant: unknown lines are ignored, missing fields are ``None``;
 :class:`~pinning.errors.FormatError` only when nothing of the format is present.
 """
 

@@ -17,7 +17,7 @@ __all__ = ["SglangCheckEnv", "parse_sglang_check_env"]
 
 class SglangCheckEnv(Strict):
     """``python3 -m sglang.check_env`` (format of sgl-project/sglang
-``python/sglang/check_env.py``).
+    ``python/sglang/check_env.py``).
 
     ``rocm_available``/``cuda_available``/``rocm_home``/``hipcc``/``rocm_driver_version``/
     ``compute_capability`` as printed (``hipcc`` is ``HIP version: 6.3.42131-fa1d09cbd``;
