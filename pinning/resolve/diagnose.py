@@ -44,6 +44,7 @@ def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
                  + (f", ROCm {c.rocm}" if c.rocm else "") + (f", CUDA {c.cuda}" if c.cuda else "")
                  + (f", OS {c.os[0]}-{c.os[1]}" if c.os else "")
                  + (f", as of {c.as_of}" if c.as_of else "") + f": {failing}.")
+    lines += _restriction_lines(c, considered) if failing.startswith("--os ") else []
     for req in c.frameworks:
         per = _validated_for_gpu(matrix, c, vendor, target, req)
         if per:
@@ -55,6 +56,22 @@ def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
         if rts:
             lines.append(f"Runtimes that validate {req}: " + "; ".join(dict.fromkeys(rts[:6])))
     return NoValidatedCombination("\n".join(lines))
+
+
+def _restriction_lines(c: Constraints, considered: list[Considered]) -> list[str]:
+    """For an ``--os`` failure: the footnote restrictions that ruled the OS out, per release
+    in ``--rocm`` / ``--cuda`` (at most four), so the user sees which source excludes it.
+    """
+    out: list[str] = []
+    spec = c.rocm if c.rocm is not None else c.cuda
+    for cand in considered:
+        if spec is not None and not spec.contains(cand.version, prereleases=True):
+            continue
+        for why in cand.reasons:
+            if "is restricted for this GPU" in why and len(out) < 4:
+                out.append(f"{cand.runtime.upper() if cand.runtime == 'cuda' else 'ROCm'} "
+                           f"{cand.version}: {why}")
+    return list(dict.fromkeys(out))
 
 
 def no_data_as_of(matrix: Matrix, c: Constraints, vendor: str) -> str | None:

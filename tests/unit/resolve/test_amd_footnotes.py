@@ -36,16 +36,21 @@ def run(matrix: Matrix, gpu: str, *fws: str, rocm: str | None = None, os: str | 
         os=parse_os(os) if os else None, **kw))
 
 
-@pytest.mark.parametrize(("gpu", "rocm", "os"), [
-    ("mi300x", "==6.0.2", "ubuntu-22.04.4"),   # 6.0.x MI300X only on Ubuntu 22.04.3
-    ("mi300x", "==6.1.0", "ubuntu-22.04.3"),   # 6.1.0 only 22.04.4
-    ("mi300a", "==6.1.2", "ubuntu-20.04.6"),   # MI300A only the listed set
-    ("mi300x", "==6.2.4", "ubuntu-22.04.5"),   # mi300_624: except 22.04.5 / 22.04.4
+@pytest.mark.parametrize(("gpu", "rocm", "os", "footnote"), [
+    ("mi300x", "==6.0.2", "ubuntu-22.04.4", "mi300_602"),   # 6.0.x MI300X only on 22.04.3
+    ("mi300x", "==6.1.0", "ubuntu-22.04.3", "mi300_610"),   # 6.1.0 only 22.04.4
+    ("mi300a", "==6.1.2", "ubuntu-20.04.6", "mi300_612"),   # MI300A only the listed set
+    ("mi300x", "==6.2.4", "ubuntu-22.04.5", "mi300_624"),   # except 22.04.5 / 22.04.4
 ])
-def test_wrong_mi300_locks_are_refused(matrix: Matrix, gpu: str, rocm: str, os: str) -> None:
+def test_wrong_mi300_locks_are_refused(matrix: Matrix, gpu: str, rocm: str, os: str,
+                                       footnote: str) -> None:
     with pytest.raises(NoValidatedCombination) as info:
         run(matrix, gpu, "pytorch", rocm=rocm, os=os)
     assert info.value.exit_code == 4
+    # The message names the footnote that excludes the OS, for the release asked.
+    lines = [ln for ln in info.value.message.splitlines() if "is restricted for this GPU" in ln]
+    assert lines and all(ln.startswith(f"ROCm {rocm[2:]}: {os} ") for ln in lines)
+    assert f"footnote {footnote}" in lines[0]
 
 
 def test_mi300x_on_oracle_linux_with_rocm_6_1_2_is_locked(matrix: Matrix) -> None:
