@@ -5,9 +5,11 @@ is in effect on an ``--as-of`` date.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pinning.errors import UsageError
 from pinning.matrix.load import LoadedFile, Matrix
 from pinning.matrix.models import (
     DriverRule,
@@ -65,7 +67,17 @@ def show_rows(m: Matrix, what: str, *, as_of: dt.date | None = None) -> list[Sho
         return [judge(ref, kind, row, file) for ref, kind, row in file_rows(file)]
     rows = _release_rows(m, w, judge)
     if not rows:
-        found = m.find_gpu(what)
+        try:
+            found = m.find_gpu(what)
+        except UsageError as exc:
+            names = sorted({"gpus", "cuda", *(f.name for f in m.files)})
+            close = difflib.get_close_matches(w, names, n=3, cutoff=0.5)
+            raise UsageError(
+                f"pin matrix show {what!r}: no data file, release (rocm-7.2.0, cuda-13.0, "
+                f"7.2.0) or GPU of that name."
+                + (f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""),
+                hint="Names it takes: " + ", ".join(names) + ", a GPU; `pin matrix list` lists the "
+                "releases.") from exc
         rows = [judge(f"gpus:{g.id}", "gpu", g)
                 for g in (found if isinstance(found, list) else [found])]
     return rows

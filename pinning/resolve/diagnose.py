@@ -108,14 +108,18 @@ def _undated_candidates(matrix: Matrix, c: Constraints, vendor: str, name: str |
 
 def unlisted_targets(matrix: Matrix, c: Constraints, vendor: str, req: FrameworkRequest
                      ) -> str | None:
-    """On NVIDIA, when every CUDA wheel row matching ``req`` has no compute-capability list
-    (PyTorch's RELEASE.md gives one only for its newest series), the text saying so; else
-    ``None``.
+    """On NVIDIA, the gap in the source for ``req``: no CUDA wheel rows at all for the
+    framework, or no compute-capability list on every row matching it (PyTorch's RELEASE.md
+    gives one only for its newest series); else ``None``.
     """
     if vendor != "nvidia":
         return None
-    hits = [w for w, _ in matrix.wheels(req.name, as_of=c.as_of)
-            if w.accelerator == "cuda" and match_entry(w.series, req.spec) is not None]
+    rows = [w for w, _ in matrix.wheels(req.name, as_of=c.as_of) if w.accelerator == "cuda"]
+    if not rows:
+        return (f"the matrix holds no NVIDIA CUDA data for {req.name} (pin's NVIDIA rows are "
+                "PyTorch's published wheel variants); add the builds your team validated with "
+                "a site overlay")
+    hits = [w for w in rows if match_entry(w.series, req.spec) is not None]
     if not hits or any(w.targets is not None for w in hits):
         return None
     series = sorted({w.series for w in hits}, key=sort_key)

@@ -86,3 +86,10 @@ def test_restrictions_are_in_effect_at_every_date(matrix: Matrix) -> None:
     for r in show_rows(matrix, "amd-os-restrictions", as_of=dt.date(2000, 1, 1)):
         assert r.kind == "os-restriction" and r.in_effect
         assert "applies at every date" in r.effect
+
+
+def test_an_unknown_name_is_a_usage_error_with_a_suggestion() -> None:
+    r = pin("matrix", "show", "pytorch-wheel")
+    assert r.returncode == 2
+    assert "no data file, release" in r.stderr and "Did you mean 'pytorch-wheels'?" in r.stderr
+    assert "--gpu" not in r.stderr  # not the resolver's flag: the user typed no --gpu

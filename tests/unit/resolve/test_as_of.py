@@ -113,6 +113,14 @@ def test_pytorch_without_a_compute_capability_list_says_so(matrix: Matrix) -> No
     assert "not validated" not in first
 
 
+def test_a_framework_with_no_nvidia_rows_says_the_matrix_holds_none(matrix: Matrix) -> None:
+    with pytest.raises(NoValidatedCombination) as info:
+        run(matrix, "h100", "vllm")
+    first = info.value.message.splitlines()[0]
+    assert "the matrix holds no NVIDIA CUDA data for vllm" in first
+    assert "not validated for this GPU" not in first
+
+
 def test_pytorch_2_11_on_nvidia_is_refused_for_want_of_a_list(matrix: Matrix) -> None:
     with pytest.raises(NoValidatedCombination) as info:
         run(matrix, "h200", "pytorch", as_of=dt.date(2026, 4, 1))
