@@ -79,8 +79,8 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
         click.echo(doctor_text(report))
     if not report.judged:
         raise NothingToJudge(
-            "Nothing to judge: the dumps were read, but none shows a GPU, torch build, package, "
-            "driver, ROCm release or environment variable that a rule checks.")
+            "Nothing to judge: the dumps were read, but none shows a GPU model or target, torch "
+            "build, package, driver, ROCm release or environment variable that a rule checks.")
     errors = [f for f in report.findings if f.severity == "error"]
     if errors:
         raise DriftError(

@@ -257,12 +257,32 @@ def _doctor_facts(report: DoctorReport) -> list[str]:
     tools += [f"rocm-smi-lib {v}" for k, v in f.rocm_smi.items() if k == "lib"]
     if tools:
         out.append("Tools: " + "; ".join(tools))
+    if f.firmware:
+        blocks = sum(len(fw.firmware) for fw in f.firmware)
+        out.append(f"Firmware: {blocks} entries for {len({fw.gpu for fw in f.firmware})} GPU(s) "
+                   f"from {f.firmware[0].source}")
+    if f.stated:
+        out.append("Not collected: " + "; ".join(f"{k} ({v})" for k, v in f.stated.items()))
     if f.packages or f.conda:
         tagged = sum(1 for p in f.packages if p.build_tag)
         copies = sum(1 for p in f.conda if p.pip_copy)
         out.append(f"Packages: {len(f.packages)} ({tagged} with a build tag); conda entries: "
                    f"{len(f.conda)} ({copies} pip's own copy)")
     return [printable(line, newlines=False) for line in out]
+
+
+def _nothing_to_judge(report: DoctorReport) -> str:
+    """Why no rule ran: what was read, and what the rules need."""
+    f = report.facts
+    read = []
+    if f.gpu_count:
+        read.append(f"{f.gpu_count} GPU(s) without a model, target or device ID")
+    if f.firmware:
+        read.append(f"firmware of {len({fw.gpu for fw in f.firmware})} GPU(s)")
+    seen = (f"these dumps show {', '.join(read)}, but no" if read
+            else "these dumps show no GPU model or target,")
+    return (f"Nothing to judge: {seen} torch build, package, driver, ROCm release or "
+            "environment variable, so no rule had an input.")
 
 
 def doctor_text(report: DoctorReport) -> str:
@@ -277,8 +297,7 @@ def doctor_text(report: DoctorReport) -> str:
         lines.append(printable(f"Environment: {env}", newlines=False))
     lines += _doctor_facts(report)
     if not report.judged:
-        lines.append("Nothing to judge: these dumps show no GPU, torch build, package, driver, "
-                     "ROCm release or environment variable, so no rule had an input.")
+        lines.append(_nothing_to_judge(report))
     elif not report.findings:
         lines.append("No problems found: nothing in these dumps conflicts with the matrix or "
                      "the known install hazards.")

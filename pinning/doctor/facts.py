@@ -3,18 +3,20 @@
 The rules see only the small :class:`~pinning.guards.view.EnvView`; this model keeps
 everything read, so a user can check what pin understood. Values are as printed; a fact no
 dump gave is ``None`` (or empty). Placeholders such as ``Could not collect``, ``N/A`` and
-``No CUDA`` are not facts and are left out.
+``No CUDA`` are not values: the fact stays ``None`` and ``stated`` keeps the text as printed.
+``sections`` carries every field of every parsed dump, flattened, so nothing read is lost.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from pinning.util.models import Strict
 
-__all__ = ["DoctorFacts", "FactCollector", "GpuFact", "PackageFact", "known"]
+__all__ = ["DoctorFacts", "FactCollector", "FirmwareFact", "GpuFact", "PackageFact",
+           "SectionFacts", "flatten", "known"]
 
 _PLACEHOLDERS = {"", "none", "n/a", "na", "could not collect", "no cuda", "not available",
                  "not set"}
@@ -30,19 +32,63 @@ def known(value: str | None) -> str | None:
     return None if v.lower() in _PLACEHOLDERS else v
 
 
+def flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    """Every non-empty leaf of a parsed model, dict, list or tuple as ``path -> text``:
+    ``gpus.0.partitions.memory -> NPS1``; numbers and booleans as printed by ``str``.
+    """
+    if isinstance(value, BaseModel):
+        value = {k: getattr(value, k) for k in type(value).model_fields}
+    if isinstance(value, dict):
+        items: list[tuple[str, Any]] = [(str(k), v) for k, v in value.items()]
+    elif isinstance(value, list | tuple):
+        items = [(str(i), v) for i, v in enumerate(value)]
+    else:
+        text = "" if value is None or value is False else str(value)
+        return {prefix or "value": text} if text.strip() else {}
+    out: dict[str, str] = {}
+    for key, item in items:
+        out.update(flatten(item, f"{prefix}.{key}" if prefix else key))
+    return out
+
+
+class SectionFacts(Strict):
+    """One parsed dump: its kind, file and first line, and ``fields``: every non-empty value
+    its parser read, keyed by its path in the parsed model (:func:`flatten`).
+    """
+
+    kind: str
+    file: str
+    first_line: int
+    fields: dict[str, str] = Field(default_factory=dict)
+
+
+class FirmwareFact(Strict):
+    """The firmware of one GPU as a tool printed it: block (``CP_MEC1``, ``MEC``) -> version."""
+
+    source: str
+    gpu: int
+    firmware: dict[str, str] = Field(default_factory=dict)
+
+
 class GpuFact(Strict):
     """One GPU as the richest dump showed it; ``source`` names that dump's tool.
 
-    ``telemetry`` holds readings as printed (temperatures, power, clocks, fan, use).
+    ``telemetry`` holds readings as printed (temperatures, power, clocks, fan, use);
+    ``details`` every other per-GPU fact that tool printed (VBIOS, VRAM in MiB, product name,
+    subsystem ID, NUMA node and affinity, partitions, PCI bus, ...), keyed as the parser names
+    it; ``firmware`` block -> version.
     """
 
     source: str
+    index: int | None = None
     vendor: str | None = None
     name: str | None = None
     device_id: str | None = None
     gfx: str | None = None
     compute_capability: str | None = None
     telemetry: dict[str, str] = Field(default_factory=dict)
+    details: dict[str, str] = Field(default_factory=dict)
+    firmware: dict[str, str] = Field(default_factory=dict)
 
 
 class PackageFact(Strict):
@@ -68,9 +114,13 @@ class DoctorFacts(Strict):
     ``compilers`` maps ``gcc``/``clang``/``cmake``/``hipcc``/``nvcc`` to the version line as
     printed. ``torch`` maps ``version``, ``build`` (``rocm``/``cuda``/``cpu``/``unknown``),
     ``build_tag``, ``cuda_built``, ``rocm_built`` and ``cuda_available``. ``amd_smi`` maps
-    ``tool``, ``library``, ``rocm`` and ``amdgpu``; ``rocm_smi`` maps ``smi`` and ``lib``.
-    ``gpu_count`` is the number of GPUs the richest listing showed. ``packages`` lists pip
-    entries and conda entries that are not pip's copy; ``conda`` every conda entry.
+    ``tool``, ``library``, ``rocm``, ``amdgpu``, ``amd_hsmp`` and ``platform``; ``rocm_smi``
+    maps ``smi`` and ``lib``. ``gpu_count`` is the number of GPUs the richest listing showed;
+    ``firmware`` the firmware each GPU reported. ``packages`` lists pip entries (conda's
+    ``<pip>``/``pypi`` entries among them unless a pip listing names the package) and conda's
+    own entries; ``conda`` every conda entry. ``stated`` maps a fact whose value is ``None``
+    to what the dump printed instead (``cudnn``: ``Could not collect``). ``sections`` holds
+    every parsed field of every dump (:class:`SectionFacts`).
     """
 
     os: str | None = None
@@ -80,6 +130,7 @@ class DoctorFacts(Strict):
     compilers: dict[str, str] = Field(default_factory=dict)
     gpu_count: int = 0
     gpus: list[GpuFact] = Field(default_factory=list)
+    firmware: list[FirmwareFact] = Field(default_factory=list)
     amd_smi: dict[str, str] = Field(default_factory=dict)
     rocm_smi: dict[str, str] = Field(default_factory=dict)
     rocm: str | None = None
@@ -95,6 +146,8 @@ class DoctorFacts(Strict):
     packages: list[PackageFact] = Field(default_factory=list)
     conda: list[PackageFact] = Field(default_factory=list)
     environment: dict[str, str] = Field(default_factory=dict)
+    stated: dict[str, str] = Field(default_factory=dict)
+    sections: list[SectionFacts] = Field(default_factory=list)
 
 
 class FactCollector:
@@ -104,21 +157,27 @@ class FactCollector:
         self.values: dict[str, Any] = {}
         self.maps: dict[str, dict[str, str]] = {
             "compilers": {}, "amd_smi": {}, "rocm_smi": {}, "torch": {}, "vllm": {},
-            "environment": {}}
+            "environment": {}, "stated": {}}
         self.packages: list[PackageFact] = []
         self.conda: list[PackageFact] = []
+        self.firmware: list[FirmwareFact] = []
+        self.sections: list[SectionFacts] = []
 
     def set(self, key: str, value: str | None) -> None:
         """Record ``key`` unless a dump already gave it or ``value`` is a placeholder."""
         v = known(value)
         if v is not None and key not in self.values:
             self.values[key] = v
+        elif v is None and value and value.strip():
+            self.maps["stated"].setdefault(key, value.strip())
 
     def put(self, group: str, key: str, value: str | None) -> None:
         """Record ``group[key]`` (first wins; placeholders skipped)."""
         v = known(value)
         if v is not None:
             self.maps[group].setdefault(key, v)
+        elif value and value.strip():
+            self.maps["stated"].setdefault(f"{group}.{key}", value.strip())
 
     def package(self, fact: PackageFact) -> None:
         """Record one package: conda entries go to ``conda``, and to ``packages`` too unless
@@ -138,4 +197,5 @@ class FactCollector:
         """
         return DoctorFacts(
             **self.values, **self.maps, gpus=gpus, gpu_count=len(gpus), rocm=rocm,
-            packages=self.packages, conda=self.conda)
+            packages=self.packages, conda=self.conda, firmware=self.firmware,
+            sections=self.sections)

@@ -16,12 +16,22 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from pinning.doctor.facts import DoctorFacts, FactCollector, GpuFact, PackageFact, known
+from pinning.doctor.facts import (
+    DoctorFacts,
+    FactCollector,
+    FirmwareFact,
+    GpuFact,
+    PackageFact,
+    SectionFacts,
+    flatten,
+    known,
+)
 from pinning.guards.checks import run_checks
 from pinning.guards.engine import GuardContext, guard_findings
 from pinning.guards.view import EnvView, Finding, GpuView, PackageView
 from pinning.matrix.load import Matrix
 from pinning.util.models import Strict
+from pinning.util.versions import normalize_name
 
 REPORT_VERSION: Literal[1] = 1
 
@@ -111,26 +121,36 @@ class _Merger:
     # "ROCM used to build" and a `+rocmX.Y` wheel tag only say what the wheel was built for.
     _ROCM_PRIORITY = ("amd-smi", "sglang", "vllm", "torch-build")
     # The richest GPU list wins: tools that print device IDs and targets over names.
-    _GPU_ORDER = ("amd-smi static", "rocminfo", "nvidia-smi", "rocm-smi", "sglang", "collect_env")
+    _GPU_ORDER = ("amd-smi static", "rocminfo", "nvidia-smi", "rocm-smi", "sglang", "collect_env",
+                  "amd-smi firmware")
 
     def __init__(self) -> None:
         self.view = EnvView()
         self.facts = FactCollector()
         self.gpus_by_source: dict[str, tuple[list[GpuView], list[GpuFact]]] = {}
         self.rocm: dict[str, str] = {}
+        self.pip_copies: list[PackageFact] = []
+        self.pip_names: set[str] = set()
 
     def rocm_from(self, source: str, value: str | None) -> None:
         if value and source not in self.rocm:
             self.rocm[source] = value
 
     def gpus(self, source: str, gpus: list[GpuView],
-             telemetry: list[dict[str, str]] | None = None) -> None:
+             extra: list[dict[str, Any]] | None = None) -> None:
+        """Record the GPUs one tool listed; ``extra`` gives per GPU the :class:`GpuFact`
+        fields beyond the view (``index``, ``telemetry``, ``details``, ``firmware``).
+        """
         if gpus and source not in self.gpus_by_source:
-            tele = telemetry or [{} for _ in gpus]
+            more = extra or [{} for _ in gpus]
             facts = [GpuFact(source=source, vendor=g.vendor, name=g.name, device_id=g.device_id,
-                             gfx=g.gfx, compute_capability=g.compute_capability, telemetry=t)
-                     for g, t in zip(gpus, tele, strict=True)]
+                             gfx=g.gfx, compute_capability=g.compute_capability, **x)
+                     for g, x in zip(gpus, more, strict=True)]
             self.gpus_by_source[source] = (gpus, facts)
+
+    def firmware(self, source: str, gpu: int, firmware: dict[str, str]) -> None:
+        if firmware:
+            self.facts.firmware.append(FirmwareFact(source=source, gpu=gpu, firmware=firmware))
 
     def set(self, attr: str, value: Any) -> None:
         if value and not getattr(self.view, attr):
@@ -142,8 +162,29 @@ class _Merger:
         fact = PackageFact(name=name, version=version, build_tag=build_tag(version),
                            source=source, tool=tool, **conda)
         self.facts.package(fact)
-        if not fact.pip_copy:
+        if fact.pip_copy:
+            self.pip_copies.append(fact)
+        else:
             self.view.packages.append(PackageView(name, version, source))
+            if source == "pip":
+                self.pip_names.add(normalize_name(name))
+
+    def _add_pip_copies(self) -> None:
+        """Conda's ``<pip>`` / ``pypi`` entries are the pip-installed copy: each counts as a
+        pip package unless a pip listing already names it (then it is that same copy).
+        """
+        copies: dict[str, str] = {}
+        for c in self.pip_copies:
+            name = normalize_name(c.name)
+            if name in self.pip_names or name in copies:
+                continue
+            copies[name] = c.version
+            self.view.packages.append(PackageView(name, c.version, "pip"))
+            self.facts.package(PackageFact(
+                name=name, version=c.version, build_tag=c.build_tag, source="pip",
+                tool=f"{c.tool} (pip's copy)"))
+        if self.view.torch_version is None:
+            self.torch_from_packages(copies)
 
     def torch_from_packages(self, packages: dict[str, str]) -> None:
         torch = packages.get("torch")
@@ -168,8 +209,11 @@ class _Merger:
                            ("cmake", c.cmake_version)):
             f.put("compilers", key, value)
         for key, value in (("version", c.torch_version), ("build", c.torch_build),
+                           ("debug_build", c.debug_build),
                            ("cuda_built", c.cuda_built), ("rocm_built", c.rocm_built),
-                           ("cuda_available", c.cuda_available)):
+                           ("cuda_available", c.cuda_available),
+                           ("cuda_module_loading", c.cuda_module_loading),
+                           ("xnnpack_available", c.xnnpack_available)):
             f.put("torch", key, value)
         for key, value in (("version", c.vllm_version), ("rocm", c.vllm_rocm_version),
                            ("build_flags", c.vllm_build_flags)):
@@ -183,7 +227,7 @@ class _Merger:
             self.rocm_from("torch-build", _rocm_from_hip(c.rocm_built)
                            or _rocm_from_tag(c.torch_version or ""))
         self.set("nvidia_driver", _version_like(c.nvidia_driver_version))
-        f.set("nvidia_driver", _version_like(c.nvidia_driver_version))
+        f.set("nvidia_driver", c.nvidia_driver_version)
         if c.vllm_rocm_version:
             self.rocm_from("vllm", _rocm_from_hip(c.vllm_rocm_version))
         self.gpus("collect_env", [_gpu_from_name(n) for n in c.gpus])
@@ -233,7 +277,8 @@ class _Merger:
 
     def _amd_smi_version(self, v: Any) -> None:
         for key, value in (("tool", v.tool), ("library", v.library), ("rocm", v.rocm),
-                           ("amdgpu", v.amdgpu)):
+                           ("amdgpu", v.amdgpu), ("amd_hsmp", v.amd_hsmp),
+                           ("platform", v.platform)):
             self.facts.put("amd_smi", key, value)
         if v.rocm and v.rocm != "N/A":
             self.rocm_from("amd-smi", v.rocm)
@@ -242,16 +287,23 @@ class _Merger:
             self.set("amdgpu_kind", _inbox(v.amdgpu))
 
     def _amd_smi_static(self, statics: list[Any]) -> None:
+        shown = {"gpu", "market_name", "device_id", "target_graphics_version"}
         self.gpus("amd-smi static", [
             GpuView(vendor="amd", name=s.market_name or s.product_name, device_id=s.device_id,
-                    gfx=s.target_graphics_version) for s in statics])
+                    gfx=s.target_graphics_version) for s in statics],
+            [{"index": s.gpu, "details": {k: v for k, v in flatten(s).items()
+                                          if k not in shown}} for s in statics])
         for s in statics:
             if s.driver_version:
                 self.set("amdgpu_version", s.driver_version)
                 self.set("amdgpu_kind", _inbox(s.driver_version))
 
-    def _amd_smi_firmware(self, _fws: list[Any]) -> None:
-        return
+    def _amd_smi_firmware(self, fws: list[Any]) -> None:
+        for fw in fws:
+            self.firmware("amd-smi firmware", fw.gpu, dict(fw.firmware))
+        # amd-smi lists AMD GPUs only; firmware gives no model, so rules learn only "AMD".
+        self.gpus("amd-smi firmware", [GpuView(vendor="amd") for _ in fws],
+                  [{"index": fw.gpu, "firmware": dict(fw.firmware)} for fw in fws])
 
     def _rocm_smi(self, r: Any) -> None:
         if r.version is not None:
@@ -260,10 +312,16 @@ class _Merger:
         if r.driver_version:
             self.set("amdgpu_version", r.driver_version)
             self.set("amdgpu_kind", _inbox(r.driver_version))
-        gpus = [g for g in r.gpus if g.device_id or g.telemetry or g.name]
-        self.gpus("rocm-smi", [GpuView(vendor="amd" if g.device_id else None, name=g.name,
-                                       device_id=g.device_id) for g in gpus],
-                  [dict(g.telemetry) for g in gpus])
+        shown = {"index", "device_id", "name", "telemetry", "firmware"}
+        for g in r.gpus:
+            self.firmware("rocm-smi", g.index, dict(g.firmware))
+        # rocm-smi lists AMD GPUs only (ROCm/rocm_smi_lib), so every GPU it prints is AMD.
+        self.gpus("rocm-smi", [GpuView(vendor="amd", name=g.name, device_id=g.device_id)
+                               for g in r.gpus],
+                  [{"index": g.index, "telemetry": dict(g.telemetry),
+                    "firmware": dict(g.firmware),
+                    "details": {k: v for k, v in flatten(g).items()
+                                if k.split(".", 1)[0] not in shown}} for g in r.gpus])
 
     def _rocminfo(self, info: Any) -> None:
         if info.rock_module_version:
@@ -271,14 +329,20 @@ class _Merger:
             self.set("amdgpu_kind", "dkms")
         elif info.rock_module_state == "loaded":
             self.set("amdgpu_kind", "inbox")
+        shown = {"marketing_name", "chip_id", "gfx_target"}
         self.gpus("rocminfo", [
             GpuView(vendor="amd", name=a.marketing_name, device_id=a.chip_id, gfx=a.gfx_target)
-            for a in info.gpus])
+            for a in info.gpus],
+            [{"details": {k: v for k, v in flatten(a).items()
+                          if k.split(".", 1)[0] not in shown}} for a in info.gpus])
 
     def _nvidia_smi_query(self, rows: list[Any]) -> None:
+        shown = {"index", "name", "device_id", "compute_cap"}
         self.gpus("nvidia-smi", [
             GpuView(vendor="nvidia", name=r.name, device_id=r.device_id,
-                    compute_capability=r.compute_cap) for r in rows])
+                    compute_capability=r.compute_cap) for r in rows],
+            [{"index": r.index, "details": {k: v for k, v in flatten(r).items()
+                                            if k.split(".", 1)[0] not in shown}} for r in rows])
         for r in rows:
             self.set("nvidia_driver", r.driver_version)
 
@@ -289,6 +353,7 @@ class _Merger:
         self.set("nvidia_driver", module.version)
 
     def finish(self) -> tuple[EnvView, DoctorFacts]:
+        self._add_pip_copies()
         for source in self._ROCM_PRIORITY:
             if source in self.rocm:
                 self.view.rocm_version = self.rocm[source]
@@ -315,10 +380,13 @@ class _Merger:
 
 
 def _judged(view: EnvView) -> bool:
-    """True when some rule has an input: a GPU of known vendor, a torch version, a package,
-    a driver, a ROCm release or an environment variable.
+    """True when some rule has an input: a GPU with a model, target or device ID, a torch
+    version, a package, a driver, a ROCm release or an environment variable. A GPU known
+    only by vendor and index (rocm-smi's NUMA table, amd-smi firmware) gives no rule an input
+    on its own.
     """
-    return bool(view.gpus or view.torch_version or view.packages or view.nvidia_driver
+    identified = any(g.name or g.gfx or g.device_id or g.compute_capability for g in view.gpus)
+    return bool(identified or view.torch_version or view.packages or view.nvidia_driver
                 or view.rocm_version or view.amdgpu_version or view.amdgpu_kind
                 or view.environment)
 
@@ -339,10 +407,14 @@ def doctor(files: Sequence[tuple[str, str]], matrix: Matrix) -> DoctorReport:
         for section in split_dump(text, source=name):
             parsed = parse_section(section, source=f"{name}:{section.first_line}")
             merger.add(section.kind, parsed)
+            merger.facts.sections.append(SectionFacts(
+                kind=section.kind, file=name, first_line=section.first_line,
+                fields=flatten(parsed)))
             dumps.append(DumpInfo(file=name, kind=section.kind, first_line=section.first_line))
     view, facts = merger.finish()
     summary = {
-        "gpus": [g.name or g.device_id or "?" for g in view.gpus],
+        "gpus": [g.name or g.device_id or g.gfx or f"{(g.vendor or 'unknown').upper()} GPU"
+                 for g in view.gpus],
         "torch": view.torch_version,
         "torch-build": view.torch_kind,
         "rocm": view.rocm_version,

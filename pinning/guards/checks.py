@@ -50,6 +50,17 @@ SOURCE_NUMERICS = (
     "pytorch/pytorch@0180055:docs/source/notes/hip.rst (variables that change kernels or "
     "numerics on ROCm: HIPBLASLT_ALLOW_TF32, TORCH_BLAS_PREFER_HIPBLASLT, "
     "HIPBLAS_WORKSPACE_CONFIG, PYTORCH_TUNABLEOP_*)")
+SOURCE_COLLECT_ENV = (
+    f"{_GH}pytorch/pytorch/blob/main/torch/utils/collect_env.py (prints 'Could not collect' "
+    "for a value it could not read)")
+SOURCE_TORCH_BUILD = (
+    "pytorch/pytorch@0180055:docs/source/notes/hip.rst (torch.version.hip is set only in ROCm "
+    "builds, torch.version.cuda only in CUDA builds); pytorch/pytorch:"
+    "tools/generate_torch_version.py (writes torch/version.py at build time)")
+SOURCE_TORCH_FILES = (
+    "pytorch/pytorch:tools/generate_torch_version.py (torch/version.py __version__ written at "
+    "build time); https://packaging.python.org/en/latest/specifications/core-metadata/ "
+    "(the dist-info METADATA Version)")
 SOURCE_HSA_OVERRIDE = (
     f"{_GH}pytorch/pytorch/issues/164346; {_GH}ROCm/legacy-rocm-build/issues/2536; "
     f"{_GH}likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/37 "
@@ -107,6 +118,19 @@ def check_cuda_driver(view: EnvView, matrix: Matrix) -> list[Finding]:
     return []
 
 
+def _targets_source(matrix: Matrix) -> str:
+    """The matrix rows the known gfx targets come from: the ROCm releases read and each
+    distinct source with its date.
+    """
+    rows = [rr for rr in matrix.releases() if rr.release.runtime == "rocm" and rr.release.targets]
+    if not rows:
+        return "no ROCm row with GPU targets in the matrix"
+    versions = sorted((rr.release.version for rr in rows), key=numeric_parts)
+    sources = sorted({row_source(rr.file.name, rr.release) for rr in rows})
+    return (f"GPU targets of ROCm {versions[0]} to {versions[-1]} ({len(rows)} rows): "
+            + "; ".join(sources))
+
+
 def _known_targets(matrix: Matrix) -> dict[str, list[str]]:
     """Gfx target -> ROCm releases (newest first) whose matrix row lists it."""
     out: dict[str, list[str]] = {}
@@ -153,7 +177,7 @@ def check_gfx_targets(view: EnvView, matrix: Matrix) -> list[Finding]:
             findings.append(Finding(
                 code="unsupported-gfx-target", fact="target.gfx_target", gpu=i,
                 status="outside-validated", severity="error", actual=gfx,
-                source="AMD ROCm compatibility matrix (every release in pin's matrix)",
+                source=_targets_source(matrix),
                 message=f"{gfx} ({gpu.name or 'GPU'}) is not a target of any ROCm release in the "
                         "matrix, so ROCm libraries ship no code objects for it and HIP fails "
                         "with a missing-binary error."))
@@ -169,7 +193,7 @@ def check_torch_vendor(view: EnvView) -> list[Finding]:
         out.append(Finding(
             code="torch-files-differ-from-metadata", fact="frameworks.pytorch.version",
             status="hazard", severity="error", expected=view.torch_version,
-            actual=view.torch_files_version, source="torch/version.py vs its dist-info METADATA",
+            actual=view.torch_files_version, source=SOURCE_TORCH_FILES,
             message=f"torch's files say {view.torch_files_version} but its metadata says "
                     f"{view.torch_version}: another torch was copied over the installed one. "
                     "Reinstall torch."))
@@ -189,8 +213,7 @@ def check_torch_vendor(view: EnvView) -> list[Finding]:
         out.append(Finding(
             code="torch-build-unknown", fact="frameworks.pytorch.build", status="not-probed",
             severity="info", actual=view.torch_version,
-            source="PyTorch collect_env (torch/utils/collect_env.py prints 'Could not collect' "
-                   "for a value it could not read)",
+            source=SOURCE_COLLECT_ENV,
             message=f"The dump does not say which build torch {view.torch_version} is (CUDA "
                     "used to build PyTorch: Could not collect); the CUDA/ROCm/CPU build "
                     "checks were not run."))
@@ -198,7 +221,7 @@ def check_torch_vendor(view: EnvView) -> list[Finding]:
         out.append(Finding(
             code="cpu-only-torch-build", fact="frameworks.pytorch.build", status="hazard",
             severity="error" if view.gpus else "warning", actual=view.torch_version,
-            source="PyTorch build metadata (torch.version.cuda and torch.version.hip are None)",
+            source=SOURCE_TORCH_BUILD,
             message=f"torch {view.torch_version} is built with neither CUDA nor ROCm, so no GPU "
                     "can be used; install a CUDA or ROCm build of PyTorch."))
     return out

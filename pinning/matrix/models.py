@@ -140,9 +140,13 @@ class FrameworkSupport(Strict):
     needs (vLLM on gfx950 needs ROCm >= 7.0).
     """
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
     versions: list[str] | None = None
     versions_unknown: Reason | None = None
+    builds: list[str] | None = Field(
+        default=None,
+        description="Builds the source names that are not PEP 440 versions (llama.cpp "
+        "`b6652`, a commit `85f95ae`), exactly as written; with `versions-unknown`.")
     targets: list[str] | None = None
     min_runtime: str | None = None
     min_runtime_by_target: dict[str, str] = Field(default_factory=dict)
@@ -211,6 +215,10 @@ class Release(Provenance):
     )
     frameworks: list[FrameworkSupport] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    framework_notes: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Notes that matter only when a framework is asked for, by framework name "
+        "(a framework the column lists but a footnote keeps off this release).")
     unknown: dict[str, Reason] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -255,13 +263,17 @@ class OsRestriction(Provenance):
     """A footnote restricting which OS a GPU may use with some releases.
 
     ``mode``: ``only-these-os`` (the GPUs run only on ``os``), ``not-these-os`` (the GPUs
-    never on ``os``), ``os-only-on-gpus`` (the ``os`` entries are for the listed GPUs only).
+    never on ``os``), ``os-only-on-gpus`` (the ``os`` entries are for the listed GPUs only),
+    ``only-these-gpus`` (the gfx ``targets`` are supported only as the listed GPUs, on the
+    ``os`` named for them: another product of those targets gets no OS).
     ``runtimes`` is a PEP 440 specifier over runtime versions, e.g. ``>=7.0.0,<7.1.0``.
     """
 
-    mode: Literal["only-these-os", "not-these-os", "os-only-on-gpus"]
+    mode: Literal["only-these-os", "not-these-os", "os-only-on-gpus", "only-these-gpus"]
     gpus: list[str]
     os: list[str]
+    targets: list[str] = Field(
+        default_factory=list, description="gfx targets of an `only-these-gpus` row.")
     runtimes: str
     vendor: Vendor = "amd"
     footnote: str | None = Field(default=None, description="The source's footnote name.")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from pinning.matrix.load import Matrix, ReleaseRef
-from pinning.matrix.models import FirmwareRow, GpuIdentity, Release
+from pinning.matrix.load import LoadedFile, Matrix, ReleaseRef
+from pinning.matrix.models import FirmwareRow, GpuIdentity, OsRestriction, Release
 from pinning.matrix.names import os_matches
 from pinning.resolve.candidates import framework_in_release, gpu_restricted
 from pinning.resolve.constraints import Constraints
@@ -60,10 +60,16 @@ def resolve_amd(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
         kmd_unknown=None if kmd_allowed else r.unknown.get("kmd"), kmd_ref=kmd_ref,
         firmware=fw_rows, firmware_unknown=_firmware_unknown(fw_rows, gpu, target, r),
         driver_constraint=None, driver_ref=None, toolkit_driver=None,
-        notes=list(r.notes) + _tested_user_space_note(r),
+        notes=list(r.notes) + _framework_notes(r, fws) + _tested_user_space_note(r)
+        + _restriction_notes(matrix, gpu, target, r, os_allowed),
         warnings=_targets_unstated(r, fws, target)
-        + _restrictions_unstated(matrix, gpu, target, r, os_allowed, c),
+        + _restrictions_unstated(matrix, gpu, target, rr, os_allowed, c),
     )
+
+
+def _framework_notes(r: Release, fws: list[ChosenFramework]) -> list[str]:
+    """The release's notes about the frameworks asked for (not about the others)."""
+    return [n for fw in fws for n in r.framework_notes.get(fw.name, [])]
 
 
 def _tested_user_space_note(r: Release) -> list[str]:
@@ -93,41 +99,110 @@ def _targets_unstated(r: Release, fws: list[ChosenFramework], target: str) -> li
     return out
 
 
-def _restrictions_unstated(matrix: Matrix, gpu: GpuIdentity | None, target: str, r: Release,
-                           os_allowed: list[str] | None, c: Constraints) -> list[str]:
-    """Warnings for per-GPU OS restrictions whose source stops before release ``r``: a
-    restriction stated for older releases of the same major, none for ``r``.
+def _restrictions_unstated(matrix: Matrix, gpu: GpuIdentity | None, target: str,
+                           rr: ReleaseRef, os_allowed: list[str] | None,
+                           c: Constraints) -> list[str]:
+    """Warnings for per-GPU OS restrictions whose source stops before release ``rr``.
+
+    A restriction's kind (its file, mode and GPUs) is stated for some releases; for a newer
+    release that its source does not cover (a dated copy of the page that does not list the
+    release, or a hand-kept file whose ranges stop) and that no other restriction source
+    covers after the last stated release, whether it still applies is unknown: a warning,
+    never a refusal (ROCm 6.1.5, absent from the 2025-03-21 page; 6.4.x, newer than it; 7.2.0,
+    whose page no longer holds per-GPU footnotes).
+    """
+    r = rr.release
+    if r.os is None:
+        return []  # the OS list itself is unknown, which the lock says
+    v = Version(r.version)
+    ids = {target} | ({gpu.id} if gpu else set())
+    rows = [(row, f) for row, f in matrix.os_restrictions() if row.vendor == "amd"]
+    applies = [row for row, _ in rows if _covers(row, v)]
+    versions = sorted({Version(x.release.version) for x in matrix.releases(as_of=c.as_of)
+                       if x.release.vendor == "amd" and x.file.family == rr.file.family}
+                      | {v})
+    coverage = _coverage(rows, versions)
+    kinds: dict[tuple[str, str, tuple[str, ...]], list[OsRestriction]] = {}
+    for row, f in rows:
+        kinds.setdefault((f.name, row.mode, tuple(sorted(row.gpus))), []).append(row)
+    out: list[str] = []
+    for (fname, mode, gpus), krows in kinds.items():
+        stated = [x for x in versions if any(_covers(k, x) for k in krows)]
+        if not stated or v in stated or v < min(stated) or v in coverage[fname]:
+            continue
+        if any(v in cov or any(max(stated) < x < v for x in cov)
+               for name, cov in coverage.items() if name != fname):
+            continue  # another source speaks for this release or one after the last stated
+        if any(a.mode == mode and set(a.gpus) == set(gpus) for a in applies):
+            continue
+        if not _relevant(krows, ids, gpu, target, os_allowed):
+            continue
+        fns = sorted({k.footnote for k in krows if k.footnote})
+        oses = list(dict.fromkeys(o for k in krows for o in k.os))
+        out.append(f"ROCm {r.version}: AMD's per-GPU OS restriction ({mode}: "
+                   f"{', '.join(gpus)}; {', '.join(oses)}"
+                   + (f"; footnote {', '.join(fns)}" if fns else "")
+                   + f") is stated for ROCm {', '.join(str(x) for x in stated)} "
+                   f"({krows[-1].source}); no source pin holds covers ROCm {r.version}, so "
+                   "whether it still applies is unknown. Check AMD's system requirements for "
+                   "this release before relying on the OS.")
+    return out
+
+
+def _covers(row: OsRestriction, v: Version) -> bool:
+    """True when restriction ``row``'s ``runtimes`` cover version ``v``."""
+    return SpecifierSet(row.runtimes).contains(v, prereleases=True)
+
+
+def _coverage(rows: list[tuple[OsRestriction, LoadedFile]], versions: list[Version]
+              ) -> dict[str, set[Version]]:
+    """Per file holding restrictions, the releases its source speaks for: a dated page
+    copy every release it lists (a release without a footnote there is stated free of it);
+    a hand-kept file the releases its rows' ranges cover.
+    """
+    out: dict[str, set[Version]] = {}
+    for row, f in rows:
+        cov = out.setdefault(f.name, set())
+        if f.data.releases:
+            cov |= {Version(x.version) for x in f.data.releases if x.vendor == "amd"}
+        else:
+            cov |= {x for x in versions if _covers(row, x)}
+    return out
+
+
+def _relevant(krows: list[OsRestriction], ids: set[str], gpu: GpuIdentity | None,
+              target: str, os_allowed: list[str] | None) -> bool:
+    """True when a restriction kind would matter to this GPU on the OS set offered."""
+    row = krows[0]
+    if row.mode == "only-these-gpus":
+        return gpu is not None and target in row.targets and gpu.id not in row.gpus
+    if row.mode != "os-only-on-gpus":
+        return bool(ids & set(row.gpus))
+    # "OS only on these GPUs" matters to a GPU outside the list that the OS is open to.
+    open_os = [tuple(o.split("-", 1)) for o in os_allowed or [] if "-" in o]
+    return not ids & set(row.gpus) and any(
+        os_matches((a, b), x) for a, b in open_os for k in krows for x in k.os)
+
+
+def _restriction_notes(matrix: Matrix, gpu: GpuIdentity | None, target: str, r: Release,
+                       os_allowed: list[str] | None) -> list[str]:
+    """The notes of the restriction rows that touch this GPU on release ``r`` (what AMD's
+    footnote says that the rule cannot express: "for single-node functionality", "[6.8
+    HWE]"), whichever copy of the page the release row itself comes from.
     """
     v = Version(r.version)
     ids = {target} | ({gpu.id} if gpu else set())
-    rows = [row for row, _ in matrix.os_restrictions(as_of=c.as_of) if row.vendor == "amd"]
-    applies = [row for row in rows if SpecifierSet(row.runtimes).contains(v, prereleases=True)]
     out: list[str] = []
-    seen: set[str] = set()
-    for row in rows:
-        if row.footnote is not None:
-            continue  # a footnote "For ROCm 6.1.2 - ..." states one release, not a range
-        if row in applies or SpecifierSet(row.runtimes).contains(v, prereleases=True):
+    for row, _ in matrix.os_restrictions():
+        if row.vendor != "amd" or not row.note or not _covers(row, v):
             continue
-        older = [Version(x.release.version) for x in matrix.releases(as_of=c.as_of)
-                 if x.release.vendor == "amd"
-                 and SpecifierSet(row.runtimes).contains(Version(x.release.version))]
-        if not older or max(older) > v or max(older).major != v.major:
-            continue
-        # "OS only on these GPUs" matters to a GPU outside the list that the OS is open to.
         open_os = [tuple(o.split("-", 1)) for o in os_allowed or [] if "-" in o]
-        relevant = (bool(ids & set(row.gpus)) if row.mode != "os-only-on-gpus" else
-                    not ids & set(row.gpus)
-                    and any(os_matches((a, b), x) for a, b in open_os for x in row.os))
-        same_kind = any(a.mode == row.mode and set(a.gpus) == set(row.gpus) for a in applies)
-        key = f"{row.mode}:{sorted(row.gpus)}"
-        if relevant and not same_kind and key not in seen:
-            seen.add(key)
-            out.append(f"ROCm {r.version}: AMD's per-GPU OS restriction ({row.mode}: "
-                       f"{', '.join(row.gpus)}; {', '.join(row.os)}) is stated up to ROCm "
-                       f"{max(older)} ({row.source}); the source for ROCm {r.version} states "
-                       "none, so whether it still applies is unknown. Check AMD's system "
-                       "requirements for this release before relying on the OS.")
+        touches = bool(ids & set(row.gpus)) and (row.mode != "os-only-on-gpus" or any(
+            os_matches((a, b), x) for a, b in open_os for x in row.os))
+        text = f"ROCm {r.version}: footnote {row.footnote}: {row.note}" if row.footnote \
+            else f"ROCm {r.version}: {row.note}"
+        if touches and text not in out:
+            out.append(text)
     return out
 
 

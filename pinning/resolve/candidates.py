@@ -13,6 +13,7 @@ from pinning.matrix.load import Matrix, ReleaseRef
 from pinning.matrix.models import (
     FrameworkSupport,
     GpuIdentity,
+    OsRestriction,
 )
 from pinning.matrix.names import OS_ID_VERSION, os_matches
 from pinning.resolve.constraints import FrameworkRequest
@@ -38,15 +39,27 @@ def gpu_restricted(matrix: Matrix, gpu: GpuIdentity | None, target: str, version
     for row, f in matrix.os_restrictions():
         if v is None or not SpecifierSet(row.runtimes).contains(v, prereleases=True):
             continue
-        gpu_in = bool(ids & set(row.gpus))
-        os_in = any(os_matches(want, x) for x in row.os)
-        if (
-            (row.mode == "only-these-os" and gpu_in and not os_in)
-            or (row.mode == "not-these-os" and gpu_in and os_in)
-            or (row.mode == "os-only-on-gpus" and os_in and not gpu_in)
-        ):
-            return f"{os_entry} is restricted for this GPU ({row.mode}, {f.name}: {row.source})"
+        if _excludes(row, ids, gpu, target, want):
+            note = f"; {row.note}" if row.note else ""
+            return (f"{os_entry} is restricted for this GPU ({row.mode}, {f.name}: "
+                    f"{row.source}{note})")
     return None
+
+
+def _excludes(row: OsRestriction, ids: set[str], gpu: GpuIdentity | None, target: str,
+              want: tuple[str, str]) -> bool:
+    """True when restriction ``row`` rules OS ``want`` (``(id, version)``) out for the GPU
+    named by ``ids`` (its id and gfx target). An ``only-these-gpus`` row rules out every OS
+    for a product of its targets outside its list (not for a bare gfx target: the product
+    is unknown).
+    """
+    if row.mode == "only-these-gpus":
+        return gpu is not None and target in row.targets and gpu.id not in row.gpus
+    gpu_in = bool(ids & set(row.gpus))
+    os_in = any(os_matches(want, x) for x in row.os)
+    return ((row.mode == "only-these-os" and gpu_in and not os_in)
+            or (row.mode == "not-these-os" and gpu_in and os_in)
+            or (row.mode == "os-only-on-gpus" and os_in and not gpu_in))
 
 
 def framework_in_release(req: FrameworkRequest, rr: ReleaseRef, target: str
@@ -57,7 +70,8 @@ def framework_in_release(req: FrameworkRequest, rr: ReleaseRef, target: str
     rel = rr.release
     entries = [fw for fw in rel.frameworks if fw.name == req.name]
     if not entries:
-        return None, f"does not list {req.name}"
+        said = " ".join(rel.framework_notes.get(req.name, []))
+        return None, f"does not list {req.name}" + (f" ({said})" if said else "")
     reasons: list[str] = []
     best: tuple[Version, ChosenFramework] | None = None
     for fw in entries:
@@ -98,7 +112,10 @@ def entry_blocked(fw: FrameworkSupport, version: str, target: str) -> str | None
     (listed for other targets, or a minimum runtime), or ``None``.
     """
     if fw.targets is not None and target not in fw.targets:
-        return f"{fw.name} is listed only for {', '.join(fw.targets)}"
+        cited = [n for n in fw.notes if any(n.startswith(f"{v}: footnote ") for v in
+                                            fw.versions or [])]
+        return (f"{fw.name} {', '.join(fw.versions or [])} is listed only for "
+                f"{', '.join(fw.targets)}" + (f" ({'; '.join(cited)})" if cited else ""))
     rv = pep440(version)
     if fw.min_runtime and rv is not None and rv < Version(fw.min_runtime):
         return f"{fw.name} needs runtime >= {fw.min_runtime}"

@@ -52,9 +52,12 @@ def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
                          + ("; ..." if len(per) > 6 else ""))
         else:
             lines.append(f"No {req.name} version is validated for {who} in the matrix.")
-        rts = _runtimes_validating(matrix, c, vendor, req) if str(req.spec) else []
+        found = _runtimes_validating(matrix, c, vendor, req, target) if str(req.spec) else []
+        rts = [text for text, _ in found]
         if rts:
             lines.append(f"Runtimes that validate {req}: " + "; ".join(dict.fromkeys(rts[:6])))
+        # Why the entry excludes this GPU (a footnote such as tf-mi350), once per reason.
+        lines += list(dict.fromkeys(why for _, why in found if why))
     return NoValidatedCombination("\n".join(lines))
 
 
@@ -189,19 +192,23 @@ def _validated_for_gpu(matrix: Matrix, c: Constraints, vendor: str, target: str,
 
 
 def _runtimes_validating(matrix: Matrix, c: Constraints, vendor: str,
-                         req: FrameworkRequest) -> list[str]:
-    """Alternatives 2: the runtimes that validate the requested version (on any GPU)."""
-    rts: list[str] = []
+                         req: FrameworkRequest, target: str) -> list[tuple[str, str | None]]:
+    """Alternatives 2: the runtimes that validate the requested version (on any GPU), each
+    with why its entry excludes ``target`` (a footnote such as ``tf-mi350``) or ``None``.
+    """
+    rts: list[tuple[str, str | None]] = []
     if vendor == "amd":
         for rr in matrix.releases(as_of=c.as_of):
             for fw in rr.release.frameworks:
                 if fw.name == req.name and fw.versions and any(
                         match_entry(e, req.spec) for e in fw.versions):
-                    rts.append(f"ROCm {rr.release.version} ({rr.file.name}, "
-                               f"{_when(rr.release)}; targets "
-                               f"{', '.join(fw.targets or rr.release.targets or [])})")
+                    blocked = entry_blocked(fw, rr.release.version, target)
+                    rts.append((f"ROCm {rr.release.version} ({rr.file.name}, "
+                                f"{_when(rr.release)}; targets "
+                                f"{', '.join(fw.targets or rr.release.targets or [])})",
+                                f"Not on {target}: {blocked}" if blocked else None))
         return rts
     for w, f in matrix.wheels(req.name, as_of=c.as_of):
         if w.accelerator == "cuda" and match_entry(w.series, req.spec):
-            rts.append(f"CUDA {w.build or w.accelerator_version} ({f.name}, {_when(w)})")
+            rts.append((f"CUDA {w.build or w.accelerator_version} ({f.name}, {_when(w)})", None))
     return rts

@@ -28,14 +28,30 @@ from pinning.matrix.importers.amd_footnotes import (
 )
 from pinning.matrix.models import FrameworkSupport, OsRestriction, Release
 
-SOURCE = (
-    "AMD ROCm compatibility matrix, historical table "
-    "(ROCm/ROCm docs/compatibility/compatibility-matrix-historical-6.0.csv)"
-)
+CSV_PATH = "docs/compatibility/compatibility-matrix-historical-6.0.csv"
+PAGE_PATH = "docs/compatibility/compatibility-matrix.rst"
+SOURCE = f"AMD ROCm compatibility matrix, historical table: ROCm/ROCm:{CSV_PATH}"
 URL = "https://rocm.docs.amd.com/en/latest/compatibility/compatibility-matrix.html"
-PAGE_SOURCE = (
-    "AMD ROCm compatibility matrix page (ROCm/ROCm docs/compatibility/compatibility-matrix.rst)"
-)
+PAGE_SOURCE = f"AMD ROCm compatibility matrix page: ROCm/ROCm:{PAGE_PATH}"
+
+#: The dated copies pin ships, by date: the repository and commit read (a fork of ROCm/ROCm
+#: whose ``docs/compatibility`` matches upstream, or upstream itself).
+COPIES: dict[dt.date, tuple[str, str]] = {
+    dt.date(2026, 1, 21): ("alanina/ROCm", "c6bf8d2"),
+    dt.date(2025, 3, 21): ("ROCm/ROCm", "e396b48"),
+}
+
+
+def cite(base: str, path: str, published: dt.date) -> tuple[str, str]:
+    """Source text and URL of one file of the copy dated ``published``: the upstream path,
+    the copy read and its date; the live page's URL for a copy pin does not know.
+    """
+    copy = COPIES.get(published)
+    if copy is None:
+        return f"{base} (copy dated {published.isoformat()})", URL
+    repo, commit = copy
+    return (f"{base} (copy read: {repo}@{commit}, {published.isoformat()})",
+            f"https://github.com/{repo}/blob/{commit}/{path}")
 
 # Linear-time patterns (a hostile cell cannot make them backtrack quadratically): white
 # space before a footnote is matched only from the start of its run, and link texts are
@@ -67,6 +83,8 @@ FRAMEWORKS: dict[str, str] = {
     "megablocks": "megablocks",
     "ray": "ray",
     "flashinfer": "flashinfer",
+    "llama.cpp": "llama.cpp",
+    "stanford megatron-lm": "stanford-megatron-lm",
 }
 
 #: Library and tool rows a ROCm user-space lock records (label -> pin name); the HIP runtime
@@ -458,11 +476,12 @@ def _restrictions(col: _Column, published: dt.date,
         rules = os_rules(fn, footnotes.get(fn, ""), versions=col.versions, column_os=col.os,
                          cell_os=cell_os, parse=parser)
         for rule in rules or []:
+            source, url = cite(PAGE_SOURCE, PAGE_PATH, published)
             out.append(OsRestriction(
-                source=f"{PAGE_SOURCE}, footnote {fn}", url=URL, published=published,
+                source=f"{source}, footnote {fn}", url=url, published=published,
                 mode=rule.mode,
                 gpus=rule.gpus, os=rule.os, runtimes=f"=={rule.runtime}", footnote=fn,
-                note=rule.note,
+                note=rule.note, targets=rule.targets,
             ))
     return out
 
@@ -480,12 +499,13 @@ def _merge(rows: list[OsRestriction]) -> list[OsRestriction]:
 
 
 def _frameworks(col: _Column, version: str, state: _State, footnotes: dict[str, str]
-                ) -> tuple[list[FrameworkSupport], list[str]]:
-    """The column's framework entries as they hold for ROCm ``version``, and release notes
-    (a footnote that limits a framework to other releases drops it, with a note saying so).
+                ) -> tuple[list[FrameworkSupport], dict[str, list[str]]]:
+    """The column's framework entries as they hold for ROCm ``version``, and notes by
+    framework (a footnote that limits a framework to other releases drops it, with a note
+    saying so, shown only when that framework is asked for).
     """
     fws: list[FrameworkSupport] = []
-    notes: list[str] = []
+    notes: dict[str, list[str]] = {}
     for fw, vers in col.frameworks.items():
         label = state.row_labels.get(_FRAMEWORK_LABEL[fw], fw)
         fw_notes: list[str] = []
@@ -494,7 +514,8 @@ def _frameworks(col: _Column, version: str, state: _State, footnotes: dict[str, 
             text_ = footnotes.get(fn, "")
             only = only_on_rocm(text_)
             if only is not None and not version_listed(only, version):
-                notes.append(f"{label} {', '.join(vers)} is listed in the column {col.header}, "
+                notes.setdefault(fw, []).append(
+                             f"{label} {', '.join(vers)} is listed in the column {col.header}, "
                              f"but footnote {fn} says: {plain(text_)} pin does not validate "
                              f"{label} on ROCm {version}.")
                 keep = False
@@ -511,6 +532,12 @@ def _split_by_cell_notes(fw: str, vers: list[str], col: _Column, fw_notes: list[
     """One entry for ``vers``; a version whose footnote keeps it off a GPU series gets its
     own entry limited to the column's other gfx targets.
     """
+    if not all(_is_pep440(v) for v in vers):
+        return [FrameworkSupport(
+            name=fw, versions=None, builds=list(vers), notes=list(fw_notes),
+            versions_unknown=(f"AMD lists {fw} {', '.join(vers)} for {col.header}: a build "
+                              "name, not a PEP 440 version; recorded as written, and pin "
+                              "cannot compare it with a requested version"))]
     plain_vers = list(vers)
     extra: list[FrameworkSupport] = []
     notes = list(fw_notes)
@@ -531,34 +558,47 @@ def _split_by_cell_notes(fw: str, vers: list[str], col: _Column, fw_notes: list[
 
 def _releases(col: _Column, state: _State, published: dt.date, name: str,
               footnotes: dict[str, str]) -> list[Release]:
+    del name  # the public document, not the local file, is named in unknown reasons
+    source, url = cite(SOURCE, CSV_PATH, published)
     out: list[Release] = []
     for version in col.versions:
         notes = list(col.notes)
         if len(col.versions) > 1:
             notes.insert(0, f"Listed in the combined column {col.header}.")
         fws, fw_notes = _frameworks(col, version, state, footnotes)
-        notes += fw_notes
         unknown: dict[str, str] = {}
+        table = "AMD's historical compatibility table"
         if not col.os:
-            unknown["os"] = f"{name} lists no operating system for {col.header}"
+            unknown["os"] = f"{table} lists no operating system for {col.header}"
         if col.tested and not col.kmd:
             unknown["kmd"] = (
-                f"{name} lists, for {col.header}, the user-space series tested with its kernel "
+                f"{table} lists, for {col.header}, the user-space series tested with its kernel "
                 f"driver (Tested user space versions: {', '.join(col.tested)}), not the AMD "
                 "GPU Driver versions this user space supports")
         elif not col.kmd:
-            unknown["kmd"] = f"{name} lists no AMD GPU Driver (KMD) for {col.header}"
+            unknown["kmd"] = f"{table} lists no AMD GPU Driver (KMD) for {col.header}"
         if not col.targets:
-            unknown["targets"] = f"{name} lists no GPU target for {col.header}"
+            unknown["targets"] = f"{table} lists no GPU target for {col.header}"
         out.append(Release(
             vendor="amd", runtime="rocm", version=version,
             column=col.header if len(col.versions) > 1 else None,
-            source=SOURCE, url=URL, published=published,
+            source=source, url=url, published=published,
             targets=col.targets or None, os=col.os or None, kmd=col.kmd or None, hip=col.hip,
             tested_user_space=col.tested or None, components=dict(col.components),
-            frameworks=fws, notes=notes, unknown=unknown,
+            frameworks=fws, notes=notes, framework_notes=fw_notes, unknown=unknown,
         ))
     return out
+
+
+def _is_pep440(value: str) -> bool:
+    """True when ``value`` is a PEP 440 version (``2.9.1``; not ``b6652`` or ``85f95ae``)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(value)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def _with_text(note: str, footnotes: dict[str, str] | None) -> str:

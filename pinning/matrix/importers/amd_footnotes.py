@@ -7,8 +7,10 @@ shapes AMD writes, each turned into a rule here:
 
 - ``For ROCm 6.1.2 - MI300A (gfx942) is supported on Ubuntu 22.04.4, RHEL 9.4, ... and SLES 15
   SP5. MI300X (gfx942) is only supported on Ubuntu 22.04.4 and Oracle Linux.``: per GPU, the
-  only OSes (``only-these-os``); ``... is supported on listed operating systems *except*
-  Ubuntu 22.04.5 [6.8 HWE] ...``: OSes excluded (``not-these-os``).
+  only OSes (``only-these-os``), and, as the footnote names the gfx target only through these
+  products, the target only as them (``only-these-gpus``: another gfx942 product, MI325X or
+  MI308X, gets no OS on that release); ``... is supported on listed operating systems
+  *except* Ubuntu 22.04.5 [6.8 HWE] ...``: OSes excluded (``not-these-os``).
 - ``Oracle Linux and Azure Linux are supported only on AMD Instinct MI300X.`` (on an OS cell):
   that cell's OSes only on those GPUs (``os-only-on-gpus``).
 - ``DGL is supported only on ROCm 7.0.0, ROCm 6.4.3 and ROCm 6.4.0.`` (on a framework row
@@ -31,7 +33,8 @@ from pinning.matrix.names import GPU_SERIES, SERIES_TARGETS, series_key
 
 _FOR_ROCM = re.compile(r"^For ROCm (?P<v>[0-9][0-9.]*) - (?P<rest>.+)$")
 _GPU_SENTENCE = re.compile(
-    r"^(?P<gpu>MI[0-9]{3}[A-Z]?) \(gfx[0-9a-f]+\) is (?P<only>only )?supported on (?P<list>.+)$"
+    r"^(?P<gpu>MI[0-9]{3}[A-Z]?) \((?P<target>gfx[0-9a-f]+)\) is (?P<only>only )?"
+    r"supported on (?P<list>.+)$"
 )
 _EXCEPT = re.compile(r"^listed operating systems except (?P<list>.+)$")
 _OS_ONLY_ON = re.compile(
@@ -51,12 +54,13 @@ _SPLIT_LIST = re.compile(r",\s*(?:and\s+)?|\s+and\s+")
 class OsRule:
     """One OS restriction read from a footnote (the fields of ``OsRestriction``)."""
 
-    mode: Literal["only-these-os", "not-these-os", "os-only-on-gpus"]
+    mode: Literal["only-these-os", "not-these-os", "os-only-on-gpus", "only-these-gpus"]
     gpus: list[str]
     os: list[str]
     runtime: str
     footnote: str
     note: str | None = None
+    targets: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -144,11 +148,13 @@ def os_rules(name: str, text: str, *, versions: list[str], column_os: list[str],
 def _per_gpu_rules(name: str, version: str, rest: str, column_os: list[str],
                    parse: OsParser) -> list[OsRule] | None:
     rules: list[OsRule] = []
+    targets: list[str] = []
     for sentence in re.split(r"\.\s+(?=[A-Z])", rest.strip()):
         sm = _GPU_SENTENCE.match(sentence.strip().rstrip("."))
         if not sm:
             return None
         gpu = sm.group("gpu").lower()
+        targets += [sm.group("target")] if sm.group("target") not in targets else []
         listed = sm.group("list")
         try:
             em = _EXCEPT.match(listed)
@@ -163,6 +169,10 @@ def _per_gpu_rules(name: str, version: str, rest: str, column_os: list[str],
                 rules.append(OsRule("only-these-os", [gpu], oses, version, name))
         except ValueError:
             return None
+    if rules and all(r.mode == "only-these-os" for r in rules):
+        oses = list(dict.fromkeys(o for r in rules for o in r.os))
+        rules.append(OsRule("only-these-gpus", [g for r in rules for g in r.gpus], oses,
+                            version, name, targets=targets))
     return rules or None
 
 

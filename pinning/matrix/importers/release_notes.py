@@ -15,7 +15,15 @@ from html.parser import HTMLParser
 from pinning.errors import MatrixError
 from pinning.matrix.models import FirmwareRow, FirmwareValue
 
-SOURCE_FMT = "AMD ROCm {version} release notes (ROCm/ROCm RELEASE.md), firmware and driver table"
+SOURCE_FMT = ("AMD ROCm {version} release notes, firmware and driver table: ROCm/ROCm:RELEASE.md"
+              "{copy}")
+
+#: The copy of ``RELEASE.md`` read for each release (a fork of ROCm/ROCm at the release).
+COPIES: dict[str, str] = {
+    "7.2.0": "alanina/ROCm@599328c", "7.1.1": "alanina/ROCm@e8fdc34",
+    "7.1.0": "alanina/ROCm@702d8e4", "7.0.2": "alanina/ROCm@f21cfe1",
+    "7.0.1": "alanina/ROCm@d92d926", "7.0.0": "alanina/ROCm@26f708d",
+}
 URL_FMT = "https://rocm.docs.amd.com/en/docs-{version}/about/release-notes.html"
 
 #: What the firmware column holds for each GPU family.
@@ -233,8 +241,12 @@ def _firmware_row(line: list[_Cell | None], col: dict[str, int], footnotes: dict
         gim=gim,
         notes=notes,
         unknown=unknown,
-        source=SOURCE_FMT.format(version=version),
+        source=SOURCE_FMT.format(
+            version=version,
+            copy=f" (copy read: {COPIES[version]})" if version in COPIES else ""),
         url=URL_FMT.format(version=version),
+        published_unknown=("the release notes carry no publication date and the commit date "
+                           "of the copy read was not recorded"),
         checked=checked,
     )
 

@@ -57,6 +57,8 @@ _QUERY_FIELDS = {
     "pstate", "memory.used", "memory.free", "temperature.gpu", "utilization.gpu",
     "power.draw", "power.limit", "clocks.sm", "clocks.max.sm", "count",
 }
+_DIRECT_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])? @ \S+\.whl$")
+"""A pip freeze direct reference to a wheel (``torch @ https://.../torch-2.5.1...whl``)."""
 _PIP_LIKE = re.compile(
     r"^[A-Za-z][A-Za-z0-9._-]*(?:\s*===?\s*[0-9]\S*|\s+[0-9][^\s]*(?:\s+\S.*)?)\s*$"
 )
@@ -258,6 +260,9 @@ class _Splitter:
             if s and not (_PIP_LIKE.match(s) or PIP_RULER.match(s) or "==" in s or " @ " in s
                           or s.startswith(("#", "-e "))):
                 self.ended = True
+            return
+        if self.idle() and _DIRECT_REF.match(s):
+            self.start(i, "pip_list")
             return
         if self.idle() and _PIP_LIKE.match(s) and not re.match(r"^GPU\b", s):
             nxt = self.next_nonblank(i).strip()

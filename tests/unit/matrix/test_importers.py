@@ -57,7 +57,9 @@ def test_combined_header_gives_two_releases_with_same_content() -> None:
     rel = {r.version: r for r in _newest().releases}
     assert rel["7.0.1"].column == rel["7.0.0"].column == "7.0.1/7.0.0"
     # Footnote dgl_compat: DGL only on 7.0.0 of the combined column.
-    assert [f for f in rel["7.0.0"].frameworks if f.name != "dgl"] == rel["7.0.1"].frameworks
+    # llama.cpp likewise (footnote llama-cpp_compat: 7.0.0 and 6.4.x).
+    assert [f for f in rel["7.0.0"].frameworks
+            if f.name not in ("dgl", "llama.cpp")] == rel["7.0.1"].frameworks
     assert any(f.name == "dgl" for f in rel["7.0.0"].frameworks)
     assert "Listed in the combined column 7.0.1/7.0.0." in rel["7.0.0"].notes
 

@@ -122,8 +122,10 @@ def test_mi300_rows_for_rocm_6_0_and_6_1_follow_the_page(matrix: Matrix) -> None
 
 def test_tensorflow_2_17_1_is_not_locked_on_mi350_series(matrix: Matrix) -> None:
     for gpu in ("mi355x", "mi350x"):
-        with pytest.raises(NoValidatedCombination):
+        with pytest.raises(NoValidatedCombination) as info:
             run(matrix, gpu, "tensorflow==2.17.1")
+        why = [ln for ln in info.value.message.splitlines() if ln.startswith("Not on gfx950:")]
+        assert len(why) == 1 and "footnote tf-mi350" in why[0]  # said once, with the footnote
     res = run(matrix, "mi300x", "tensorflow==2.17.1", rocm="==7.0.2")
     assert any("tf-mi350" in n for fw in res.frameworks for n in fw.notes)
 
@@ -158,7 +160,8 @@ def test_rocm_10_pytorch_lock_warns_the_targets_are_unstated(matrix: Matrix) -> 
 
 def test_restriction_past_its_source_is_unknown_not_extended(matrix: Matrix) -> None:
     res = run(matrix, "mi300a", "pytorch", rocm="==7.2.0")
-    assert any("stated up to ROCm 7.1.1" in w and "unknown" in w for w in res.warnings)
+    assert any("7.1.1 (" in w and "covers ROCm 7.2.0" in w and "unknown" in w
+               for w in res.warnings)
     # Debian 13 is not in MI300A's 7.1.x footnote list; that list is not extended to 7.2.0.
     assert run(matrix, "mi300a", "pytorch", rocm="==7.2.0", os="debian-13").os_chosen
     with pytest.raises(NoValidatedCombination):
@@ -171,3 +174,82 @@ def test_tested_user_space_rows_are_not_the_allowed_drivers(matrix: Matrix) -> N
     res = run(matrix, "mi300x", "pytorch", rocm="==6.3.3", as_of=dt.date(2025, 6, 1))
     assert res.kmd_allowed is None and res.kmd_unknown and "tested" in res.kmd_unknown
     assert any("kernel driver (KFD)" in n for n in res.notes)
+
+
+# -- review: gfx942 products, carried notes, unknown past the source, 7.x rows, llama.cpp ----
+
+@pytest.mark.parametrize(("gpu", "rocm", "os", "footnote"), [
+    ("mi325x", "==6.0.0", "rhel-9.2", "mi300_600"),
+    ("mi308x", "==6.0.0", "rhel-9.2", "mi300_600"),
+    ("mi325x", "==6.1.2", "ubuntu-20.04.6", "mi300_612"),
+])
+def test_other_gfx942_products_get_no_os_where_the_footnote_names_mi300a_and_x(
+        matrix: Matrix, gpu: str, rocm: str, os: str, footnote: str) -> None:
+    # "For ROCm 6.0.0 - MI300A (gfx942) is supported on ... MI300X (gfx942) is only supported
+    # on ...": gfx942 is supported only as those two products on that release.
+    with pytest.raises(NoValidatedCombination, match=f"only-these-gpus.*footnote {footnote}"):
+        run(matrix, gpu, "pytorch", rocm=rocm, os=os)
+    assert run(matrix, "mi300a", "pytorch", rocm=rocm, os="ubuntu-22.04.3"
+               if rocm == "==6.0.0" else "ubuntu-22.04.4").os_chosen
+
+
+def test_footnote_notes_reach_the_lock_from_the_older_copy(matrix: Matrix) -> None:
+    res = run(matrix, "mi300x", "pytorch", rocm="==6.3.3", os="debian-12")
+    assert res.release is not None and res.release.file.name == "amd-rocm-2026-01-21"
+    assert any("single-node" in n for n in res.notes)
+    res = run(matrix, "mi300x", "pytorch", rocm="==6.2.4")
+    assert any("footnote mi300_624" in n and "[6.8 HWE]" in n for n in res.notes)
+    with pytest.raises(NoValidatedCombination, match=r"\[6\.8 HWE\]"):
+        run(matrix, "mi300x", "pytorch", rocm="==6.2.4", os="ubuntu-22.04.5")
+
+
+@pytest.mark.parametrize(("gpu", "rocm", "os", "what"), [
+    ("mi300x", "==6.1.5", "ubuntu-20.04.6", "only-these-os: mi300x"),
+    ("mi250", "==6.1.5", "ol-8.9", "os-only-on-gpus: mi300x"),
+    ("mi300a", "==6.4.1", "azurelinux-3.0", "os-only-on-gpus: mi300x"),
+    ("mi210", "==6.4.0", "debian-12", "os-only-on-gpus: mi300x"),
+])
+def test_restriction_unknown_on_releases_its_source_does_not_cover(
+        matrix: Matrix, gpu: str, rocm: str, os: str, what: str) -> None:
+    res = run(matrix, gpu, "pytorch", rocm=rocm, os=os)
+    assert any(what in w and "unknown" in w for w in res.warnings), res.warnings
+
+
+def test_no_unknown_warning_where_a_later_source_speaks(matrix: Matrix) -> None:
+    # The 7.0.x-7.1.x footnotes cover ROCm 7.0.0: the 6.x MI300X rows are not warned about.
+    res = run(matrix, "mi300x", "pytorch", rocm="==7.0.0")
+    assert not any("mi300_6" in w for w in res.warnings)
+
+
+def test_release_notes_additions_and_no_carried_forward_refusal(matrix: Matrix) -> None:
+    # rocm-7.1.0-RELEASE.md: "AMD Instinct MI100 adds support for SLES 15 SP7."
+    assert run(matrix, "mi100", "pytorch", rocm="==7.1.0", os="sles-15.7").os_chosen
+    # 7.2.0 notes only add SLES 15 SP7 for MI355X/MI350X: RHEL 10.1 is unknown, not refused.
+    for os in ("rhel-10.1", "debian-12"):
+        res = run(matrix, "mi355x", "pytorch", rocm="==7.2.0", os=os)
+        assert res.os_chosen and any("unknown" in w for w in res.warnings)
+
+
+def test_llama_cpp_and_stanford_megatron_resolve_with_their_builds(matrix: Matrix) -> None:
+    res = run(matrix, "mi300x", "llama.cpp")
+    assert res.runtime_version == "7.0.0"
+    fw = res.frameworks[0]
+    assert fw.version is None and fw.unknown and "b6652" in fw.unknown
+    assert any("llama-cpp_compat" in n for n in fw.notes)
+    res = run(matrix, "mi300x", "stanford-megatron-lm")
+    assert res.runtime_version == "6.3.0"
+    assert "85f95ae" in (res.frameworks[0].unknown or "")
+
+
+def test_tf_2_17_1_on_mi350_cites_its_footnote(matrix: Matrix) -> None:
+    from pinning.resolve.candidates import framework_in_release
+
+    rr = next(x for x in matrix.releases() if x.release.version == "7.0.2")
+    fw, why = framework_in_release(parse_framework("tensorflow==2.17.1",
+                                                   matrix.framework_names()), rr, "gfx950")
+    assert fw is None and why and "tf-mi350" in why
+
+
+def test_a_framework_note_is_printed_only_for_that_framework(matrix: Matrix) -> None:
+    res = run(matrix, "mi300x", "dgl")
+    assert not any("verl" in n for n in res.notes)
