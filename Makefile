@@ -61,7 +61,7 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-bench: install
+bench: install wheelhouse
 	$(BIN)/python bench/bench_resolve.py
 	$(BIN)/python bench/bench_probe.py
 	$(BIN)/python bench/bench_build.py
