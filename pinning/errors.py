@@ -66,7 +66,8 @@ class LockfileError(PinError):
     """A lockfile is unreadable, invalid or of an unknown version (exit 5)."""
 
     exit_code = 5
-    default_hint = "Regenerate the lock with the command in its header comment."
+    default_hint = ("Restore the file, or run `pin lock upgrade FILE` to re-resolve it and keep "
+                    "its frozen host values.")
 
 
 class DriftError(PinError):

@@ -23,7 +23,7 @@ from pinning import __version__
 from pinning.errors import InternalError, PinError
 from pinning.util.text import printable
 
-__all__ = ["PinGroup", "main"]
+__all__ = ["WORKFLOW", "PinGroup", "main"]
 
 
 def _fail(err: PinError, debug: bool) -> NoReturn:
@@ -36,8 +36,40 @@ def _fail(err: PinError, debug: bool) -> NoReturn:
     sys.exit(err.exit_code)
 
 
+#: ``pin --help`` lists commands under these headings, in workflow order; a command named in
+#: none is listed under "Other commands".
+WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Audit what runs today", ("probe", "doctor", "audit")),
+    ("Resolve a validated stack", ("matrix", "resolve")),
+    ("Freeze, build and sign", ("freeze", "build", "rebuild", "keygen", "sign")),
+    ("Accept a host or an image", ("verify", "verify-image")),
+    ("Decide what may change", ("guard",)),
+    ("Keep it true", ("lock",)),
+    ("Shell", ("completion",)),
+)
+
+
 class PinGroup(click.Group):
-    """Click group that turns ``PinError`` into one paragraph and its exit code."""
+    """Click group that turns ``PinError`` into one paragraph and its exit code, and lists
+    its commands grouped by workflow (:data:`WORKFLOW`) in ``--help``.
+    """
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Write the commands in one section per :data:`WORKFLOW` heading, then any other."""
+        shown: dict[str, click.Command] = {}
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                shown[name] = cmd
+        placed = {n for _, names in WORKFLOW for n in names}
+        sections = [(title, [n for n in names if n in shown]) for title, names in WORKFLOW]
+        sections.append(("Other commands", [n for n in shown if n not in placed]))
+        width = formatter.width - 6 - max((len(n) for n in shown), default=0)
+        for title, names in sections:
+            if names:
+                with formatter.section(title):
+                    formatter.write_dl([(n, shown[n].get_short_help_str(width))
+                                        for n in names])
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; a ``PinError`` becomes its paragraph and exit code."""
@@ -79,18 +111,33 @@ def main(debug: bool) -> None:
       pin freeze pin.lock --host host.json                  # pin the trial host's values
       pin verify pin.lock                                   # does this host still match?
       pin doctor collect_env.txt                            # diagnose a pasted dump
+      pin lock check pin.lock                               # CI: same stack today?
+      pin lock upgrade pin.lock --rocm '==7.2.0'            # move on, keep host values
 
     Exit codes: 0 ok, 1 bug, 2 usage, 3 matrix data invalid, 4 no validated combination,
-    5 lockfile invalid, 6 drift, 7 probe failed, 8 build/registry, 9 signature, 10 guard.
+    5 lockfile invalid, 6 drift, 7 probe failed, 8 build/registry, 9 signature, 10 guard,
+    14 nothing to judge (doctor).
     """
 
 
 def _register_commands() -> None:
     """Add every command group's commands to ``main`` (each module exposes ``register``)."""
-    from pinning.cli import audit, doctor, guard, host, image, lock, matrix, resolve, sign
+    from pinning.cli import (
+        audit,
+        completion,
+        doctor,
+        guard,
+        host,
+        image,
+        lock,
+        matrix,
+        resolve,
+        sign,
+    )
 
-    for module in (resolve, matrix, lock, host, doctor, image, sign, guard, audit):
+    for module in (resolve, matrix, lock, host, doctor, image, sign, guard, audit, completion):
         module.register(main)
+    completion.attach_value_completion(main)
 
 
 _register_commands()

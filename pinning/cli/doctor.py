@@ -6,13 +6,11 @@ inside the command so ``pin --help`` stays fast.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from pinning.cli.options import format_option
 from pinning.cli.render import doctor_text
-from pinning.errors import DriftError, NothingToJudge, UsageError
+from pinning.errors import DriftError, NothingToJudge, ProbeError, UsageError
 from pinning.util.text import json_safe
 
 __all__ = ["doctor", "register"]
@@ -24,28 +22,22 @@ _LIMIT = 64 * 1024 * 1024
 def _read_dump(path: str) -> tuple[str, str]:
     """``(label, text)`` of one dump: a regular file, or stdin for ``-``.
 
-    Raises ``UsageError`` (exit 2) when the file is not a regular file (a FIFO, a device, a
-    directory), cannot be read or is over 64 MiB; stdin is read to at most 64 MiB + 1 byte.
-    Bytes that are not UTF-8 are replaced.
+    Raises ``ProbeError`` (exit 7, a dump that cannot be read) when the file is absent, not
+    a regular file (a FIFO, a device, a directory), cannot be read or is over 64 MiB;
+    stdin is read to at most 64 MiB + 1 byte. Bytes that are not UTF-8 are replaced.
     """
-    import sys
-
+    from pinning.cli.options import cli_path
     from pinning.util.files import read_regular_bytes
 
-    hint = "Pass files that hold pasted tool output."
-    if path == "-":
-        data = sys.stdin.buffer.read(_LIMIT + 1)
-        if len(data) > _LIMIT:
-            raise UsageError(f"{path}: larger than 64 MiB; not an environment dump.",
-                             hint="Pass only the tool outputs.")
-    else:
-        data = read_regular_bytes(Path(path), UsageError, label=path, hint=hint, limit=_LIMIT)
-    return (path if path != "-" else "<stdin>", data.decode("utf-8", "replace"))
+    label = "<stdin>" if path == "-" else path
+    hint = "Pass files that hold pasted tool output ('-' reads standard input)."
+    data = read_regular_bytes(cli_path(path), ProbeError, label=label, hint=hint, limit=_LIMIT)
+    return (label, data.decode("utf-8", "replace"))
 
 
 @click.command()
 @click.argument("paths", metavar="FILE...", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, allow_dash=True))
+                type=click.Path(allow_dash=True))
 @click.option("--matrix", "overlays", multiple=True, metavar="FILE",
               help="Add a site overlay to the matrix (also PIN_MATRIX).")
 @format_option
@@ -63,8 +55,8 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     CUDA torch on an AMD host, several Triton distributions, a JAX plugin for another ROCm
     major, a driver too old for the CUDA build, HSA_OVERRIDE_GFX_VERSION, an inbox or old
     amdgpu, and more. --format json carries every fact read. Exit 0 when nothing is wrong, 6
-    when an error is found, 7 when a file holds no recognisable dump, 14 when the dumps give
-    no rule anything to judge.
+    when an error is found, 7 when a file cannot be read or holds no recognisable dump, 14
+    when the dumps give no rule anything to judge.
     """
     from pinning.doctor.report import doctor as do_doctor
     from pinning.matrix.load import load_matrix

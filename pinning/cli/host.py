@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pinning.cli.options import format_option, host_options, path_given
+from pinning.cli.options import cli_path, format_option, host_options, one_stdin, path_given
 from pinning.cli.render import probe_text, verify_text
 from pinning.errors import DriftError, UsageError
 from pinning.util.text import json_safe, printable
 
 if TYPE_CHECKING:
+    from pinning.guards.view import Finding
+    from pinning.lockfile.models import Lockfile
     from pinning.matrix.load import Matrix
     from pinning.probe.models import HostFacts
 
@@ -63,7 +65,8 @@ def _host_facts(host_file: str | None, root: str | None, replay: str | None,
                              "--site-packages (those probe a host).")
         from pinning.probe.snapshot import read_snapshot
 
-        return read_snapshot(Path(host_file)), host_file
+        return read_snapshot(cli_path(host_file)), ("standard input" if host_file == "-"
+                                                    else host_file)
     label = f"root {root}" if root else "this host (live)"
     return _probe(root, replay, site_packages, matrix, model_id), label
 
@@ -71,10 +74,12 @@ def _host_facts(host_file: str | None, root: str | None, replay: str | None,
 @click.command()
 @host_options
 @click.option("--lock", "lock_path", metavar="LOCK", type=click.Path(),
-              help="Also look for the lock's model revision in the Hugging Face cache.")
+              help="Also look for the lock's model revision in the Hugging Face cache "
+                   "('-': standard input).")
 @click.option("-o", "--output", callback=path_given, metavar="FILE",
-              help="Write the snapshot (JSON, schemas/host.schema.json) to FILE (exit 2 when "
-                   "it cannot be written).")
+              help="Write the snapshot (JSON, schemas/host.schema.json) to FILE ('-': standard "
+                   "output, the report then goes to stderr; exit 2 when it cannot be "
+                   "written).")
 @format_option
 def probe(host_file: str | None, root: str | None, replay: str | None,
           site_packages: tuple[str, ...], overlays: tuple[str, ...], lock_path: str | None,
@@ -96,22 +101,27 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
     from pinning.matrix.load import load_matrix
     from pinning.probe.snapshot import snapshot_text, write_snapshot
 
+    one_stdin(**{"--host": host_file, "--lock": lock_path})
     matrix = load_matrix(overlays)
     model_id = None
     if lock_path:
-        lk = read_lock(Path(lock_path))
+        lk = read_lock(cli_path(lock_path))
         model_id = lk.model.id if lk.model else None
     facts, _label = _host_facts(host_file, root, replay, site_packages, matrix, model_id)
+    to_stdout = output == "-"
     if output:
-        write_snapshot(facts, Path(output))
+        write_snapshot(facts, cli_path(output))
     if fmt == "json":
-        click.echo(snapshot_text(facts), nl=False)
+        if not to_stdout:  # `-o -` already printed the snapshot, the same JSON
+            click.echo(snapshot_text(facts), nl=False)
         return
-    click.echo(probe_text(facts))
+    click.echo(probe_text(facts), err=to_stdout)
     if output:
         from pinning.probe.models import snapshot_hash
 
-        click.echo(f"Wrote {output} ({snapshot_hash(facts)})")
+        where = "the snapshot to standard output" if to_stdout else output
+        click.echo(printable(f"Wrote {where} ({snapshot_hash(facts)})", newlines=False),
+                   err=to_stdout)
 
 
 @click.command()
@@ -121,11 +131,17 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
               help="Warnings are drift too: a locked fact that could not be read, packages "
                    "beyond the lock, an amdgpu module an unfrozen lock cannot compare (freeze "
                    "the lock first), a driver above NVIDIA's listed range.")
-@click.option("-v", "--verbose", is_flag=True, help="List matching facts too.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="List matching facts too, and the guard rules that do not apply here (a "
+                   "fact they need, such as the lock's [serving] quantization, is not known).")
+@click.option("--audit", "audit_path", metavar="REPORT", type=click.Path(),
+              help="The JSON `pin audit PATH --format json` wrote: the code rules (torch "
+                   "device strings) judge the audited code (exit 2 when it is not such a "
+                   "report).")
 @format_option
 def verify(lock_path: str, host_file: str | None, root: str | None, replay: str | None,
            site_packages: tuple[str, ...], overlays: tuple[str, ...], strict: bool,
-           verbose: bool, fmt: str) -> None:
+           verbose: bool, audit_path: str | None, fmt: str) -> None:
     """Check that a host still matches LOCK, below user space too.
 
     Each fact gets expected, actual, a status (match, mismatch, missing, not-probed,
@@ -134,21 +150,30 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     ROCm release, Triton and torch install hazards.
 
     Exit 0 when the host matches, 6 on drift, 7 when the host could not be probed at all,
-    5 for a bad lockfile. JSON output: schemas/verify-report.schema.json.
+    5 for a bad lockfile. JSON output: schemas/verify-report.schema.json. LOCK or --host
+    may be '-' (standard input).
     """
     from pinning.lockfile.io import read_lock
     from pinning.matrix.load import load_matrix
     from pinning.verify.report import verify as do_verify
 
-    lock = read_lock(Path(lock_path))
+    one_stdin(LOCK=lock_path, **{"--host": host_file})
+    lock = read_lock(cli_path(lock_path))
     matrix = load_matrix(overlays)
     model_id = lock.model.id if lock.model else None
     facts, label = _host_facts(host_file, root, replay, site_packages, matrix, model_id)
-    report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label, strict=strict)
+    from pinning.verify.report import audit_device_strings
+
+    devices = audit_device_strings(Path(audit_path)) if audit_path else None
+    report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label, strict=strict,
+                       verbose=verbose, device_strings=devices)
     if fmt == "json":
         click.echo(json_safe(report.model_dump_json(by_alias=True, exclude_none=True, indent=2)))
     else:
         click.echo(verify_text(report, verbose=verbose))
+        if report.hidden_rules:
+            click.echo(f"({report.hidden_rules} guard rule(s) that do not apply here hidden; "
+                       "-v lists them)")
     if report.result == "drift":
         facts_named = sorted({f.fact + (f"[GPU {f.gpu}]" if f.gpu is not None else "")
                               for f in report.drift})
@@ -166,7 +191,8 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
               help="Freeze even when the host is outside what the lock validated; the "
                    "deviations are recorded in the lock.")
 @click.option("-o", "--output", callback=path_given, metavar="FILE",
-              help="Write here instead of replacing LOCK (exit 2 when it cannot be written).")
+              help="Write here instead of replacing LOCK ('-': standard output, messages then "
+                   "go to stderr; exit 2 when it cannot be written).")
 @format_option
 def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str | None,
            site_packages: tuple[str, ...], overlays: tuple[str, ...], force: bool,
@@ -177,21 +203,39 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
 
     Exit 6 (nothing written) when the host is outside what the lock's matrix validated,
     unless --force; exit 5 (nothing written) when LOCK changed while pin was probing
-    (another pin command wrote it): re-run.
+    (another pin command wrote it): re-run. LOCK '-' reads standard input and writes the
+    frozen lock to standard output (unless -o); --host '-' reads the snapshot from it.
     """
-    from pinning.lockfile.io import lock_json, read_lock_bytes, write_lock
+    from pinning.lockfile.io import read_lock_bytes, write_lock
     from pinning.matrix.load import load_matrix
     from pinning.verify.freeze import freeze as do_freeze
 
-    raw, lock = read_lock_bytes(Path(lock_path))
+    one_stdin(LOCK=lock_path, **{"--host": host_file})
+    dest = cli_path(output or lock_path)
+    to_stdout = str(dest) == "-"
+    if to_stdout and fmt == "json":
+        raise UsageError("The frozen lock goes to standard output ('-') and so would "
+                         "--format json; choose one.")
+    raw, lock = read_lock_bytes(cli_path(lock_path))
     matrix = load_matrix(overlays)
     model_id = lock.model.id if lock.model else None
     facts, label = _host_facts(host_file, root, replay, site_packages, matrix, model_id)
     frozen, found, unfrozen = do_freeze(lock, facts, matrix, host_label=label, force=force)
-    dest = Path(output or lock_path)
     # Replacing the lock read above: only if nobody wrote it meanwhile (exit 5 otherwise).
-    in_place = output is None or dest.resolve() == Path(lock_path).resolve()
+    in_place = not to_stdout and (
+        output is None or dest.resolve() == cli_path(lock_path).resolve())
     write_lock(frozen, dest, if_unchanged=raw if in_place else None)
+    _freeze_summary(frozen, found, unfrozen, label=label, dest=dest, fmt=fmt)
+
+
+def _freeze_summary(frozen: Lockfile, found: list[Finding], unfrozen: list[str], *, label: str,
+                    dest: Path, fmt: str) -> None:
+    """What ``pin freeze`` did: JSON, or text lines (on stderr when the lock went to
+    standard output).
+    """
+    from pinning.lockfile.io import lock_json
+
+    err = str(dest) == "-"
     if fmt == "json":
         click.echo(json.dumps({"lockfile": str(dest), "lock": lock_json(frozen),
                                "deviations": [f.model_dump(mode="json") for f in found],
@@ -199,15 +243,16 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
         return
     for f in found:
         click.echo(printable(f"Recorded deviation (--force): {f.fact}: {f.message}",
-                             newlines=False))
+                             newlines=False), err=err)
     if found:
         click.echo("pin verify will keep reporting these facts as outside what the matrix "
-                   "validated.")
+                   "validated.", err=err)
     for item in unfrozen:
-        click.echo(printable(f"Not frozen: {item}", newlines=False))
+        click.echo(printable(f"Not frozen: {item}", newlines=False), err=err)
     assert frozen.frozen is not None
-    click.echo(printable(f"Froze {label} into {dest} (snapshot {frozen.frozen.snapshot}).",
-                         newlines=False))
+    where = "standard output" if err else str(dest)
+    click.echo(printable(f"Froze {label} into {where} (snapshot {frozen.frozen.snapshot}).",
+                         newlines=False), err=err)
 
 
 def register(group: click.Group) -> None:

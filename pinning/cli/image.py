@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from pinning.cli.options import path_given
-from pinning.errors import BuildError, DriftError
+from pinning.cli.options import cli_path, path_given
+from pinning.errors import BuildError, DriftError, UsageError
 from pinning.oci.reference import ImageRef
 from pinning.util.text import printable
 
@@ -50,6 +50,31 @@ def _end_progress() -> None:
         click.echo("\r\033[K", err=True, nl=False)
 
 
+def _check_stdout(to_stdout: bool, fmt: str, sign_key: str | None) -> None:
+    """Refuse (``UsageError``, exit 2, before anything is built) what cannot share standard
+    output with the lock written there: ``--format json``, and ``--sign``, which attests the
+    lock file it wrote.
+    """
+    if to_stdout and fmt == "json":
+        raise UsageError("The updated lock goes to standard output ('-') and so would "
+                         "--format json; choose one.")
+    if to_stdout and sign_key:
+        raise UsageError("--sign attests the lock file pin build writes; with the lock on "
+                         "standard output there is none.",
+                         hint="Write the lock with -o FILE, or sign later: pin sign REF --key "
+                              "KEY --lock FILE.")
+
+
+def _write_through(data: bytes) -> None:
+    """Write ``data`` to standard output (exit 2 when it cannot be written)."""
+    from pinning.util.files import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(Path("-"), data)
+    except OSError as exc:
+        raise UsageError(f"standard output cannot be written ({exc.strerror or exc}).") from exc
+
+
 @click.command()
 @click.argument("lock_path", metavar="LOCK", type=click.Path())
 @click.option("--base", metavar="HOST/REPO@sha256:...",
@@ -63,7 +88,8 @@ def _end_progress() -> None:
 @click.option("--no-cache", is_flag=True, help="Build from scratch even if the lock's image "
               "is already in the registry.")
 @click.option("-o", "--output", callback=path_given, metavar="FILE",
-              help="Write the updated lock here instead (exit 2 when it cannot be written).")
+              help="Write the updated lock here instead ('-': standard output, messages then "
+                   "go to stderr; exit 2 when it cannot be written).")
 @click.option("--sign", "sign_key", metavar="KEY", type=click.Path(),
               help="Sign the image and attest the lock and the build with this private key.")
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
@@ -81,6 +107,7 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
 
     Exit 8 for a build, engine or registry failure; the lock is only updated after the
     registry holds the image, and not when another command changed it meanwhile (exit 5).
+    LOCK '-' reads standard input and writes the updated lock to standard output (unless -o).
     """
     from pinning.image.engine import build_once, engine_client
     from pinning.image.plan import plan_build
@@ -89,7 +116,10 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     from pinning.oci.registry import Registry
     from pinning.sign.policy import sign_and_attest, signing_key
 
-    raw, lock = read_lock_bytes(Path(lock_path))
+    dest = cli_path(output or lock_path)
+    to_stdout = str(dest) == "-"
+    _check_stdout(to_stdout, fmt, sign_key)
+    raw, lock = read_lock_bytes(cli_path(lock_path))
     # The passphrase is asked before anything is built.
     key = signing_key(Path(sign_key), _ask) if sign_key else None
     base_ref = base_of(lock, base)
@@ -100,20 +130,23 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
         digest = lock.image.digest.value
         if key is not None:
             pushed = ImageRef(registry=registry.host, repository=repo, digest=digest)
-            sign_and_attest(str(pushed), key, Path(lock_path), registry_url)
+            sign_and_attest(str(pushed), key, cli_path(lock_path), registry_url)
+        if to_stdout:  # the lock, unchanged, is still what the caller asked to see
+            _write_through(raw)
         if fmt == "json":
             click.echo(json.dumps({"lockfile": lock_path, "digest": digest, "built": False,
                                    "signed": key is not None}))
         else:
             click.echo(f"{lock_path}: image {digest} is already in {registry.host}/{repo}; "
-                       "nothing to build." + (" Signed." if key is not None else ""))
+                       "nothing to build." + (" Signed." if key is not None else ""),
+                       err=to_stdout)
         return
     client = engine_client(engine)
     built = build_once(client, lock, base_ref, Path(wheelhouse), nocache=no_cache,
                        progress=_progress(fmt))
     _end_progress()
-    dest = Path(output or lock_path)
-    in_place = output is None or dest.resolve() == Path(lock_path).resolve()
+    in_place = not to_stdout and (
+        output is None or dest.resolve() == cli_path(lock_path).resolve())
     ref = publish(registry, repo, lock, built, dest, if_unchanged=raw if in_place else None)
     if key is not None:
         sign_and_attest(ref, key, dest, registry_url)
@@ -122,9 +155,10 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
                                "built": True, "signed": bool(sign_key),
                                "layers": len(built.docs.layers)}))
     else:
+        where = "standard output" if to_stdout else str(dest)
         click.echo(f"Built and pushed {ref} ({len(built.docs.layers)} layers); recorded in "
-                   f"{dest}." + (" Signed, with lock and build attestations." if sign_key
-                                 else ""))
+                   f"{where}." + (" Signed, with lock and build attestations." if sign_key
+                                  else ""), err=to_stdout)
 
 
 @click.command()
@@ -150,7 +184,7 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
     from pinning.image.record import base_of, diff_images, recorded_docs
     from pinning.lockfile.io import read_lock
 
-    lock = read_lock(Path(lock_path))
+    lock = read_lock(cli_path(lock_path))
     want = lock.image.digest.value
     if not want:
         raise BuildError(f"{lock_path} records no image digest.",

@@ -12,12 +12,16 @@ from typing import Any
 
 import click
 
+from pinning.cli.completion import complete_gpu
 from pinning.cli.options import format_option, parse_date, path_given
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
 __all__ = [
+    "gpu_json",
+    "gpu_row",
     "matrix",
+    "matrix_gpus",
     "matrix_import_amd",
     "matrix_import_pytorch",
     "matrix_list",
@@ -36,12 +40,17 @@ def matrix() -> None:
 @click.option("--as-of", metavar="DATE", help="Show the matrix as published on DATE.")
 @format_option
 def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
-    """List the runtime releases, wheel variants and data files, each with source and date."""
+    """List the runtime releases (ROCm and CUDA), wheel variants, GPUs and data files, each
+    with source and date. Tables on a terminal, plain text when piped; NO_COLOR turns colour
+    off.
+    """
+    from pinning.cli.render import table_text, terminal_style
     from pinning.matrix.load import load_matrix
 
     m = load_matrix(overlays)
     when = parse_date("--as-of", as_of)
     rels = m.releases(as_of=when)
+    toolkits = m.cuda_toolkits(as_of=when)
     if fmt == "json":
         click.echo(json.dumps({
             "sha256": m.sha256,
@@ -50,17 +59,32 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
             "releases": [{"ref": r.ref, **r.release.model_dump(mode="json", by_alias=True,
                                                                exclude_none=True)}
                          for r in rels],
+            "cuda-toolkits": [{"ref": f"{f.name}:cuda-{t.version}",
+                               **t.model_dump(mode="json", by_alias=True, exclude_none=True)}
+                              for t, f in toolkits],
+            "gpus": [gpu_json(g) for g in m.gpus],
         }, indent=2))
         return
-    click.echo("Runtime releases:")
-    for rr in rels:
-        r = rr.release
-        fws = "; ".join(f"{fw.name} {', '.join(fw.versions) if fw.versions else '?'}"
-                        for fw in r.frameworks)
-        date = f"published {r.published}" if r.published else f"checked {r.checked}"
-        click.echo(printable(f"  {r.runtime.upper():4} {r.version:<7} {fws}", newlines=False))
-        click.echo(printable(f"       source: {r.source}; {date} [{rr.file.name}]",
-                             newlines=False))
+    style = terminal_style()
+    if style.rich:
+        click.echo(table_text(
+            ["Runtime", "Version", "Frameworks", "Date", "File"],
+            [[r.release.runtime.upper(), r.release.version, _frameworks(r.release),
+              _date(r.release), r.file.name] for r in rels], title="Runtime releases",
+            style=style))
+    else:
+        click.echo("Runtime releases:")
+        for rr in rels:
+            r = rr.release
+            click.echo(printable(f"  {r.runtime.upper():4} {r.version:<7} {_frameworks(r)}",
+                                 newlines=False))
+            click.echo(printable(f"       source: {r.source}; {_date(r)} [{rr.file.name}]",
+                                 newlines=False))
+    click.echo(table_text(
+        ["Version", "Bundled driver", "Date", "File"],
+        [[t.version, t.bundled_driver or f"unknown: {t.unknown.get('bundled-driver', '')}",
+          _date(t), f.name] for t, f in toolkits],
+        title="CUDA toolkit releases (NVIDIA)", style=style))
     click.echo("PyTorch wheel variants (upstream):")
     by_series: dict[str, list[str]] = {}
     for w, _ in m.wheels(as_of=when):
@@ -68,28 +92,82 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
     for s, tags in by_series.items():
         click.echo(f"  pytorch {s:<5} {', '.join(tags)}")
     click.echo("  (* experimental)  source: PyTorch RELEASE.md release compatibility matrix")
+    click.echo(table_text(_GPU_HEADERS, [gpu_row(g) for g in m.gpus],
+                          title="GPUs (pin matrix gpus)", style=style))
     click.echo("Data files:")
     for f in m.files:
         click.echo(printable(f"  {f.name:<22} {'overlay ' if f.overlay else ''}{f.path}",
                              newlines=False))
 
 
+def _frameworks(r: Any) -> str:
+    """``pytorch 2.9.1, 2.8.0; jax 0.8.0`` for a release row."""
+    return "; ".join(f"{fw.name} {', '.join(fw.versions) if fw.versions else '?'}"
+                     for fw in r.frameworks)
+
+
+def _date(row: Any) -> str:
+    """``published DATE`` or ``checked DATE`` of a matrix row."""
+    return f"published {row.published}" if row.published else f"checked {row.checked}"
+
+
+_GPU_HEADERS = ["GPU", "Name", "Vendor", "Target/CC", "PCI IDs", "Memory"]
+
+
+def gpu_row(g: Any) -> list[str]:
+    """One row of ``pin matrix gpus``: id, name, vendor, gfx target or compute capability,
+    PCI vendor:device IDs, memory (``192 GiB``; ``-`` when the matrix holds none).
+    """
+    target = g.gfx_target or g.compute_capability or "-"
+    memory = "-" if g.memory_gib is None else (
+        f"{g.memory_gib:g} {'GiB' if g.vendor == 'amd' else 'GB'}")
+    pci = ", ".join(f"{g.pci_vendor_id[2:]}:{d[2:]}" for d in g.pci_device_ids) or "-"
+    return [g.id, g.name, g.vendor, target, pci, memory]
+
+
+def gpu_json(g: Any) -> dict[str, Any]:
+    """A GPU identity row as JSON (kebab-case keys, ``None`` left out), with ``target``."""
+    return {"target": g.target, **g.model_dump(mode="json", by_alias=True, exclude_none=True)}
+
+
+@matrix.command("gpus")
+@click.option("--matrix", "overlays", multiple=True, metavar="FILE", help="Add a site overlay.")
+@format_option
+def matrix_gpus(overlays: tuple[str, ...], fmt: str) -> None:
+    """One row per GPU the matrix knows: id, name, vendor, gfx target or compute capability,
+    PCI vendor:device IDs and memory (AMD in GiB; NVIDIA in GB as the product name states).
+    JSON adds each row's source and date.
+    """
+    from pinning.cli.render import table_text, terminal_style
+    from pinning.matrix.load import load_matrix
+
+    m = load_matrix(overlays)
+    if fmt == "json":
+        click.echo(json.dumps([gpu_json(g) for g in m.gpus], indent=2))
+        return
+    click.echo(table_text(_GPU_HEADERS, [gpu_row(g) for g in m.gpus], style=terminal_style()))
+
+
 @matrix.command("show")
 @click.argument("what")
+@click.option("--gpu", metavar="GPU", shell_complete=complete_gpu,
+              help="Only rows about this GPU (name, gfx target, compute capability or PCI ID).")
 @click.option("--matrix", "overlays", multiple=True, metavar="FILE", help="Add a site overlay.")
 @click.option("--as-of", metavar="DATE",
               help="Mark the rows in effect on DATE (by publication date).")
 @format_option
-def matrix_show(what: str, overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
+def matrix_show(what: str, gpu: str | None, overlays: tuple[str, ...], as_of: str | None,
+                fmt: str) -> None:
     """Show rows with their sources and dates, and whether each is in effect: WHAT is a
-    release (rocm-7.2.0, cuda-13.4.2, 10.0.0; every stored copy), a GPU (mi300x), `gpus`,
-    `cuda`, or a data file name (every row of the file).
+    release (rocm-7.2.0, cuda-13.4.2, 10.0.0; every stored copy), a release series
+    (rocm-7.1: 7.1.0 and 7.1.1), a GPU (mi300x), `gpus`, `cuda`, or a data file name (every
+    row of the file). --gpu keeps the rows about one GPU.
     """
     from pinning.matrix.load import load_matrix
     from pinning.matrix.query import show_rows
 
     m = load_matrix(overlays)
-    rows = show_rows(m, what, as_of=parse_date("--as-of", as_of))
+    rows = show_rows(m, what, as_of=parse_date("--as-of", as_of), gpu=gpu)
     if fmt == "json":
         click.echo(json.dumps([{"ref": r.ref, "kind": r.kind, "in-effect": r.in_effect,
                                 "effect": r.effect,
@@ -98,7 +176,8 @@ def matrix_show(what: str, overlays: tuple[str, ...], as_of: str | None, fmt: st
                                for r in rows], indent=2))
         return
     if not rows:
-        click.echo(printable(f"{what}: no rows.", newlines=False))
+        click.echo(printable(f"{what}: no rows" + (f" about {gpu}." if gpu else "."),
+                             newlines=False))
     for r in rows:
         click.echo(printable(f"[{r.ref}] {r.kind}; {r.effect}", newlines=False))
         for k, v in r.row.model_dump(mode="json", by_alias=True, exclude_none=True,

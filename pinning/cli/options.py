@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from pinning.errors import UsageError
 
-__all__ = ["FORMAT", "format_option", "host_options", "parse_date", "path_given"]
+__all__ = ["FORMAT", "cli_path", "format_option", "host_options", "one_stdin", "parse_date",
+           "path_given"]
 
 FORMAT = click.Choice(["text", "json"])
 """The ``--format`` choice of every command that can print JSON: ``text`` or ``json``."""
@@ -50,6 +52,27 @@ def path_given(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return value
 
 
+def cli_path(value: str) -> Path:
+    """A path argument as a ``Path``: ``-`` stays ``-`` (standard input or output to
+    :mod:`pinning.util.files`); a file named ``-`` written another way (``./-``), which
+    ``Path`` would shorten to ``-``, becomes absolute so it stays a file.
+    """
+    path = Path(value)
+    if value != "-" and str(path) == "-":
+        return path.absolute()
+    return path
+
+
+def one_stdin(**values: str | None) -> None:
+    """Raise ``UsageError`` (exit 2) when more than one of ``values`` (flag -> value) is
+    ``-``: standard input can be read once.
+    """
+    dashes = [flag for flag, value in values.items() if value == "-"]
+    if len(dashes) > 1:
+        raise UsageError(f"{' and '.join(dashes)} both read standard input ('-'); give '-' "
+                         "once and a file for the other.")
+
+
 def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options that say which host to read: a snapshot, a recorded root, or live.
 
@@ -60,7 +83,8 @@ def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """
     for option in reversed([
         click.option("--host", "host_file", metavar="FILE", type=click.Path(),
-                     help="Read a snapshot written by `pin probe -o FILE` instead of probing."),
+                     help="Read a snapshot written by `pin probe -o FILE` instead of probing "
+                          "('-': standard input)."),
         click.option("--root", metavar="DIR", type=click.Path(),
                      help="Probe a recorded host tree read exactly as / (default: this machine)."),
         click.option("--replay", metavar="FILE", type=click.Path(),

@@ -13,8 +13,11 @@ cursor) nor start a line of its own that reads like pin's.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pinning.util.text import printable
 
@@ -27,16 +30,132 @@ if TYPE_CHECKING:
     from pinning.verify.report import VerifyReport
 
 __all__ = [
+    "Style",
     "considered_json",
     "doctor_text",
     "explain_text",
     "finding_line",
+    "lock_notes",
+    "lock_sections",
     "lock_summary",
     "pinned_text",
     "probe_text",
     "reading_text",
+    "sections_text",
+    "table_text",
+    "terminal_style",
     "verify_text",
 ]
+
+#: A section of ``pin lock show``: a title and its ``(name, value)`` rows.
+Section = tuple[str, list[tuple[str, str]]]
+
+LIST_LIMIT = 8
+"""How many items of a list (packages, wheels, environment, notes) ``pin lock show`` prints
+without ``--full``."""
+
+
+# ------------------------------------------------------------------------------ terminal
+@dataclass(frozen=True)
+class Style:
+    """How to draw output: ``rich`` tables (a terminal) or plain aligned text (a pipe or a
+    file), ``color`` or not (``NO_COLOR`` set, https://no-color.org), ``width`` in columns.
+    """
+
+    rich: bool = False
+    color: bool = False
+    width: int = 100
+
+
+def terminal_style(stream: TextIO | None = None) -> Style:
+    """The :class:`Style` for ``stream`` (default standard output): rich tables only on a
+    terminal whose ``TERM`` is not ``dumb``, colour only there and when ``NO_COLOR`` is unset
+    or empty.
+    """
+    import shutil
+
+    out = stream if stream is not None else sys.stdout
+    try:
+        tty = out.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    tty = tty and os.environ.get("TERM") != "dumb"
+    return Style(rich=tty, color=tty and not os.environ.get("NO_COLOR"),
+                 width=shutil.get_terminal_size((100, 24)).columns)
+
+
+def _cell(text: str) -> str:
+    return printable(text, newlines=False)
+
+
+def table_text(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+               title: str | None = None, style: Style | None = None) -> str:
+    """A table: plain aligned columns under a header line (no trailing blanks), or, with
+    ``style.rich``, a rich table with ANSI styling (colour unless ``style.color`` is false).
+    Every cell is escaped first (:func:`printable`), and never read as rich markup.
+    """
+    cells = [[_cell(c) for c in row] for row in rows]
+    if style is not None and style.rich:
+        from rich import box
+        from rich.table import Table
+        from rich.text import Text
+
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                      header_style="bold cyan", title_style="bold")
+        for h in headers:
+            table.add_column(h)
+        for row in cells:
+            table.add_row(*(Text(c) for c in row))
+        return _rich_text(table, style)
+    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
+              for i, h in enumerate(headers)]
+    out = [f"{title}:"] if title else []
+    for row in [list(headers), *cells]:
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(out)
+
+
+def _rich_text(renderable: Any, style: Style) -> str:
+    """Render a rich object to a string of ANSI text ``style.width`` columns wide."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    console = Console(file=buf, force_terminal=True, no_color=not style.color,
+                      width=style.width, highlight=False, emoji=False, markup=False,
+                      color_system="standard" if style.color else None)
+    console.print(renderable)
+    return buf.getvalue().rstrip("\n")
+
+
+def sections_text(sections: Sequence[Section], *, style: Style | None = None) -> str:
+    """Titled sections of ``name  value`` rows: plain (``Title:`` then indented, aligned
+    rows) or, with ``style.rich``, one rich table per section with the names styled.
+    """
+    if style is not None and style.rich:
+        from rich import box
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        tables = []
+        for title, rows in sections:
+            table = Table(title=title, title_justify="left", box=box.SIMPLE, show_header=False,
+                          title_style="bold")
+            table.add_column(style="cyan", no_wrap=True)
+            table.add_column()
+            for k, v in rows:
+                table.add_row(Text(_cell(k)), Text(_cell(v)))
+            tables.append(table)
+        return _rich_text(Group(*tables), style)
+    out: list[str] = []
+    for title, rows in sections:
+        out.append(f"{title}:")
+        width = max((len(_cell(k)) for k, _ in rows), default=0)
+        out += [f"  {_cell(k).ljust(width)}  {_cell(v)}".rstrip() for k, v in rows]
+    return "\n".join(out)
+
 
 
 def _lines(lines: Iterable[str]) -> str:
@@ -115,6 +234,151 @@ def lock_summary(lock: Lockfile) -> str:
         out.append(f"  {r.ref}: {r.source} ({when})")
     out += [f"Note: {n}" for n in lock.notes[:3]]
     return _lines(out)
+
+
+def _listed(items: Sequence[tuple[str, str]], full: bool, what: str
+            ) -> list[tuple[str, str]]:
+    """``items``, cut to :data:`LIST_LIMIT` with a row saying how many more ``--full``
+    shows, unless ``full``.
+    """
+    if full or len(items) <= LIST_LIMIT:
+        return list(items)
+    more = len(items) - LIST_LIMIT
+    return [*items[:LIST_LIMIT], ("...", f"{more} more {what} (--full lists them)")]
+
+
+def _stack_rows(lock: Lockfile) -> list[tuple[str, str]]:
+    """The stack section: target, runtime and its parts, frameworks, firmware, driver, OS,
+    kernel, model.
+    """
+    t, rt = lock.target, lock.runtime
+    tgt = t.gfx_target or t.compute_capability
+    rows = [("GPU", f"{pinned_text(t.gpu)} ({pinned_text(tgt)})")]
+    if t.pci_device_ids:
+        rows.append(("PCI device IDs", ", ".join(t.pci_device_ids)))
+    if t.count is not None:
+        rows.append(("GPU count", pinned_text(t.count)))
+    rows.append(("Runtime", f"{'ROCm' if rt.name == 'rocm' else 'CUDA'} "
+                            f"{pinned_text(rt.version)}"))
+    rows += [(f"  {k}", pinned_text(v)) for k, v in (
+        ("HIP", rt.hip), ("toolkit driver", rt.toolkit_driver), ("toolkit", rt.toolkit))
+        if v is not None]
+    rows += [(f"  {k}", pinned_text(v)) for k, v in rt.components.items()]
+    for f in lock.frameworks:
+        rows.append((f"Framework {f.name}", f"{pinned_text(f.version)}  build "
+                     f"{pinned_text(f.build)}  [{f.status}]"))
+    fw = lock.firmware
+    rows.append((f"Firmware ({fw.kind})", pinned_text(fw.version)))
+    if fw.vbios is not None:
+        rows.append(("  VBIOS/IFWI", pinned_text(fw.vbios)))
+    if fw.blocks:
+        rows.append(("  blocks", f"{len(fw.blocks)} microcode versions frozen"))
+    kd = lock.kernel_driver
+    rows.append((f"Kernel driver ({kd.name})", pinned_text(kd.version)
+                 + (f"  ({pinned_text(kd.flavor)})" if kd.flavor is not None else "")))
+    rows += [("OS", pinned_text(lock.os)), ("Kernel", pinned_text(lock.kernel))]
+    if lock.model:
+        rows.append(("Model", f"{lock.model.id}@{lock.model.revision}"))
+    if lock.frozen is not None:
+        fz = lock.frozen
+        forced = f"; forced, {len(fz.deviations)} deviation(s)" if fz.forced else ""
+        rows.append(("Frozen from", f"{fz.host} ({fz.snapshot}{forced})"))
+    return rows
+
+
+def _image_rows(lock: Lockfile) -> list[tuple[str, str]]:
+    """The image section: reference, digest, base and its digest, epoch."""
+    im = lock.image
+    rows = [("ref", pinned_text(im.ref)), ("digest", pinned_text(im.digest)),
+            ("base", pinned_text(im.base)), ("base digest", pinned_text(im.base_digest))]
+    epoch = "-" if im.epoch is None else (
+        f"{im.epoch} ({dt.datetime.fromtimestamp(im.epoch, dt.UTC):%Y-%m-%d %H:%M:%S} UTC)"
+        if im.epoch <= 253402300799 else str(im.epoch))
+    return [*rows, ("epoch", epoch)]
+
+
+def _flat(prefix: str, value: Any) -> list[tuple[str, str]]:
+    """A JSON value as ``(dotted.key, text)`` rows; a pinned value as :func:`pinned_text`
+    would show it.
+    """
+    if isinstance(value, dict):
+        if "origin" in value and set(value) <= {"value", "origin", "ref", "allowed",
+                                                "constraint", "reason"}:
+            shown = value.get("value") or value.get("constraint") or (
+                f"unknown: {value.get('reason')}" if value.get("reason") else None)
+            return [(prefix, str(shown if shown is not None else value))]
+        return [row for k, v in value.items()
+                for row in _flat(f"{prefix}.{k}" if prefix else str(k), v)]
+    if isinstance(value, list):
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return [(prefix, ", ".join(str(v) for v in value))]
+        if all(isinstance(v, dict) and "name" in v for v in value):  # one row per item
+            return [(str(v["name"]), "  ".join(
+                f"{k} {', '.join(map(str, x)) if isinstance(x, list) else x}"
+                for k, x in v.items() if k != "name")) for v in value]
+        return [row for i, v in enumerate(value, start=1)
+                for row in _flat(f"{prefix}[{i}]" if prefix else f"[{i}]", v)]
+    return [(prefix, str(value))]
+
+
+_SHOWN = {"lock_version", "content_hash", "generator", "request", "matrix", "target",
+          "firmware", "kernel_driver", "os", "kernel", "runtime", "frameworks", "model",
+          "image", "environment", "packages", "frozen", "wheels", "build_steps", "notes",
+          "warnings"}
+
+
+def lock_sections(lock: Lockfile, *, full: bool = False) -> list[Section]:
+    """Every section of a lock for ``pin lock show``: request, stack, image, environment,
+    packages, wheels, build steps, any other section the lock holds (serving, extensions,
+    ...), matrix sources, notes and warnings. Lists longer than :data:`LIST_LIMIT` are cut
+    unless ``full``; an empty optional section says so in one row.
+    """
+    req = lock.request.model_dump(by_alias=True, exclude_none=True)
+    out: list[Section] = [
+        ("Request", [(k, ", ".join(v) if isinstance(v, list) else str(v))
+                     for k, v in req.items()]),
+        ("Stack", _stack_rows(lock)),
+        ("Image", _image_rows(lock)),
+        ("Environment", _listed(sorted(lock.environment.items()), full, "variables")
+         or [("-", "no variables set")]),
+    ]
+    if lock.packages is None:
+        out.append(("Packages", [("-", "not frozen (pin freeze records them from a host)")]))
+    else:
+        out.append((f"Packages ({len(lock.packages)})",
+                    _listed(sorted(lock.packages.items()), full, "packages")))
+    if lock.wheels is None:
+        out.append(("Wheels", [("-", "none recorded (the first pin build records them)")]))
+    else:
+        out.append((f"Wheels ({len(lock.wheels)})", _listed(
+            [(w.filename, f"sha256:{w.sha256 if full else w.sha256[:16] + '...'}")
+             for w in lock.wheels], full, "wheels")))
+    if lock.build_steps:
+        out.append(("Build steps", [(str(i), step) for i, step in
+                                    enumerate(lock.build_steps, start=1)]))
+    data = lock.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for name in type(lock).model_fields:
+        if name in _SHOWN or getattr(lock, name, None) in (None, [], {}):
+            continue
+        key = type(lock).model_fields[name].alias or name
+        out.append((key.replace("-", " ").capitalize(), _listed(
+            _flat("", data.get(key)), full, "values")))
+    out.append(("Sources", [(r.ref, f"{r.source} ("
+                             + (f"published {r.published}" if r.published
+                                else f"checked {r.checked}") + ")")
+                            for r in lock.matrix.rows]))
+    return out
+
+
+def lock_notes(lock: Lockfile, *, full: bool = False) -> list[str]:
+    """The lock's notes and warnings as ``Note: ...`` / ``Warning: ...`` lines (all of them
+    with ``full``, else the first :data:`LIST_LIMIT` notes and every warning), escaped.
+    """
+    notes = lock.notes if full else lock.notes[:LIST_LIMIT]
+    lines = [f"Note: {n}" for n in notes]
+    if len(notes) < len(lock.notes):
+        lines.append(f"({len(lock.notes) - len(notes)} more notes; --full lists them)")
+    return [_cell(line) for line in [*lines, *(f"Warning: {w}" for w in lock.warnings)]]
 
 
 def explain_text(res: Resolution) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,7 +16,51 @@ from pinning.cli.options import format_option, parse_date, path_given
 from pinning.cli.render import considered_json, explain_text, lock_summary
 from pinning.errors import UsageError
 
-__all__ = ["register", "resolve"]
+if TYPE_CHECKING:
+    from pinning.lockfile.models import Lockfile
+    from pinning.resolve.result import Resolution
+
+__all__ = ["existing_lock", "register", "resolve", "write_with_summary"]
+
+
+def serving_options(f: Any) -> Any:
+    """The ``[serving]`` / ``[[extensions]]`` flags of ``pin resolve`` (passed to the command
+    as keyword arguments; see :func:`_with_serving`).
+    """
+    for option in reversed((
+        click.option("--quantization", metavar="METHOD[:BACKEND]",
+                     help="Record the quantization method and its kernels in [serving]: "
+                          "awq:triton (AWQ by Triton dequantization, AMD), awq_marlin "
+                          "(NVIDIA), gptq, fp8. Marlin on AMD is refused (exit 10)."),
+        click.option("--attention", metavar="NAME[==VERSION][:BACKEND]",
+                     help="Record the attention implementation: ck, triton, aiter or "
+                          "flash-attn with its version and backend (ck or triton), e.g. "
+                          "flash-attn==2.8.3:ck."),
+        click.option("--head-dim", type=int, metavar="N",
+                     help="Attention head dimension the model uses (FlashAttention CK "
+                          "supports up to 256)."),
+        click.option("--dtype", metavar="DTYPE",
+                     help="Attention dtype: fp16, bf16, fp32 or fp8 (FlashAttention CK: "
+                          "fp16/bf16)."),
+        click.option("--extension", "extensions", multiple=True,
+                     metavar="NAME==VERSION[:source|wheel][@TARGETS]",
+                     help="Record a compiled extension in [[extensions]] with how it was built "
+                          "and its gfx targets or compute capabilities (comma-separated), e.g. "
+                          "flash-attn==2.8.3:source@gfx942. Repeatable."),
+    )):
+        f = option(f)
+    return f
+
+
+def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
+    """``lock`` with the serving flags recorded; raises ``UsageError`` (exit 2) naming the
+    flag for a malformed one.
+    """
+    from pinning.guards.serving import serving_from_flags
+    from pinning.resolve.to_lock import with_serving
+
+    table, exts = serving_from_flags(lock.target.vendor, **serving)
+    return with_serving(lock, table, exts)
 
 
 @click.command()
@@ -42,18 +87,28 @@ __all__ = ["register", "resolve"]
               help="A shell command pin build runs after the locked install, under the "
                    "build-time guard (repeatable; files of the wheel house are in "
                    "/tmp/pin-wheels).")
-@click.option("--explain", is_flag=True, help="Show the rows that decided and why others lost.")
+@click.option("--explain", is_flag=True,
+              help="Show the rows that decided and why others lost (on stderr with -o -).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the lock and what would change in -o FILE; write nothing.")
+@click.option("--force", is_flag=True,
+              help="Replace an -o FILE that holds values frozen from a host (they are lost; "
+                   "`pin lock upgrade FILE` keeps them).")
+@serving_options
 @format_option
 def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str | None,
             os_: str | None, model: str | None, as_of: str | None, overlays: tuple[str, ...],
-            build_steps: tuple[str, ...], output: str, explain: bool, fmt: str) -> None:
+            build_steps: tuple[str, ...], output: str, explain: bool, dry_run: bool,
+            force: bool, fmt: str, **serving: Any) -> None:
     """Resolve constraints to the newest validated stack and write a lockfile.
 
     Exit 4 when no validated combination exists (the message names the failing constraint
     and the nearest alternatives); exit 2 for a malformed flag or an -o FILE that cannot be
-    written; exit 3 for a bad overlay.
+    written; exit 3 for a bad overlay; exit 5, nothing written, when -o FILE holds values
+    frozen from a host (use `pin lock upgrade FILE`, or --force). Every write says what
+    changed in FILE ("ROCm 10.0.0 -> 7.2.0") or that it is unchanged.
     """
-    from pinning.lockfile.io import lock_json, render, write_lock
+    from pinning.lockfile.io import lock_json
     from pinning.matrix.load import load_matrix, overlay_paths
     from pinning.resolve.constraints import (
         Constraints,
@@ -79,28 +134,22 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         as_of=parse_date("--as-of", as_of),
     )
     res = do_resolve(matrix, c)
-    to_stdout = output == "-"
-    lock = lock_from_resolution(res, matrix, overlays=used_overlays,
-                                output=None if to_stdout else output)
+    lock = lock_from_resolution(res, matrix, overlays=used_overlays)
     from pinning.resolve.guards import apply_at_resolve
 
     lock = with_build_steps(lock, build_steps)
+    lock = _with_serving(lock, serving)
     lock, guard_notes = apply_at_resolve(lock)
     for note in guard_notes:
         click.echo(note, err=True)
-    if to_stdout:
-        for warning in lock.warnings:
-            click.echo(f"Warning: {warning}", err=True)
-        if fmt == "json":
-            click.echo(json.dumps({"lock": lock_json(lock), "considered": considered_json(res)},
-                                  indent=2))
-        else:
-            click.echo(render(lock), nl=False)
+    if output == "-" or dry_run:
+        _print_lock(lock, res, output=output, dry_run=dry_run, explain=explain, fmt=fmt)
         return
-    write_lock(lock, Path(output))
+    changes = write_with_summary(lock, Path(output), force=force, command="pin resolve")
     if fmt == "json":
         click.echo(json.dumps({"lockfile": output, "lock": lock_json(lock),
-                               "considered": considered_json(res)}, indent=2))
+                               "considered": considered_json(res),
+                               "changes": changes}, indent=2))
         return
     click.echo(lock_summary(lock))
     for note in lock.notes[3:]:
@@ -112,7 +161,106 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         click.echo(f"Warning: {warning}", err=True)
     if explain:
         click.echo(explain_text(res))
+    click.echo(_summary_text(lock, output, changes), nl=False)
     click.echo(f"Wrote {output}")
+
+
+def _print_lock(lock: Lockfile, res: Resolution, *, output: str, dry_run: bool, explain: bool,
+                fmt: str) -> None:
+    """``-o -`` and ``--dry-run``: the lock (or JSON) on stdout; warnings, ``--explain`` and
+    the dry run's change summary on stderr.
+    """
+    from pinning.lockfile.io import lock_json, render
+
+    for warning in lock.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    if fmt == "json":
+        extra = {"changes": _changes_json(lock, output)} if dry_run else {}
+        click.echo(json.dumps({"lock": lock_json(lock), "considered": considered_json(res),
+                               **extra}, indent=2))
+    else:
+        click.echo(render(lock), nl=False)
+    if explain:
+        click.echo(explain_text(res), err=True)
+    if dry_run and output != "-":
+        _dry_run_report(lock, output)
+
+
+def existing_lock(path: Path) -> Lockfile | None:
+    """The lock now at ``path``, or ``None`` when there is none or it is not a valid lock."""
+    from pinning.errors import LockfileError
+    from pinning.lockfile.io import read_lock
+
+    if not path.is_file():
+        return None
+    try:
+        return read_lock(path)
+    except LockfileError:
+        return None
+
+
+def _changes_json(lock: Lockfile, output: str) -> list[dict[str, Any]] | None:
+    """The changes from the lock at ``output`` to ``lock`` as JSON, ``None`` when there is
+    no lock there.
+    """
+    from pinning.lockfile.diff import diff_locks
+
+    old = existing_lock(Path(output)) if output != "-" else None
+    if old is None:
+        return None
+    return [c.model_dump(mode="json") for c in diff_locks(old, lock)]
+
+
+def _summary_text(lock: Lockfile, output: str, changes: list[dict[str, Any]] | None) -> str:
+    """``Changes in FILE:`` and one line a changed stack value, ``FILE: unchanged``, or
+    ``FILE: new lock``; ends with a newline.
+    """
+    from pinning.lockfile.diff import Change, summary_lines
+
+    if changes is None:
+        return f"{output}: new lock\n"
+    lines = summary_lines([Change.model_validate(c) for c in changes], lock)
+    if not changes:
+        return f"{output}: unchanged\n"
+    if not lines:
+        return (f"{output}: the stack is unchanged ({len(changes)} recorded value(s) differ: "
+                "matrix provenance, request or notes)\n")
+    return f"Changes in {output}:\n" + "".join(f"  {line}\n" for line in lines)
+
+
+def _dry_run_report(lock: Lockfile, output: str) -> None:
+    """On stderr: what writing ``lock`` to ``output`` would change, and whether it would be
+    refused (a lock with frozen host values there).
+    """
+    from pinning.errors import LockfileError
+    from pinning.lockfile.io import guard_frozen
+
+    click.echo(_summary_text(lock, output, _changes_json(lock, output)), err=True, nl=False)
+    try:
+        guard_frozen(Path(output), force=False)
+    except LockfileError as exc:
+        click.echo(f"Writing would be refused: {exc.message}", err=True)
+    click.echo(f"Dry run: nothing written to {output}.", err=True)
+
+
+def write_with_summary(lock: Lockfile, path: Path, *, force: bool, command: str,
+                       replacing: bytes | None = None) -> list[dict[str, Any]] | None:
+    """Write ``lock`` to ``path`` atomically and return the changes from the lock that was
+    there (JSON form; ``None`` when there was none).
+
+    ``replacing`` is the exact bytes of ``path`` the caller read (``pin lock upgrade``
+    rewriting its own input): the write then happens only if the file still holds them, and
+    its frozen values are not guarded (the caller carried them). Otherwise a lock at
+    ``path`` that holds frozen host values is refused (``LockfileError``, exit 5) unless
+    ``force``; raises what :func:`~pinning.lockfile.io.write_lock` raises.
+    """
+    from pinning.lockfile.io import guard_frozen, write_lock
+
+    if replacing is None:
+        replacing = guard_frozen(path, force=force, command=command)
+    changes = _changes_json(lock, str(path))
+    write_lock(lock, path, if_unchanged=replacing)
+    return changes
 
 
 def register(group: click.Group) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from pinning.cli.options import path_given
+from pinning.cli.options import cli_path, path_given
 from pinning.util.text import printable
 
 FORMAT = click.Choice(["text", "json"])
@@ -33,10 +33,14 @@ def keygen(prefix: str) -> None:
     from PIN_KEY_PASSWORD or a prompt) and PREFIX.pub (SubjectPublicKeyInfo PEM, what
     `cosign verify --key` and skopeo's sigstoreSigned policy read). Never overwrites.
     """
+    from pinning.errors import UsageError
     from pinning.sign.crypto import generate
     from pinning.sign.policy import password
 
-    key, pub = generate(Path(prefix), password(_ask, confirm=True))
+    if prefix == "-":
+        raise UsageError("-o PREFIX names two files (PREFIX.key, PREFIX.pub); '-' (standard "
+                         "output) cannot hold them.", hint="Give a file prefix, e.g. -o pin.")
+    key, pub = generate(cli_path(prefix), password(_ask, confirm=True))
     click.echo(f"Wrote {key} (private, keep it secret) and {pub} (public).")
 
 
@@ -45,7 +49,8 @@ def keygen(prefix: str) -> None:
 @click.option("--key", "key_path", required=True, type=click.Path(),
               help="Private key from pin keygen.")
 @click.option("--lock", "lock_path", type=click.Path(),
-              help="Also attest this lockfile (in-toto) and the build (SLSA provenance v1).")
+              help="Also attest this lockfile (in-toto) and the build (SLSA provenance v1); "
+                   "'-' reads it from standard input.")
 @click.option("--registry", "registry_url", metavar="URL",
               help="Registry URL (default: http:// for loopback hosts, else https://).")
 @click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
@@ -59,7 +64,7 @@ def sign(ref: str, key_path: str, lock_path: str | None, registry_url: str | Non
     """
     from pinning.sign.policy import sign_and_attest
 
-    out = sign_and_attest(ref, Path(key_path), Path(lock_path) if lock_path else None,
+    out = sign_and_attest(ref, Path(key_path), cli_path(lock_path) if lock_path else None,
                           registry_url, ask=_ask)
     if fmt == "json":
         click.echo(json.dumps(out, indent=2))
@@ -93,7 +98,7 @@ def verify_image(ref: str, pub_path: str, lock_path: str | None, registry_url: s
     key = load_public(Path(pub_path))
     evidence = None
     if lock_path is not None:
-        raw, lock = read_lock_file(Path(lock_path), f"--lock {lock_path}")
+        raw, lock = read_lock_file(cli_path(lock_path), f"--lock {lock_path}")
         evidence = LockEvidence(name=lock_path, raw=raw, label=expected_label(lock))
     result = verify_signed_image(image, key, lock=evidence, registry_url=registry_url)
     served = f"{image.name}@{result.digest}"

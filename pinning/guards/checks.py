@@ -334,6 +334,39 @@ def _jax_plugin_for_host(majors: set[str], rocm: str) -> list[Finding]:
     return out
 
 
+SOURCE_EXTENSION_TARGETS = (
+    f"{_GH}pytorch/pytorch/issues/132570 (ROCm wheels carry code objects only for their gfx "
+    f"target list); {_GH}vllm-project/vllm/issues/32895 (a kernel without gfx950 code on "
+    "MI355X)")
+
+
+def check_extension_targets(view: EnvView) -> list[Finding]:
+    """An extension built for gfx targets that leave out an AMD GPU's own target: it has no
+    code object for that GPU (``hipErrorNoBinaryForGpu`` / invalid device function). AMD only:
+    a gfx code object has no fallback, unlike NVIDIA's PTX. Extensions whose targets are not
+    known are not judged.
+    """
+    gpu_targets = sorted({(g.gfx or "").split(":")[0] for g in view.gpus
+                          if g.vendor == "amd" and g.gfx})
+    out: list[Finding] = []
+    for ext in view.extensions:
+        if not ext.targets or not gpu_targets:
+            continue
+        built = {t.split(":")[0] for t in ext.targets}
+        missing = [t for t in gpu_targets if t not in built]
+        if missing:
+            out.append(Finding(
+                code="extension-without-gpu-target", fact=f"extensions.{ext.name}",
+                status="hazard", severity="error", expected=", ".join(missing),
+                actual=", ".join(ext.targets), source=SOURCE_EXTENSION_TARGETS,
+                message=f"{ext.name} {ext.version or ''} was built for "
+                        f"{', '.join(ext.targets)}, not for {', '.join(missing)}: it has no "
+                        "code object for this GPU and its kernels fail to load "
+                        "(hipErrorNoBinaryForGpu). Rebuild it with "
+                        f"{', '.join(missing)} in its target list.".replace("  ", " ")))
+    return out
+
+
 def check_host_driver(view: EnvView) -> list[Finding]:
     """Inbox amdgpu, SR-IOV guests and behaviour-changing variables."""
     out: list[Finding] = []
@@ -411,6 +444,7 @@ def run_checks(view: EnvView, matrix: Matrix) -> list[Finding]:
         *check_kmd(view, matrix),
         *check_distributions(view),
         *check_host_driver(view),
+        *check_extension_targets(view),
     ]
 
 
@@ -429,7 +463,8 @@ class CodedRule:
     def needs_text(self, names: list[str]) -> str:
         """``names`` of view fields in words, for a skip reason."""
         words = {"gpus": "the GPU vendor", "torch_kind": "the torch build",
-                 "packages": "the installed packages", "rocm_version": "the ROCm release"}
+                 "packages": "the installed packages", "rocm_version": "the ROCm release",
+                 "extensions": "the extensions' build targets"}
         return ", ".join(words.get(n, n) for n in names)
 
 
@@ -439,5 +474,6 @@ CODED_RULES: dict[str, CodedRule] = {c.code: c for c in (
     CodedRule("multiple-triton-distributions", check_distributions, ("packages",)),
     CodedRule("jax-plugin-rocm-major", check_distributions, ("packages", "rocm_version")),
     CodedRule("hsa-override-gfx-version", check_host_driver),
+    CodedRule("extension-without-gpu-target", check_extension_targets, ("gpus", "extensions")),
 )}
 """The coded judgements rules may name, by finding code."""

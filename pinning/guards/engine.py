@@ -169,6 +169,9 @@ class GuardContext:
     view: EnvView
     runtime_version: str | None = None
     quantization: str | None = None
+    quantization_backend: str | None = None
+    attention: str | None = None
+    attention_backend: str | None = None
     head_dim: int | None = None
     dtype: str | None = None
     platform: str | None = None
@@ -342,13 +345,43 @@ def _environment(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome 
 
 
 def _quantization(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
-    """The quantization method is one of the rule's."""
+    """The quantization method, or the kernels behind it (``[serving]
+    quantization-backend``), is one of the rule's.
+    """
     if c.quantization is not None:
-        if ctx.quantization is None:
-            return ("skipped", "the quantization method is not known")
-        if ctx.quantization.lower() not in [q.lower() for q in c.quantization]:
-            return ("passed", f"quantization {ctx.quantization} not concerned")
-        held.append(f"quantization {ctx.quantization}")
+        if ctx.quantization is None and ctx.quantization_backend is None:
+            return ("skipped", "the quantization method is not known (pin resolve "
+                               "--quantization)")
+        used = [q.lower() for q in (ctx.quantization, ctx.quantization_backend) if q]
+        hit = [q for q in used if q in [w.lower() for w in c.quantization]]
+        shown = ctx.quantization or "?"
+        if ctx.quantization_backend:
+            shown += f" ({ctx.quantization_backend} kernels)"
+        if not hit:
+            return ("passed", f"quantization {shown} not concerned")
+        held.append(f"quantization {shown}")
+    return None
+
+
+def _attention_impl(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
+    """The attention implementation (``NAME`` or ``NAME:BACKEND``) is one of the rule's."""
+    if c.attention is not None:
+        if ctx.attention is None:
+            return ("skipped", "the attention implementation is not known (pin resolve "
+                               "--attention)")
+        names = {a.split(":")[0] for a in c.attention}
+        backend_needed = any(a.startswith(f"{ctx.attention}:") for a in c.attention)
+        if backend_needed and ctx.attention_backend is None:
+            return ("skipped", f"the {ctx.attention} backend is not known (pin resolve "
+                               f"--attention {ctx.attention}:BACKEND)")
+        used = {ctx.attention, f"{ctx.attention}:{ctx.attention_backend}"}
+        if not used & set(c.attention):
+            shown = ctx.attention + (f":{ctx.attention_backend}" if ctx.attention_backend
+                                     else "")
+            why = "not concerned" if ctx.attention in names else "in use instead"
+            return ("passed", f"attention {shown} {why}")
+        held.append(f"attention {ctx.attention}"
+                    + (f" ({ctx.attention_backend} backend)" if ctx.attention_backend else ""))
     return None
 
 
@@ -386,7 +419,8 @@ def _device_strings(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outco
     """The audited code uses one of the rule's device strings."""
     if c.device_strings is not None:
         if ctx.device_strings is None:
-            return ("skipped", "the code was not audited (pin audit PATH)")
+            return ("skipped", "the code was not audited (pin audit PATH --format json, then "
+                               "pin verify --audit REPORT)")
         found = sorted({d.split(":")[0] for d in ctx.device_strings} & set(c.device_strings))
         if not found:
             return ("passed", "no such device string in the code")
@@ -396,7 +430,8 @@ def _device_strings(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outco
 
 _CONDITIONS: tuple[Callable[[Conditions, GuardContext, list[str]], _Outcome | None], ...] = (
     _vendor, _gfx_targets, _gpus, _runtime, _torch_build, _packages_known, _packages,
-    _any_packages, _package_count, _package_pattern, _environment, _quantization, _attention,
+    _any_packages, _package_count, _package_pattern, _environment, _quantization, _attention_impl,
+    _attention,
     _platform, _device_strings,
 )
 

@@ -33,7 +33,9 @@ class Conditions(Strict):
     ``package_pattern`` a regular expression over installed names; ``runtime`` a PEP 440
     specifier on the ROCm / CUDA release; ``env_set`` / ``env_unset`` variables set / unset
     (or not equal to ``env_values``; names are POSIX names); ``device_strings`` torch device
-    strings that ``pin audit`` found in the user's code.
+    strings that ``pin audit`` found in the user's code; ``quantization`` methods or kernel
+    backends (``awq_marlin``, ``marlin``) and ``attention`` implementations (``NAME`` or
+    ``NAME:BACKEND``, e.g. ``flash-attn:ck``) that the lock's ``[serving]`` records.
     """
 
     vendor: Literal["amd", "nvidia"] | None = None
@@ -49,6 +51,7 @@ class Conditions(Strict):
     env_unset: list[EnvName] | None = None
     env_values: dict[EnvName, str] | None = None
     quantization: list[str] | None = None
+    attention: list[str] | None = None
     head_dim_above: int | None = None
     dtypes_not: list[str] | None = None
     platform: Literal["linux", "windows"] | None = None

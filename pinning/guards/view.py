@@ -56,11 +56,24 @@ class GpuView:
 
 @dataclass
 class PackageView:
-    """One installed package; ``source`` is ``dist-info``, ``pip`` or ``conda``."""
+    """One installed package; ``source`` is ``dist-info``, ``pip``, ``conda`` or ``lock``
+    (named by the lock's ``[serving]`` / ``[[extensions]]``, not seen installed).
+    """
 
     name: str
     version: str
     source: str = "dist-info"
+
+
+@dataclass
+class ExtensionView:
+    """A compiled extension: distribution name, version (``None`` = not known) and the gfx
+    targets or compute capabilities it was built for (``None`` = not known).
+    """
+
+    name: str
+    version: str | None = None
+    targets: list[str] | None = None
 
 
 @dataclass
@@ -80,6 +93,7 @@ class EnvView:
     amdgpu_kind: Literal["dkms", "inbox", "not-loaded"] | None = None
     packages: list[PackageView] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
+    extensions: list[ExtensionView] = field(default_factory=list)
 
     @property
     def amd(self) -> bool:

@@ -21,6 +21,8 @@ from pinning.util.models import validation_summary
 from pinning.util.text import printable
 
 SCHEMA_NAME = "lockfile.schema.json"
+DAMAGED_HINT = ("Restore the file (from version control); to change a lock on purpose run "
+                "`pin lock upgrade FILE`, which re-resolves it and keeps frozen host values.")
 
 
 def content_hash(data: dict[str, Any]) -> str:
@@ -90,7 +92,9 @@ def _schema_hint(dest: Path | None) -> str | None:
 
 def render(lock: Lockfile, *, dest: Path | None = None) -> str:
     """Render ``lock`` as TOML text: a ``#:schema`` hint (when a schemas folder is found
-    above ``dest``), a header saying how to regenerate it, then the lock.
+    above ``dest``), a header saying how to regenerate it (``pin lock upgrade``, which keeps
+    frozen host values) and the canonical ``pin resolve`` command it came from, then the
+    lock. Only the ``#:schema`` line depends on ``dest`` (its folder, not its name).
     """
     import tomlkit
 
@@ -103,8 +107,11 @@ def render(lock: Lockfile, *, dest: Path | None = None) -> str:
         f"pin lockfile for {lock.target.gpu.value or lock.request.gpu} + "
         f"{', '.join(lock.request.frameworks)}: written by pin {lock.generator.version}; "
         "do not edit by hand.", newlines=False)))
-    doc.add(tomlkit.comment(f"Regenerate: {printable(lock.generator.command, newlines=False)}"))
-    doc.add(tomlkit.comment("Check: pin lock validate FILE    Show: pin lock show FILE"))
+    doc.add(tomlkit.comment("Regenerate: pin lock upgrade FILE (re-resolves [request], keeps "
+                            "frozen host values)"))
+    doc.add(tomlkit.comment(f"Resolved by: {printable(lock.generator.command, newlines=False)}"))
+    doc.add(tomlkit.comment("Check: pin lock check FILE    Validate: pin lock validate FILE    "
+                            "Show: pin lock show FILE"))
     data = lock_json(lock)
     for key, value in data.items():
         doc.add(key, _item(value))
@@ -241,8 +248,8 @@ def read_lock_bytes(path: Path) -> tuple[bytes, Lockfile]:
         raise LockfileError(
             f"{path}: lock-version {version!r} is not supported (this pin reads "
             f"lock-version {LOCK_VERSION}).",
-            hint="Upgrade pin to read a newer lock, or regenerate it with the command in its "
-            "header comment.",
+            hint="Upgrade pin to read a newer lock, or re-resolve it with the `Resolved by:` "
+            "command in its header comment.",
         )
     _check_versions(path, data)
     from pydantic import ValidationError
@@ -251,11 +258,80 @@ def read_lock_bytes(path: Path) -> tuple[bytes, Lockfile]:
         lock = Lockfile.model_validate(data, strict=True)
     except ValidationError as exc:
         raise LockfileError(
-            f"{path}: invalid lockfile: {validation_summary(exc, data)}.") from exc
+            f"{path}: invalid lockfile: {validation_summary(exc, data)}.",
+            hint=DAMAGED_HINT) from exc
     expected = content_hash(lock_json(lock))
     if lock.content_hash != expected:
         raise LockfileError(
             f"{path}: content-hash {lock.content_hash} does not match the lock's content "
             f"({expected}); the file was edited by hand or damaged.",
+            hint=DAMAGED_HINT,
         )
     return raw, lock
+
+
+def frozen_fields(lock: Lockfile) -> list[str]:
+    """Dotted names of the values a ``pin freeze`` set (``origin = "host"``, the firmware
+    blocks, ``packages``, the frozen ``environment``): what writing a fresh resolve over
+    ``lock`` would drop. Empty for a lock no host was frozen into.
+    """
+    out: list[str] = []
+
+    def walk(path: str, value: Any) -> None:
+        if is_pinned(value):
+            if value.get("origin") == "host":
+                out.append(path)
+            return
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{path}.{k}" if path else k, v)
+        elif isinstance(value, list) and path == "frameworks":
+            for fw in value:
+                walk(f"frameworks.{fw.get('name')}", fw)
+
+    data = lock_json(lock)
+    for key in ("target", "firmware", "kernel-driver", "os", "kernel", "runtime", "frameworks"):
+        walk(key, data.get(key))
+    if lock.firmware.blocks is not None:
+        out.append("firmware.blocks")
+    if lock.packages is not None:
+        out.append("packages")
+    if lock.frozen is not None and lock.environment:
+        out.append("environment")
+    return out
+
+
+def is_pinned(value: Any) -> bool:
+    """True for the JSON form of a :class:`~pinning.lockfile.models.Pinned` value."""
+    return isinstance(value, dict) and "origin" in value
+
+
+def guard_frozen(path: Path, *, force: bool, command: str = "pin resolve") -> bytes | None:
+    """Refuse to replace a lock that holds frozen host values at ``path``, unless ``force``.
+
+    Returns the bytes now at ``path`` when it is a regular file (pass them to
+    :func:`write_lock` as ``if_unchanged`` so a write made meanwhile is not lost), else
+    ``None``. A file that is not a valid lock is not judged here. Raises ``LockfileError``
+    (exit 5), nothing written, naming the frozen values, when ``path`` holds any
+    (:func:`frozen_fields`) and ``force`` is false.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        raw, old = read_lock_bytes(path)
+    except LockfileError:
+        try:
+            return path.read_bytes()
+        except OSError:
+            return None
+    frozen = frozen_fields(old)
+    if frozen and not force:
+        shown = ", ".join(frozen[:6]) + (f" and {len(frozen) - 6} more" if len(frozen) > 6 else "")
+        raise LockfileError(
+            f"{path} holds {len(frozen)} value(s) frozen from a host ({shown}); {command} "
+            "would replace them with a fresh resolve and lose them. Nothing was written.",
+            hint=f"Run `pin lock upgrade {path}` to re-resolve and keep the frozen values, "
+                 "write elsewhere with -o FILE, or pass --force to replace the lock.",
+        )
+    return raw

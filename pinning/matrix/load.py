@@ -99,6 +99,18 @@ def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
     )
 
 
+_TARGET_ID = re.compile(r"^(gfx[0-9a-f]+)((?::[a-z][a-z0-9-]*[+-])+)$", re.IGNORECASE)
+
+
+def strip_target_features(text: str) -> str:
+    """``gfx942:sramecc+:xnack-`` -> ``gfx942``: an AMD target ID (LLVM AMDGPU "target ID",
+    https://llvm.org/docs/AMDGPUUsage.html#target-id) without its feature settings; any
+    other text unchanged.
+    """
+    m = _TARGET_ID.match(text.strip())
+    return m.group(1).lower() if m else text
+
+
 def _norm_name(text: str) -> str:
     text = text.lower()
     text = re.sub(r"\b(amd|nvidia|instinct|tesla|geforce)\b", "", text)
@@ -153,11 +165,15 @@ class Matrix:
         """Find a GPU by marketing name or alias (any case or form), gfx target / compute
         capability, or PCI device ID (``0x74a1``, ``74a1``, ``1002:74a1``).
 
+        A gfx target may carry LLVM target features (``gfx942:sramecc+:xnack-``, as
+        ``rocminfo`` and ``amd-smi`` print the target ID): they are dropped, since the matrix
+        validates the target (:func:`strip_target_features`).
+
         Returns one identity, or the list of identities when the query is a gfx target
         several products have or a product series (``MI350``: MI355X and MI350X). Raises
         ``UsageError`` (exit 2) with a "did you mean" when nothing matches.
         """
-        q = query.strip()
+        q = strip_target_features(query.strip())
         key = _norm_name(q)
         if key in self._gpu_index:
             return self._gpu_index[key]

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts, canonical_json
-from pinning.util.files import atomic_write_bytes, read_regular_bytes
+from pinning.util.files import atomic_write_bytes, is_stdio, read_regular_bytes, read_stdin_bytes
 from pinning.util.models import validation_summary
 from pinning.util.text import json_safe
 from pinning.util.versions import version_fields_problem
@@ -43,7 +43,9 @@ def snapshot_text(facts: HostFacts) -> str:
 
 
 def write_snapshot(facts: HostFacts, path: Path) -> None:
-    """Write ``facts`` to ``path`` atomically (temp file, then rename).
+    """Write ``facts`` to ``path`` with :func:`~pinning.util.files.atomic_write_bytes`:
+    atomically (temp file, then rename) over a regular file or a symbolic link's target, as a
+    stream to a character device or FIFO, to standard output for ``-``.
 
     Raises :class:`~pinning.errors.UsageError` (exit 2) when ``path`` cannot be written;
     an existing file is then left as it was.
@@ -56,7 +58,7 @@ def write_snapshot(facts: HostFacts, path: Path) -> None:
 
 
 def read_snapshot(path: Path) -> HostFacts:
-    """Read a snapshot written by ``pin probe -o``.
+    """Read a snapshot written by ``pin probe -o`` (``-``: standard input).
 
     Raises :class:`ProbeError` (exit 7) naming the file, and the line or field, when it
     cannot be read, is not JSON, names a key twice in one object, or does not match
@@ -64,7 +66,12 @@ def read_snapshot(path: Path) -> HostFacts:
     environment names are POSIX names, values have no control characters).
     """
     hint = "Write a fresh snapshot with `pin probe -o FILE` on the host."
-    data_bytes = read_regular_bytes(path, ProbeError, label=f"Host snapshot {path}", hint=hint)
+    if is_stdio(path):
+        path = Path("(standard input)")  # the name in messages; the bytes come from stdin
+        data_bytes = read_stdin_bytes(ProbeError, label=f"Host snapshot {path}", hint=hint)
+    else:
+        data_bytes = read_regular_bytes(path, ProbeError, label=f"Host snapshot {path}",
+                                        hint=hint)
     try:
         raw = data_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -67,7 +67,9 @@ class ModelRef:
 
 @dataclass(frozen=True)
 class Constraints:
-    """Everything the user asked for. ``os`` is ``(id, version)`` in os-release terms."""
+    """Everything the user asked for. ``os`` is ``(id, version)`` in os-release terms;
+    ``frameworks`` are kept sorted by name, so the order of the flags does not matter.
+    """
 
     gpu: str
     frameworks: tuple[FrameworkRequest, ...]
@@ -76,6 +78,10 @@ class Constraints:
     os: tuple[str, str] | None = None
     model: ModelRef | None = None
     as_of: dt.date | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "frameworks",
+                           tuple(sorted(self.frameworks, key=lambda f: f.name)))
 
 
 def parse_framework(text: str, known: Sequence[str] = ()) -> FrameworkRequest:
@@ -157,3 +163,14 @@ def parse_os(text: str) -> tuple[str, str]:
             "rhel-9.6, sles-15.7, debian-12."
         )
     return m.group(1), m.group(2)
+
+
+def close_os(text: str, known: Sequence[str], n: int = 3) -> list[str]:
+    """Did-you-mean for ``--os``: the entries of ``known`` (``ubuntu-24.04.3``) nearest to
+    ``text`` (``ubunt-24.04``), compared with and without the point release; at most ``n``.
+    """
+    want = text.strip().lower()
+    short = {re.sub(r"^([a-z0-9]+-[0-9]+(?:\.[0-9]+)?)\..*$", r"\1", k): k for k in known}
+    hits = difflib.get_close_matches(want, list(known), n=n, cutoff=0.75)
+    hits += [short[s] for s in difflib.get_close_matches(want, list(short), n=n, cutoff=0.75)]
+    return list(dict.fromkeys(hits))[:n]

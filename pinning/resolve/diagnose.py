@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from packaging.specifiers import SpecifierSet
+
 from pinning.errors import NoValidatedCombination
 from pinning.matrix.load import Matrix
 from pinning.matrix.models import (
@@ -14,8 +16,8 @@ from pinning.matrix.models import (
     Provenance,
 )
 from pinning.resolve.candidates import entry_blocked
-from pinning.resolve.constraints import Constraints, FrameworkRequest
-from pinning.resolve.result import Considered
+from pinning.resolve.constraints import Constraints, FrameworkRequest, close_os
+from pinning.resolve.result import Considered, Resolution
 from pinning.util.versions import match_entry, sort_key
 
 _LABEL = {"amd": "AMD ROCm", "nvidia": "NVIDIA CUDA"}
@@ -44,7 +46,11 @@ def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
                  + (f", ROCm {c.rocm}" if c.rocm else "") + (f", CUDA {c.cuda}" if c.cuda else "")
                  + (f", OS {c.os[0]}-{c.os[1]}" if c.os else "")
                  + (f", as of {c.as_of}" if c.as_of else "") + f": {failing}.")
-    lines += _restriction_lines(c, considered) if failing.startswith("--os ") else []
+    if failing.startswith("--os "):
+        lines += _restriction_lines(c, considered)
+        lines += _os_lines(c, vendor, who, attempt)
+    lines += _wildcard_lines(c, attempt)
+    lines += _runtime_name_lines(matrix, c, vendor)
     for req in c.frameworks:
         per = _validated_for_gpu(matrix, c, vendor, target, req)
         if per:
@@ -75,6 +81,88 @@ def _restriction_lines(c: Constraints, considered: list[Considered]) -> list[str
                 out.append(f"{cand.runtime.upper() if cand.runtime == 'cuda' else 'ROCm'} "
                            f"{cand.version}: {why}")
     return list(dict.fromkeys(out))
+
+
+def _os_lines(c: Constraints, vendor: str, who: str,
+              attempt: Callable[[Constraints], object]) -> list[str]:
+    """For an ``--os`` failure: the operating systems validated for the stack without
+    ``--os``, per runtime release that validates it (the newest three), and a did-you-mean
+    over them for the ``--os`` given.
+    """
+    assert c.os is not None
+    if vendor != "amd":
+        return []
+    try:
+        res = attempt(replace(c, os=None))
+    except NoValidatedCombination:
+        return []
+    valid = [x for x in getattr(res, "considered", []) if x.valid][:3]
+    out: list[str] = []
+    known: list[str] = []
+    for cand in valid:
+        try:
+            one = attempt(replace(c, os=None, rocm=SpecifierSet(f"=={cand.version}")))
+        except NoValidatedCombination:
+            continue
+        if not isinstance(one, Resolution):
+            continue
+        if one.os_allowed is None:
+            out.append(f"Operating systems validated for {who} with ROCm {cand.version}: "
+                       f"unknown ({one.os_unknown or 'the source lists none'}).")
+            continue
+        known += one.os_allowed
+        out.append(f"Operating systems validated for {who} with ROCm {cand.version}: "
+                   + (", ".join(one.os_allowed) or "none") + f" ({cand.ref}).")
+    close = close_os(f"{c.os[0]}-{c.os[1]}", list(dict.fromkeys(known)), n=1)
+    if close:
+        out.append(f"Did you mean --os {close[0]}?")
+    return out
+
+
+def _runtime_name_lines(matrix: Matrix, c: Constraints, vendor: str) -> list[str]:
+    """For ``--rocm ==X`` / ``--cuda ==X`` naming a release the matrix does not hold at
+    all: that fact, with the nearest release versions it holds (did-you-mean).
+    """
+    import difflib
+
+    spec, name = (c.rocm, "ROCm") if vendor == "amd" else (c.cuda, "CUDA")
+    clauses = list(spec) if spec is not None else []
+    if len(clauses) != 1 or clauses[0].operator != "==" or clauses[0].version.endswith(".*"):
+        return []
+    runtime = "rocm" if vendor == "amd" else "cuda"
+    held = sorted({r.version for f in matrix.files for r in f.data.releases
+                   if r.runtime == runtime}
+                  | ({t.version for f in matrix.files for t in f.data.cuda_toolkits}
+                     if runtime == "cuda" else set()))
+    want = clauses[0].version
+    if want in held:
+        return []
+    close = difflib.get_close_matches(want, held, n=3, cutoff=0.6)
+    return [f"The matrix holds no {name} {want} release."
+            + (f" Did you mean {', '.join(close)}?" if close else "")]
+
+
+def _wildcard_lines(c: Constraints, attempt: Callable[[Constraints], object]) -> list[str]:
+    """For a request ``NAME==X.Y`` (exactly X.Y, that is X.Y.0, in PEP 440) that resolves
+    as ``NAME==X.Y.*``: the hint to ask for the series, with the version it would lock.
+    """
+    out: list[str] = []
+    for i, req in enumerate(c.frameworks):
+        clauses = list(req.spec)
+        if len(clauses) != 1 or clauses[0].operator != "==" or clauses[0].version.endswith(
+                ".*") or clauses[0].version.count(".") > 1:
+            continue
+        series = FrameworkRequest(req.name, SpecifierSet(f"=={clauses[0].version}.*"), req.raw)
+        frameworks = (*c.frameworks[:i], series, *c.frameworks[i + 1:])
+        try:
+            res = attempt(replace(c, frameworks=frameworks))
+        except NoValidatedCombination:
+            continue
+        chosen = [f.version for f in getattr(res, "frameworks", []) if f.name == req.name]
+        locks = f" (it resolves to {req.name} {chosen[0]})" if chosen and chosen[0] else ""
+        out.append(f"{req} asks for exactly {clauses[0].version} (PEP 440: "
+                   f"{clauses[0].version}.0); did you mean {series}?{locks}")
+    return out
 
 
 def no_data_as_of(matrix: Matrix, c: Constraints, vendor: str) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pinning.errors import GuardRefused
 from pinning.guards.engine import GuardContext, load_rules, run_rules
 from pinning.guards.models import Rule
+from pinning.guards.serving import with_lock_serving
 from pinning.guards.view import EnvView, GpuView, PackageView
 from pinning.lockfile.io import amend
 from pinning.lockfile.models import Lockfile
@@ -17,8 +18,8 @@ from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS
 
 def lock_view(lock: Lockfile) -> GuardContext:
     """What a resolved lock tells the rules: its GPU vendor and gfx target, its frameworks
-    as installed packages (the locked version, else the first allowed), its environment and
-    runtime release.
+    as installed packages (the locked version, else the first allowed), its environment,
+    runtime release and serving choices (``[serving]``, ``[[extensions]]``).
     """
     target = lock.target
     gfx = target.gfx_target.value if target.gfx_target is not None else None
@@ -28,8 +29,8 @@ def lock_view(lock: Lockfile) -> GuardContext:
         packages.append(PackageView(FRAMEWORK_DISTRIBUTIONS.get(fw.name, fw.name), version))
     view = EnvView(gpus=[GpuView(vendor=target.vendor, gfx=gfx)], packages=packages,
                    environment=dict(lock.environment))
-    return GuardContext(view=view, runtime_version=lock.runtime.version.value,
-                        gpu_ids=[lock.request.gpu])
+    return with_lock_serving(GuardContext(view=view, runtime_version=lock.runtime.version.value,
+                                          gpu_ids=[lock.request.gpu]), lock)
 
 
 def apply_at_resolve(lock: Lockfile, rules: list[Rule] | None = None

@@ -9,7 +9,7 @@ from typing import Any
 from pinning import __version__
 from pinning.errors import UsageError
 from pinning.lockfile.io import amend, seal
-from pinning.lockfile.models import Lockfile
+from pinning.lockfile.models import Extension, Lockfile, Serving
 from pinning.matrix.importers.release_notes import FIRMWARE_KIND
 from pinning.matrix.load import Matrix
 from pinning.matrix.models import Provenance, WheelVariant
@@ -20,27 +20,56 @@ from pinning.util.text import control_chars
 FREEZE = "freeze it from the trial host (pin freeze)"
 
 
-def regenerate_command(res: Resolution, overlays: Sequence[str], output: str | None) -> str:
-    """The ``pin resolve`` command line that reproduces this lock, canonical and quoted."""
-    c = res.constraints
-    argv = ["pin", "resolve", "--gpu", c.gpu]
-    for fw in c.frameworks:
-        argv += ["--framework", fw.raw]
-    if c.rocm is not None:
-        argv += ["--rocm", str(c.rocm)]
-    if c.cuda is not None:
-        argv += ["--cuda", str(c.cuda)]
-    if c.os is not None:
-        argv += ["--os", f"{c.os[0]}-{c.os[1]}"]
-    if c.model is not None:
-        argv += ["--model", f"{c.model.id}@{c.model.revision}"]
-    if c.as_of is not None:
-        argv += ["--as-of", c.as_of.isoformat()]
+def regenerate_command(request: dict[str, Any], overlays: Sequence[str]) -> str:
+    """The ``pin resolve`` command line that reproduces a lock: built from the canonical
+    ``request`` (:func:`canonical_request`) and the overlays, quoted. It names no output
+    path, so a lock's bytes do not depend on where it was written.
+    """
+    argv = ["pin", "resolve", "--gpu", request["gpu"]]
+    for fw in request["frameworks"]:
+        argv += ["--framework", fw]
+    for key in ("rocm", "cuda", "os", "model", "as-of"):
+        if request.get(key) is not None:
+            argv += [f"--{key}", request[key]]
     for o in overlays:
         argv += ["--matrix", o]
-    if output:
-        argv += ["-o", output]
     return shlex.join(argv)
+
+
+def canonical_gpu(res: Resolution, matrix: Matrix) -> str:
+    """The GPU of the request in one spelling: the matrix id (``mi300x`` for ``MI300X``,
+    ``Instinct MI300X``, ``0x74a1``); for a query that names several products, their gfx
+    target or compute capability when that names the same set, else the query in lower
+    case with runs of space as one.
+    """
+    if res.gpu is not None:
+        return res.gpu.id
+    ids = sorted(g.id for g in res.gpu_candidates)
+    try:
+        found = matrix.find_gpu(res.target)
+    except UsageError:
+        found = []
+    if isinstance(found, list) and sorted(g.id for g in found) == ids:
+        return res.target.lower()
+    return " ".join(res.constraints.gpu.split()).lower()
+
+
+def canonical_request(res: Resolution, matrix: Matrix) -> dict[str, Any]:
+    """``[request]`` in canonical spelling (absent flags left out): the GPU id
+    (:func:`canonical_gpu`), frameworks by matrix name with a normalised specifier
+    (``torch == 2.13.0`` -> ``pytorch==2.13.0``) sorted by name, runtime specifiers as
+    ``packaging`` prints them, ``--os`` as ``id-version``.
+    """
+    c = res.constraints
+    return {k: v for k, v in {
+        "gpu": canonical_gpu(res, matrix),
+        "frameworks": sorted(str(f) for f in c.frameworks),
+        "rocm": str(c.rocm) if c.rocm is not None else None,
+        "cuda": str(c.cuda) if c.cuda is not None else None,
+        "os": f"{c.os[0]}-{c.os[1]}" if c.os else None,
+        "model": f"{c.model.id}@{c.model.revision}" if c.model else None,
+        "as-of": c.as_of.isoformat() if c.as_of else None,
+    }.items() if v is not None}
 
 
 def with_build_steps(lock: Lockfile, steps: Sequence[str]) -> Lockfile:
@@ -58,6 +87,23 @@ def with_build_steps(lock: Lockfile, steps: Sequence[str]) -> Lockfile:
         return lock
     command = lock.generator.command + "".join(f" --build-step {shlex.quote(s)}" for s in steps)
     return amend(lock, build_steps=list(steps),
+                 generator=lock.generator.model_copy(update={"command": command}))
+
+
+def with_serving(lock: Lockfile, serving: Serving | None, extensions: Sequence[Extension]
+                 ) -> Lockfile:
+    """``lock`` with the serving choices (``[serving]``, ``[[extensions]]``) of ``pin
+    resolve --quantization / --attention / --head-dim / --dtype / --extension``, also written
+    into the regenerate command; unchanged when there are none. Parse the flags with
+    :func:`pinning.guards.serving.serving_from_flags`.
+    """
+    if serving is None and not extensions:
+        return lock
+    from pinning.guards.serving import serving_flags
+
+    flags = serving_flags(serving, extensions)
+    command = lock.generator.command + " " + shlex.join(flags)
+    return amend(lock, serving=serving, extensions=list(extensions) or None,
                  generator=lock.generator.model_copy(update={"command": command}))
 
 
@@ -81,10 +127,11 @@ def _pin(value: str | None, origin: str, **kw: Any) -> dict[str, Any]:
 
 
 def lock_from_resolution(
-    res: Resolution, matrix: Matrix, *, overlays: Sequence[str] = (), output: str | None = None
+    res: Resolution, matrix: Matrix, *, overlays: Sequence[str] = ()
 ) -> Lockfile:
     """Build the lock for ``res``. ``overlays`` are the overlay paths as the user gave them
-    (recorded in the lock and the regenerate command); ``output`` the ``-o`` path.
+    (recorded in the lock and the regenerate command). The same request in any spelling,
+    written anywhere, gives the same lock (:func:`canonical_request`; no output path).
     """
     c = res.constraints
     rows: list[dict[str, Any]] = []
@@ -105,10 +152,11 @@ def lock_from_resolution(
                          f"{unknown}; those fields must be frozen from the trial host "
                          "(pin freeze) before this lock can be verified.")
     notes.extend(res.notes)
+    request = canonical_request(res, matrix)
     data: dict[str, Any] = {
         "generator": {"name": "pin", "version": __version__,
-                      "command": regenerate_command(res, overlays, output)},
-        "request": _request(c),
+                      "command": regenerate_command(request, overlays)},
+        "request": request,
         "matrix": _provenance(matrix, c, overlays, rows),
         "target": target,
         "firmware": firmware,
@@ -131,19 +179,6 @@ def lock_from_resolution(
     if c.model is not None:
         data["model"] = {"id": c.model.id, "revision": c.model.revision, "origin": "user"}
     return seal(data)
-
-
-def _request(c: Constraints) -> dict[str, Any]:
-    """The request as the user gave it (absent flags left out)."""
-    return {k: v for k, v in {
-        "gpu": c.gpu,
-        "frameworks": [f.raw for f in c.frameworks],
-        "rocm": str(c.rocm) if c.rocm is not None else None,
-        "cuda": str(c.cuda) if c.cuda is not None else None,
-        "os": f"{c.os[0]}-{c.os[1]}" if c.os else None,
-        "model": f"{c.model.id}@{c.model.revision}" if c.model else None,
-        "as-of": c.as_of.isoformat() if c.as_of else None,
-    }.items() if v is not None}
 
 
 def _provenance(matrix: Matrix, c: Constraints, overlays: Sequence[str],
@@ -305,4 +340,4 @@ def _frameworks(res: Resolution, matrix: Matrix, rows: list[dict[str, Any]]
                                  f"the matrix names no build of {fw.name}; {FREEZE}"))
         frameworks.append({"name": fw.name, "version": ver, "build": build,
                            "status": fw.status, "notes": list(fw.notes)})
-    return frameworks
+    return sorted(frameworks, key=lambda f: str(f["name"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -40,40 +41,163 @@ class TargetChanged(WriteConflict):
     """
 
 
+STDIO = "-"
+"""The path that names standard input (for a reader) or standard output (for a writer)."""
+
+
+def is_stdio(path: Path | str) -> bool:
+    """True when ``path`` is ``-``: standard input to the readers here, standard output to
+    :func:`atomic_write_bytes`. A file named ``-`` is reached as ``./-`` only when the caller
+    keeps it apart (:func:`pinning.cli.options.cli_path` makes it absolute).
+    """
+    return str(path) == STDIO
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, if_unchanged: bytes | None = None,
                        wait: float = LOCK_WAIT_S) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename.
+    """Write ``data`` to ``path`` so that nothing is destroyed and nothing is torn.
 
-    A reader never sees a half-written file and a failure leaves the old file intact. The
-    write holds the target's advisory lock (:func:`target_lock`), so writers of one target
-    take turns; under it, temporary files that killed writers left next to the target are
-    removed first (:func:`remove_orphans`). The temporary file is ``.<name>.<pid>.<random>
-    .tmp``. With ``if_unchanged`` (the bytes the caller read earlier) the write happens only
-    if ``path`` still holds exactly those bytes, checked under the lock.
+    What ``path`` names decides how:
+
+    * ``-``: standard output (``if_unchanged`` does not apply).
+    * a symbolic link (or a chain of them): the final target is written as below and the
+      link is kept; a loop of links is ``OSError`` (``ELOOP``).
+    * a character device or a FIFO: the bytes are written to it as a stream (opened for
+      writing, never created, truncated or renamed over), so ``-o /dev/null`` writes nothing
+      anywhere; a FIFO's open waits for a reader, as a shell's ``>`` does.
+    * a directory, a block device or a socket: refused with ``OSError`` (``EISDIR``,
+      ``EPERM``) naming the path; nothing is written.
+    * a regular file or nothing: a temporary file in the target's folder, written and
+      fsynced, then renamed over the target, so a reader (or a writer killed with SIGKILL
+      at any moment) leaves the old file or the new one, never a torn one. An existing
+      file keeps its permission bits; a new one gets 0644.
+
+    A regular write holds the target's advisory lock (:func:`target_lock`), so writers of
+    one target take turns; under it, temporary files that killed writers left next to the
+    target are removed first (:func:`remove_orphans`). The temporary file is ``.<name>.<pid>.
+    <random>.tmp``. With ``if_unchanged`` (the bytes the caller read earlier) the write
+    happens only if the target still holds exactly those bytes, checked under the lock.
 
     Raises :class:`TargetChanged` when it does not, :class:`WriteConflict` when another
     writer holds the lock longer than ``wait`` seconds, and ``OSError`` from the file system
     (both are ``OSError`` too); callers wrap them in their own ``PinError``.
     """
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    with target_lock(path, wait=wait):
-        if if_unchanged is not None and not _holds(path, if_unchanged):
+    if is_stdio(path):
+        _write_stdout(data)
+        return
+    target = _final_target(Path(path))
+    if _is_stream(target):
+        _write_stream(target, data, if_unchanged=if_unchanged)
+        return
+    with target_lock(target, wait=wait):
+        mode = _writable_mode(target)
+        if if_unchanged is not None and not _holds(target, if_unchanged):
             raise TargetChanged(f"{path} changed since it was read")
-        remove_orphans(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
-                                   dir=parent)
+        remove_orphans(target)
+        _replace(target, data, mode)
+
+
+def _write_stdout(data: bytes) -> None:
+    """Write ``data`` to standard output (its binary buffer when it has one) and flush."""
+    import sys
+
+    out = sys.stdout
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        out.flush()
+        buffer.write(data)
+        buffer.flush()
+    else:  # a text-only stream (a test's StringIO)
+        out.write(data.decode("utf-8", "replace"))
+        out.flush()
+
+
+def _final_target(path: Path) -> Path:
+    """The file ``path`` finally names, symbolic links resolved (the folders too); ``OSError``
+    (``ELOOP``) for a loop of links.
+    """
+    target = Path(os.path.realpath(path))
+    if target.is_symlink():  # realpath stops, unresolved, at a loop
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path))
+    return target
+
+
+def _is_stream(target: Path) -> bool:
+    """True when ``target`` is a character device or a FIFO (written as a stream)."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)
+
+
+def _writable_mode(target: Path) -> int:
+    """The permission bits the new file gets: those of the regular file ``target``, 0644 for
+    a new one. ``OSError`` naming ``target`` when it is a directory, a block device or a
+    socket (or a stream that replaced a regular file since it was looked at).
+    """
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return 0o644
+    if stat.S_ISREG(st.st_mode):
+        return stat.S_IMODE(st.st_mode)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+    raise PermissionError(errno.EPERM, f"{_file_kind(st.st_mode)}, not a file pin writes "
+                          "(a regular file, a character device or a FIFO)", str(target))
+
+
+def _write_stream(target: Path, data: bytes, *, if_unchanged: bytes | None) -> None:
+    """Write ``data`` to the character device or FIFO ``target``: opened for writing without
+    creating or truncating; refused when it turned into something else since it was looked
+    at (then nothing is written).
+    """
+    fd = os.open(target, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            raise OSError(errno.EAGAIN, "replaced while pin opened it; nothing was written",
+                          str(target))
+        if if_unchanged is not None:
+            raise TargetChanged(f"{target} is {_file_kind(st.st_mode)}, not the file read")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+_CHUNK = 1024 * 1024
+
+
+def _replace(target: Path, data: bytes, mode: int) -> None:
+    """Write ``data`` to a temporary file beside ``target`` (fsynced, ``mode``), rename it
+    over ``target`` and fsync the folder; the temporary file is removed on any failure.
+    """
+    parent = target.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
+                               dir=parent)
+    try:
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view[:_CHUNK]):]
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # durability across a crash; not needed to be atomic
+        dfd = os.open(parent, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
 
 
 def _holds(path: Path, expected: bytes) -> bool:
@@ -236,7 +360,11 @@ def read_regular_bytes(path: Path, error: type[PinError], *, label: str,
     are followed; a loop of them is an unreadable file. Raises ``error`` (a ``PinError``
     subclass) naming ``label`` when the file is absent, unreadable, not a regular file or
     larger than ``limit``; ``hint`` becomes the error's hint.
+
+    ``-`` is standard input (:func:`read_stdin_bytes`), read to at most ``limit + 1`` bytes.
     """
+    if is_stdio(path):
+        return read_stdin_bytes(error, label=label, hint=hint, limit=limit)
     try:
         fd = os.open(Path(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
@@ -262,6 +390,36 @@ def read_regular_bytes(path: Path, error: type[PinError], *, label: str,
         raise error(f"{label}: cannot be read ({exc.strerror or exc}).", hint=hint) from exc
     finally:
         os.close(fd)
+
+
+_stdin_read: list[tuple[object, bytes]] = []  # [(the stdin buffer read, its bytes)]
+
+
+def read_stdin_bytes(error: type[PinError], *, label: str, hint: str | None = None,
+                     limit: int = MAX_INPUT_BYTES) -> bytes:
+    """All of standard input, at most ``limit`` bytes (default 64 MiB).
+
+    Standard input is read once: a second call in the same process (a command that reads
+    its input twice, to hash the bytes and to parse them) gets the same bytes. Raises
+    ``error`` naming ``label`` when it cannot be read or is larger than ``limit``.
+    """
+    import sys
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise error(f"{label}: standard input cannot be read (none is open).", hint=hint)
+    cached = [data for seen, data in _stdin_read if seen is stream]
+    if cached:
+        data = cached[0]
+    else:
+        try:
+            data = stream.read(limit + 1)
+        except OSError as exc:
+            raise error(f"{label}: cannot be read ({exc.strerror or exc}).", hint=hint) from exc
+        _stdin_read[:] = [(stream, data)]
+    if len(data) > limit:
+        raise error(f"{label}: larger than {_size_text(limit)}.", hint=hint)
+    return bytes(data)
 
 
 def sha256_file(path: Path, error: type[PinError], *, label: str,

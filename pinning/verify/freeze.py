@@ -4,7 +4,9 @@ Frozen values get ``origin = "host"``; the matrix's ``allowed`` / ``constraint``
 them so ``pin verify`` can still say when a later host leaves the validated set. What is
 frozen: GPU count, firmware (PLDM bundle / VBIOS / IFWI, the VBIOS string and per-engine
 microcode), kernel driver version and flavour, OS, kernel, the CUDA toolkit (NVIDIA), each
-framework's exact version and build, every Python distribution (``[packages]``) and the
+framework's exact version and build, every Python distribution (``[packages]``), the
+compiled extensions the host shows (``[[extensions]]``: flash-attn, AITER, vLLM's kernels...;
+:data:`~pinning.guards.serving.EXTENSION_SOURCES`) and the
 variables that change kernels or numerics (``[environment]``). The ROCm / CUDA release stays
 the matrix's: a host on another release is a deviation, not a new value.
 
@@ -18,9 +20,10 @@ from typing import Any
 
 from pinning import __version__
 from pinning.errors import DriftError
+from pinning.guards.serving import host_extensions
 from pinning.guards.view import Finding
 from pinning.lockfile.io import amend, lock_json
-from pinning.lockfile.models import Lockfile, Pinned
+from pinning.lockfile.models import Extension, Lockfile, Pinned
 from pinning.matrix.load import Matrix
 from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS
 from pinning.probe.models import NOT_JUDGED_ENV, GpuFacts, HostFacts, Reading, snapshot_hash
@@ -49,6 +52,7 @@ def _frozen_facts(lock: Lockfile) -> set[str]:
         out.add("firmware.blocks")
     if lock.packages is not None:
         out.add("packages")
+    out |= {f"extensions.{e.name}" for e in lock.extensions or [] if e.origin == "host"}
     return out
 
 
@@ -152,6 +156,7 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
                  "deviations in the lock.",
         )
 
+    extensions = _freeze_extensions(lock, facts)
     environment = {k: v for k, v in sorted(facts.environment.items())
                    if k not in NOT_JUDGED_ENV}
     frozen = {
@@ -168,8 +173,20 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
         lock, target=data["target"], firmware=data["firmware"],
         kernel_driver=data["kernel-driver"], os=data["os"], kernel=data["kernel"],
         runtime=data["runtime"], frameworks=data["frameworks"], packages=data.get("packages"),
-        environment=environment, frozen=frozen, notes=notes)
+        environment=environment, frozen=frozen, notes=notes, extensions=extensions)
     return frozen_lock, found, unfrozen
+
+
+def _freeze_extensions(lock: Lockfile, facts: HostFacts) -> list[Extension] | None:
+    """The ``[[extensions]]`` after a freeze: each extension the host shows installed
+    (:func:`~pinning.guards.serving.host_extensions`: the known kernel-carrying distributions
+    and those the lock names), then the lock's other entries unchanged (one the host lacks is
+    a deviation that ``force`` keeps). ``None`` when there is none.
+    """
+    seen = host_extensions(facts.python.distributions, lock.extensions or [])
+    names = {e.name for e in seen}
+    kept = [e for e in lock.extensions or [] if e.name not in names]
+    return sorted([*seen, *kept], key=lambda e: e.name) or None
 
 
 def _freeze_hardware(lock: Lockfile, facts: HostFacts, data: dict[str, Any],

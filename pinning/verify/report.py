@@ -5,12 +5,17 @@ maps it to exit 0 (match) or 6 (drift).
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
+from pinning.errors import UsageError
 from pinning.guards.checks import run_checks
 from pinning.guards.engine import GuardContext, guard_findings
+from pinning.guards.serving import with_lock_serving
 from pinning.guards.view import Finding, view_from_facts
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
@@ -42,6 +47,14 @@ class VerifyReport(Strict):
     result: Literal["match", "drift"]
     counts: dict[str, int]
     findings: list[Finding] = Field(default_factory=list)
+    hidden_rules: int = Field(
+        default=0, ge=0,
+        description="Guard rules left out because they do not apply here: a fact they need "
+                    "is not known for this lock and host (e.g. no [serving] quantization); "
+                    "pin verify -v lists them.")
+    audited: bool = Field(
+        default=False, description="True when a `pin audit --format json` report was given "
+                                   "(--audit), so the code rules judged the audited code.")
 
     @property
     def drift(self) -> list[Finding]:
@@ -65,11 +78,16 @@ EXPLAINING_RULES = frozenset({"driver-too-old-for-cuda", "cuda-triton-with-rocm-
 
 
 def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, host_name: str,
-           strict: bool = False) -> VerifyReport:
+           strict: bool = False, verbose: bool = False,
+           device_strings: list[str] | None = None) -> VerifyReport:
     """Compare ``lock`` with ``facts`` (see the module docstring); pure.
 
     ``lock_name`` / ``host_name`` label the report. With ``strict``, warnings (see
-    :class:`VerifyReport`) also count as drift.
+    :class:`VerifyReport`) also count as drift. The guard rules also judge the lock's
+    ``[serving]`` and ``[[extensions]]``; rules that do not apply (a fact they need is not
+    known) are counted in ``hidden-rules`` and listed only with ``verbose``.
+    ``device_strings`` are those a ``pin audit`` report found (:func:`audit_device_strings`);
+    ``None`` when the code was not audited.
     """
     v = Verifier(lock, facts, matrix)
     v.target()
@@ -83,13 +101,18 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     v.model()
     v.image()
     v.environment()
-    view = view_from_facts(facts)
-    rule_findings = run_checks(view, matrix)
-    rule_findings += guard_findings(
-        # The host's own runtime (view.rocm_version), not the lock's: the rules judge the host.
-        GuardContext(view=view, gpu_ids=[g.product for g in facts.gpus if g.product],
-                     platform="linux"),
-        "verify", include_skipped=True)
+    v.extensions()
+    # The host's own runtime (view.rocm_version), not the lock's: the rules judge the host;
+    # the serving choices (quantization, attention, extension targets) come from the lock.
+    ctx = with_lock_serving(
+        GuardContext(view=view_from_facts(facts), platform="linux",
+                     gpu_ids=[g.product for g in facts.gpus if g.product],
+                     device_strings=device_strings),
+        lock, lock_packages=False)
+    rule_findings = run_checks(ctx.view, matrix)
+    guarded = guard_findings(ctx, "verify", include_skipped=True)
+    hidden = 0 if verbose else sum(1 for f in guarded if f.status == "not-probed")
+    rule_findings += [f for f in guarded if verbose or f.status != "not-probed"]
     # A rule finding repeats the comparison when that already judged the fact (changed,
     # missing, outside the matrix); it stays when the comparison could not judge it.
     judged = {(f.fact, f.gpu) for f in v.findings
@@ -107,8 +130,45 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     return VerifyReport(
         lock=lock_name, lock_hash=lock.content_hash, host=host_name,
         host_hash=snapshot_hash(facts), strict=strict, result=result,
-        counts=dict(sorted(counts.items())), findings=findings,
+        counts=dict(sorted(counts.items())), findings=findings, hidden_rules=hidden,
+        audited=device_strings is not None,
     )
+
+
+_AUDIT_HIT = re.compile(r"^'([^']*)' as a device$")
+
+
+def audit_device_strings(path: Path) -> list[str]:
+    """The device strings a ``pin audit --format json`` report at ``path`` found (``rocm``,
+    ``hip:0``): each hit's ``device``, or the string its ``text`` quotes (``'hip' as a
+    device``). An empty list when the audit found none.
+
+    Raises :class:`~pinning.errors.UsageError` (exit 2) naming ``--audit`` when the file
+    cannot be read or is not such a report.
+    """
+    from pinning.util.files import read_regular_bytes
+
+    raw = read_regular_bytes(path, UsageError, label=f"--audit {path}", limit=64 * 1024 * 1024)
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        data = None
+    hits = data.get("hits") if isinstance(data, dict) else None
+    if not isinstance(hits, list):
+        raise UsageError(f"--audit {path}: not a pin audit JSON report (no `hits` list).",
+                         hint="Write one with: pin audit PATH --format json > audit.json")
+    out: list[str] = []
+    for i, hit in enumerate(hits):
+        device = hit.get("device") if isinstance(hit, dict) else None
+        text = hit.get("text") if isinstance(hit, dict) else None
+        m = _AUDIT_HIT.match(text) if isinstance(text, str) else None
+        if not isinstance(device, str):
+            device = m.group(1) if m else None
+        if device is None:
+            raise UsageError(f"--audit {path}: hit {i} names no device string.",
+                             hint="Write the report with: pin audit PATH --format json")
+        out.append(device)
+    return sorted(set(out))
 
 
 class Verifier(HardwareFacts, SoftwareFacts):

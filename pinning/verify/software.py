@@ -126,6 +126,41 @@ class SoftwareFacts(Comparer):
             self.add("packages", "packages", "match",
                      f"All {len(locked)} locked Python packages match.")
 
+    def extensions(self) -> None:
+        """Each locked extension (``[[extensions]]``) with a version: installed at that
+        version (a lock version without a local label matches any local label of it), else
+        missing or changed. Their targets are judged by the guard rules, not here.
+        """
+        python = self.facts.python
+        locked = [e for e in self.lock.extensions or [] if e.version]
+        if not locked:
+            return
+        if not python.distributions:
+            why = python.reason or "no Python distributions found"
+            for ext in locked:
+                self.add("extension-not-probed", f"extensions.{ext.name}", "not-probed",
+                         f"{ext.name} {ext.version} is locked but the host's Python "
+                         f"distributions could not be read: {why}.", expected=ext.version)
+            return
+        for ext in locked:
+            assert ext.version is not None
+            fact = f"extensions.{ext.name}"
+            src = "pin freeze (host)" if ext.origin == "host" else "pin resolve --extension"
+            have = python.version_of(ext.name)
+            if have is None:
+                self.add("extension-missing", fact, "missing",
+                         f"{ext.name} {ext.version} is locked ([[extensions]]) but not "
+                         "installed.", expected=ext.version, source=src)
+            elif have == ext.version or ("+" not in ext.version
+                                         and have.partition("+")[0] == ext.version):
+                self.add("extension", fact, "match", f"{ext.name} {have}.",
+                         expected=ext.version, actual=have)
+            else:
+                self.add("extension-changed", fact, "mismatch",
+                         f"{ext.name} is {have}, the lock has {ext.version}: the serving "
+                         "combination that was tested is not the one installed.",
+                         expected=ext.version, actual=have, source=src)
+
     def _tritons(self, locked: dict[str, str], installed: dict[str, str], src: str | None
                  ) -> None:
         """Triton first: which distribution provides ``import triton`` is the fact (AITER or

@@ -11,7 +11,7 @@ import pytest
 
 from pinning.errors import MatrixError
 from pinning.guards.engine import GuardContext, evaluate, load_rules
-from pinning.guards.view import EnvView, GpuView, PackageView
+from pinning.guards.view import EnvView, ExtensionView, GpuView, PackageView
 from pinning.matrix.load import Matrix
 from tests.support.guards import RULES
 from tests.support.hosts import HostCopy, recorded
@@ -32,6 +32,8 @@ def ctx(gpus: Sequence[GpuView] = AMD, packages: Sequence[tuple[str, str]] = (),
                    torch_version="2.7.0" if torch else None)
     return GuardContext(view=view, **extra)
 
+
+FA_CK: dict[str, Any] = {"attention": "flash-attn", "attention_backend": "ck"}
 
 CASES = {
     "aiter-replaces-triton": (
@@ -66,8 +68,13 @@ CASES = {
         ctx(packages=[("jax-rocm7-plugin", "0.8.2")], platform="linux")),
     "torch-device-rocm": (ctx(device_strings=["hip:0"]), ctx(device_strings=[])),
     "flash-attn-ck-limits": (
-        ctx(packages=[("flash-attn", "2.8.3")], head_dim=512, dtype="bf16"),
-        ctx(packages=[("flash-attn", "2.8.3")], head_dim=128, dtype="bf16")),
+        ctx(packages=[("flash-attn", "2.8.3")], head_dim=512, dtype="bf16", **FA_CK),
+        ctx(packages=[("flash-attn", "2.8.3")], head_dim=128, dtype="bf16", **FA_CK)),
+    "extension-without-gpu-target": (
+        GuardContext(view=EnvView(gpus=list(MI355), extensions=[
+            ExtensionView("flash-attn", "2.8.3", ["gfx942"])])),
+        GuardContext(view=EnvView(gpus=list(MI355), extensions=[
+            ExtensionView("flash-attn", "2.8.3", ["gfx942", "gfx950"])]))),
 }
 
 
@@ -153,9 +160,11 @@ def test_condition_details() -> None:
     assert evaluate(aiter, ctx()).status == "skipped"
     fa = RULES["flash-attn-ck-limits"]
     pkgs = [("flash-attn", "2.8.3")]
-    assert evaluate(fa, ctx(packages=pkgs, head_dim=128, dtype="torch.float32")).status == "failed"
-    assert evaluate(fa, ctx(packages=pkgs, head_dim=128, dtype="torch.float16")).status == "passed"
-    assert evaluate(fa, ctx(packages=pkgs, head_dim=128)).status == "skipped"
+    assert evaluate(fa, ctx(packages=pkgs, head_dim=128, dtype="torch.float32",
+                            **FA_CK)).status == "failed"
+    assert evaluate(fa, ctx(packages=pkgs, head_dim=128, dtype="torch.float16",
+                            **FA_CK)).status == "passed"
+    assert evaluate(fa, ctx(packages=pkgs, head_dim=128, **FA_CK)).status == "skipped"
     jax = RULES["jax-rocm60-plugin-on-rocm7"]
     nvidia = ctx(gpus=NV, packages=[("jax-rocm60-plugin", "0.5.0")], runtime_version="12.8")
     assert evaluate(jax, nvidia).status == "passed"

@@ -32,7 +32,7 @@ EXAMPLES = {
 def make_lock(matrix: Matrix, gpu: str = "mi300x", fw: str = "pytorch==2.13.0",
               **kw: Any) -> Lockfile:
     c = Constraints(gpu=gpu, frameworks=(parse_framework(fw, matrix.framework_names()),), **kw)
-    return lock_from_resolution(resolve(matrix, c), matrix, output="x.lock")
+    return lock_from_resolution(resolve(matrix, c), matrix)
 
 
 def test_written_twice_byte_identical(matrix: Matrix, tmp_path: Path) -> None:
@@ -41,7 +41,9 @@ def test_written_twice_byte_identical(matrix: Matrix, tmp_path: Path) -> None:
     b.parent.mkdir()
     assert write_lock(make_lock(matrix), a) == write_lock(make_lock(matrix), b)
     assert a.read_bytes() == b.read_bytes()
-    assert a.read_text().splitlines()[1].startswith("# Regenerate: pin resolve --gpu mi300x")
+    head = a.read_text().splitlines()
+    assert head[1].startswith("# Regenerate: pin lock upgrade FILE")
+    assert head[2] == "# Resolved by: pin resolve --gpu mi300x --framework pytorch==2.13.0"
 
 
 def test_round_trip_and_content_hash(matrix: Matrix, tmp_path: Path) -> None:
@@ -110,7 +112,7 @@ def test_overlay_is_recorded(matrix: Matrix, tmp_path: Path) -> None:
     p.write_text(OVERLAY)
     m = load_matrix([p])
     c = Constraints(gpu="mi300x", frameworks=(parse_framework("pytorch==2.10.0"),))
-    lock = lock_from_resolution(resolve(m, c), m, overlays=[str(p)], output="x.lock")
+    lock = lock_from_resolution(resolve(m, c), m, overlays=[str(p)])
     assert lock.runtime.version.value == "7.2.1"
     src = lock.matrix.sources[-1]
     assert src.overlay and src.name == "site-lab" and src.path == str(p)

@@ -50,7 +50,7 @@ READERS: dict[str, tuple[list[str], int, int]] = {
                         MAX_SOURCE_BYTES),
     "PyTorch matrix": (["matrix", "import-pytorch", "{}", "--checked", "2026-11-29"], 2,
                        MAX_SOURCE_BYTES),
-    "dump": (["doctor", "{}"], 2, MAX_INPUT_BYTES),
+    "dump": (["doctor", "{}"], 7, MAX_INPUT_BYTES),
     "lock": (["lock", "validate", "{}"], 5, MAX_INPUT_BYTES),
     "snapshot": (["verify", str(LOCK), "--host", "{}"], 7, MAX_INPUT_BYTES),
     "overlay": (["matrix", "list", "--matrix", "{}"], 3, MAX_INPUT_BYTES),

@@ -81,6 +81,12 @@ _REVIEWED_NON_LITERAL = {
     ("probe/pyenv.py", "DIST_NAME_PATTERN"): "checked below as a module constant",
     ("util/versions.py", "f'[0-9]{{{MAX_NUMBER_DIGITS + 1},}}'"): "one class, one repeat",
     ("util/versions.py", "f'[0-9]{{1,{MAX_NUMBER_DIGITS}}}'"): "one class, bounded",
+    ("guards/serving.py", "TARGET_PATTERN"): "checked below as a module constant",
+    ("guards/serving.py",
+     "f'^(?P<name>{_WORD})(?:==(?P<version>[^:\\\\s]+))?(?::(?P<backend>{_WORD}))?$'"):
+        "the compiled _ATTENTION, checked below",
+    ("guards/serving.py", "f'^(?P<method>{_WORD})(?::(?P<backend>{_WORD}))?$'"):
+        "the compiled _QUANT, checked below",
 }
 
 
@@ -121,8 +127,12 @@ def test_every_non_literal_pattern_was_reviewed() -> None:
 
 
 def test_shared_name_patterns_are_linear() -> None:
+    from pinning.guards import serving
+    from pinning.lockfile.models import TARGET_PATTERN
     from pinning.util.models import DIST_NAME_PATTERN, ENV_NAME_PATTERN
 
-    for pattern in (DIST_NAME_PATTERN, ENV_NAME_PATTERN):
-        assert adjacent_repeats(pattern) is None
+    for pattern in (DIST_NAME_PATTERN, ENV_NAME_PATTERN, TARGET_PATTERN,
+                    serving._QUANT.pattern, serving._ATTENTION.pattern,
+                    serving._EXTENSION.pattern):
+        assert adjacent_repeats(pattern) is None, pattern
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from typing import Any
 
 import jsonschema
 import pytest
@@ -43,7 +44,7 @@ def h200_frozen(matrix: Matrix) -> Lockfile:
     return frozen
 
 
-def run(lock: Lockfile, facts: HostFacts, matrix: Matrix, **kw: bool) -> VerifyReport:
+def run(lock: Lockfile, facts: HostFacts, matrix: Matrix, **kw: Any) -> VerifyReport:
     return verify(lock, facts, matrix, lock_name="lock", host_name="host", **kw)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def frozen(matrix: Matrix) -> Lockfile:
     return freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="h")[0]
 
 
-def check(lock: Lockfile, host: Path, matrix: Matrix, **kw: bool) -> VerifyReport:
+def check(lock: Lockfile, host: Path, matrix: Matrix, **kw: Any) -> VerifyReport:
     return verify(lock, recorded("", host), matrix, lock_name="l", host_name="h", **kw)
 
 

@@ -1,0 +1,200 @@
+"""What differs between two lockfiles, value by value, grouped by layer (pure).
+
+:func:`diff_locks` walks the two locks' JSON forms (kebab-case keys) and returns one
+:class:`Change` per differing value: a pinned value's ``value``, ``allowed`` set or
+``constraint`` (its ``reason`` text and ``origin`` are the value's explanation, not the
+value), a plain key, or a whole list (notes, PCI IDs). Lists of tables are matched by their
+name (``frameworks`` by ``name``, matrix rows by ``ref``). The ``content-hash`` is left
+out: it follows from the rest.
+
+Layers, in the order a stack is read: target, firmware, driver, os, runtime, frameworks,
+packages, model, image, environment (:data:`STACK_LAYERS`), then what says how the lock was
+made: request, matrix, frozen, generator, notes (:data:`OTHER_LAYERS`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pinning.lockfile.io import lock_json
+from pinning.lockfile.models import Lockfile
+from pinning.util.models import Strict
+
+#: The layers of the stack itself, in reading order.
+STACK_LAYERS: tuple[str, ...] = ("target", "firmware", "driver", "os", "runtime", "frameworks",
+                                 "packages", "model", "image", "environment")
+#: Layers that record how the lock was made rather than the stack.
+OTHER_LAYERS: tuple[str, ...] = ("request", "matrix", "frozen", "generator", "notes")
+
+_LAYER_OF: dict[str, str] = {
+    "target": "target", "firmware": "firmware", "kernel-driver": "driver", "os": "os",
+    "kernel": "os", "runtime": "runtime", "frameworks": "frameworks", "packages": "packages",
+    "model": "model", "image": "image", "wheels": "image", "build-steps": "image",
+    "environment": "environment", "request": "request", "matrix": "matrix",
+    "frozen": "frozen", "generator": "generator", "lock-version": "generator",
+    "notes": "notes", "warnings": "notes",
+}
+# Lists of tables and the key that names each entry.
+_LIST_KEYS: dict[str, str] = {"frameworks": "name", "sources": "name", "rows": "ref",
+                              "wheels": "name"}
+_PINNED_PARTS = ("value", "allowed", "constraint")
+
+
+class Change(Strict):
+    """One value that differs: its ``layer`` (see the module docstring), its dotted
+    ``path`` in the lock (``runtime.version``, ``frameworks.pytorch.build``,
+    ``packages.numpy``), the ``old`` and ``new`` value as text (``None`` when absent on
+    that side) and ``source``: where the new value comes from (``matrix <row ref>``,
+    ``host``, ``user``; ``None`` for plain keys).
+    """
+
+    layer: str
+    path: str
+    old: str | None
+    new: str | None
+    source: str | None = None
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) if value else "(none)"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) if value else "(none)"
+    return str(value)
+
+
+def _is_pinned(value: Any) -> bool:
+    return isinstance(value, dict) and "origin" in value
+
+
+def _source(pinned: Any) -> str | None:
+    if not _is_pinned(pinned):
+        return None
+    ref = pinned.get("ref")
+    return f"{pinned['origin']} {ref}" if ref else str(pinned["origin"])
+
+
+class _Walker:
+    """Collects the changes of one layer while walking two JSON values side by side."""
+
+    def __init__(self, layer: str, out: list[Change]) -> None:
+        self.layer, self.out = layer, out
+
+    def add(self, path: str, old: Any, new: Any, source: str | None = None) -> None:
+        self.out.append(Change(layer=self.layer, path=path, old=_text(old), new=_text(new),
+                               source=source))
+
+    def walk(self, path: str, a: Any, b: Any) -> None:
+        if a == b:
+            return
+        if _is_pinned(a) or _is_pinned(b):
+            self.pinned(path, a or {}, b or {})
+        elif isinstance(a, dict) and isinstance(b, dict):
+            for key in [*a, *(k for k in b if k not in a)]:
+                self.walk(f"{path}.{key}", a.get(key), b.get(key))
+        elif path.rpartition(".")[2] in _LIST_KEYS and _tables(a) and _tables(b):
+            self.tables(path, _LIST_KEYS[path.rpartition(".")[2]], a or [], b or [])
+        elif path.rpartition(".")[2] in ("notes", "warnings") and not _tables(a or b):
+            self.items(path, a or [], b or [])
+        elif (isinstance(a, dict) and b is None) or (a is None and isinstance(b, dict)):
+            self.walk(path, a or {}, b or {})
+        else:
+            self.add(path, a, b)
+
+    def tables(self, path: str, name: str, a: list[Any], b: list[Any]) -> None:
+        """Two lists of tables, matched by each table's ``name`` key."""
+        left = {str(x.get(name)): x for x in a}
+        right = {str(x.get(name)): x for x in b}
+        for key in [*left, *(k for k in right if k not in left)]:
+            if key in left and key in right:
+                self.walk(f"{path}.{key}", left[key], right[key])
+            else:  # an entry added or removed: one line, by its name
+                self.add(f"{path}.{key}", key if key in left else None,
+                         key if key in right else None)
+
+    def items(self, path: str, a: list[Any], b: list[Any]) -> None:
+        """Two lists of notes: one line per note removed, then per note added."""
+        for item in a:
+            if item not in b:
+                self.add(path, item, None)
+        for item in b:
+            if item not in a:
+                self.add(path, None, item)
+
+    def pinned(self, path: str, a: dict[str, Any], b: dict[str, Any]) -> None:
+        source = _source(b) if b else None
+        for part in _PINNED_PARTS:
+            if a.get(part) != b.get(part):
+                self.add(path if part == "value" else f"{path} ({part})",
+                         a.get(part), b.get(part), source)
+
+
+def _tables(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
+
+
+def diff_locks(old: Lockfile, new: Lockfile) -> list[Change]:
+    """Every value that differs from ``old`` to ``new``, layer by layer in the order of
+    :data:`STACK_LAYERS` then :data:`OTHER_LAYERS`; an empty list when the locks hold the same
+    content (their bytes may still differ in the ``#:schema`` comment).
+    """
+    a, b = lock_json(old), lock_json(new)
+    out: list[Change] = []
+    for key in [*a, *(k for k in b if k not in a)]:
+        if key == "content-hash":
+            continue
+        _Walker(_LAYER_OF.get(key, "notes"), out).walk(key, a.get(key), b.get(key))
+    order = {name: i for i, name in enumerate((*STACK_LAYERS, *OTHER_LAYERS))}
+    return sorted(out, key=lambda c: order.get(c.layer, len(order)))
+
+
+def stack_changes(changes: list[Change]) -> list[Change]:
+    """The changes of the stack's own layers (:data:`STACK_LAYERS`)."""
+    return [c for c in changes if c.layer in STACK_LAYERS]
+
+
+_LABELS = {"runtime.version": "{runtime}", "runtime.hip": "HIP",
+           "kernel-driver.version": "{driver}", "firmware.version": "firmware",
+           "target.gpu": "GPU", "os": "OS", "kernel": "kernel"}
+
+
+def summary_lines(changes: list[Change], lock: Lockfile | None = None) -> list[str]:
+    """Short lines for a write's change summary: ``ROCm 10.0.0 -> 7.2.0``,
+    ``pytorch 2.13.0 -> 2.12.0``, ``packages.numpy 2.1.0 -> (absent)``; stack layers only,
+    ``lock`` (the new one) names the runtime and driver.
+    """
+    runtime = ("ROCm" if lock.runtime.name == "rocm" else "CUDA") if lock else "runtime"
+    driver = lock.kernel_driver.name if lock else "driver"
+    out = []
+    counts: dict[str, int] = {}
+    for c in stack_changes(changes):
+        if c.layer in ("packages", "environment"):
+            counts[c.layer] = counts.get(c.layer, 0) + 1
+            continue
+        if c.path.endswith(")"):  # an allowed set or constraint: `pin lock diff` shows it
+            continue
+        label = _LABELS.get(c.path, c.path).format(runtime=runtime, driver=driver)
+        if c.path.startswith("frameworks.") and c.path.endswith(".version"):
+            label = c.path.split(".")[1]
+        out.append(f"{label} {c.old or '(absent)'} -> {c.new or '(absent)'}")
+    out += [f"{layer}: {n} value(s) changed" for layer, n in counts.items()]
+    return out
+
+
+def diff_text(changes: list[Change]) -> str:
+    """``pin lock diff``'s text: a heading per layer, then ``path: old -> new (source)``
+    lines; ``"no differences\\n"`` when ``changes`` is empty.
+    """
+    if not changes:
+        return "no differences\n"
+    lines: list[str] = []
+    layer = None
+    for c in changes:
+        if c.layer != layer:
+            layer = c.layer
+            lines.append(f"{layer}:")
+        src = f"  [{c.source}]" if c.source and c.new is not None else ""
+        lines.append(f"  {c.path}: {c.old or '(absent)'} -> {c.new or '(absent)'}{src}")
+    return "\n".join(lines) + "\n"
