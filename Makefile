@@ -21,11 +21,12 @@ DEMO_HOST_ARGS := --root $(DEMO_HOST)/root --replay $(DEMO_HOST)/commands.toml
 demo: install
 	$(BIN)/pin resolve --gpu mi300x --framework pytorch==2.13.0 --explain -o pin.lock
 	$(BIN)/pin lock validate pin.lock
-	@mkdir -p demo-out
+	@rm -rf demo-out && mkdir -p demo-out
 	$(BIN)/pin resolve --gpu mi300x --framework pytorch==2.7 --rocm 7.1.1 -o demo-out/mi300x.lock
 	$(BIN)/pin probe $(DEMO_HOST_ARGS) -o demo-out/host.json
 	$(BIN)/pin freeze demo-out/mi300x.lock --host demo-out/host.json
 	$(BIN)/pin verify demo-out/mi300x.lock --host demo-out/host.json
+	$(BIN)/pin lock check demo-out/mi300x.lock
 	@echo "--- a pasted collect_env from pytorch/pytorch#37320 (pin doctor exits 6 on a problem):"
 	$(BIN)/pin doctor tests/data/dumps/pytorch-pytorch-37320.txt; test $$? -eq 6
 

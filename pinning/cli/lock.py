@@ -99,18 +99,20 @@ def lock_validate(paths: tuple[str, ...], fmt: str) -> None:
 @click.pass_context
 def lock_diff(ctx: click.Context, old_path: str, new_path: str, fmt: str) -> None:
     """Show every value that differs from lock OLD to lock NEW, grouped by layer (target,
-    firmware, driver, os, runtime, frameworks, packages, model, image, environment, then
-    request, matrix, frozen, generator, notes), as old -> new with the source of the new
-    value.
+    firmware, driver, os, runtime, frameworks, packages, model, serving, extensions, image,
+    environment, then request, matrix, frozen, generator, notes), as old -> new with the
+    source of the new value. Either may be '-' (standard input), not both.
 
     Exit 0 when they hold the same content, 6 (drift) when they differ, 5 when either is
-    not a valid lock. JSON: {"equal": bool, "changes": [{"layer", "path", "old", "new",
-    "source"}]}.
+    not a valid lock, 2 when both are '-'. JSON: {"equal": bool, "changes": [{"layer",
+    "path", "old", "new", "source"}]}.
     """
+    from pinning.cli.options import cli_path, one_stdin
     from pinning.lockfile.diff import diff_locks, diff_text
     from pinning.lockfile.io import read_lock
 
-    changes = diff_locks(read_lock(Path(old_path)), read_lock(Path(new_path)))
+    one_stdin(OLD=old_path, NEW=new_path)
+    changes = diff_locks(read_lock(cli_path(old_path)), read_lock(cli_path(new_path)))
     if fmt == "json":
         click.echo(json.dumps({"equal": not changes,
                                "changes": [c.model_dump(mode="json") for c in changes]},
@@ -158,8 +160,9 @@ def lock_check(ctx: click.Context, path: str, fmt: str) -> None:
 
     Exit 0 when it does; 6 (drift) when a value of the stack would change, printing those
     changes (run `pin lock upgrade LOCK` to take them); 5 for an invalid lock; 4 when the
-    request no longer resolves. JSON: {"current": bool, "changes": [...], "dropped":
-    [...], "other-changes": int}.
+    request no longer resolves; 10 when a guard refuses the lock's own choices on today's
+    stack (a [serving] backend or an [[extensions]] target it rules out). JSON:
+    {"current": bool, "changes": [...], "dropped": [...], "other-changes": int}.
     """
     from pinning.lockfile.diff import diff_text
 
@@ -207,7 +210,8 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
     why); print the change summary and write atomically.
 
     Exit 2 for --rocm with --cuda or a malformed SPEC, 4 when nothing validated fits, 5 for
-    an invalid LOCK, or when LOCK changed while pin worked (nothing written).
+    an invalid LOCK, or when LOCK changed while pin worked (nothing written), 10 when a
+    guard refuses the lock's [serving] or [[extensions]] on the new stack.
     """
     from pinning.cli.resolve import write_with_summary
     from pinning.errors import UsageError

@@ -90,7 +90,8 @@ def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
 @click.option("--explain", is_flag=True,
               help="Show the rows that decided and why others lost (on stderr with -o -).")
 @click.option("--dry-run", is_flag=True,
-              help="Print the lock and what would change in -o FILE; write nothing.")
+              help="Print the lock and what would change in -o FILE; write nothing (exit 5 "
+                   "when the write would be refused).")
 @click.option("--force", is_flag=True,
               help="Replace an -o FILE that holds values frozen from a host (they are lost; "
                    "`pin lock upgrade FILE` keeps them).")
@@ -144,6 +145,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         click.echo(note, err=True)
     if output == "-" or dry_run:
         _print_lock(lock, res, output=output, dry_run=dry_run, explain=explain, fmt=fmt)
+        if dry_run and output != "-" and _dry_run_report(lock, output, force=force):
+            click.get_current_context().exit(5)  # what the write itself would exit with
         return
     changes = write_with_summary(lock, Path(output), force=force, command="pin resolve")
     if fmt == "json":
@@ -167,8 +170,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
 
 def _print_lock(lock: Lockfile, res: Resolution, *, output: str, dry_run: bool, explain: bool,
                 fmt: str) -> None:
-    """``-o -`` and ``--dry-run``: the lock (or JSON) on stdout; warnings, ``--explain`` and
-    the dry run's change summary on stderr.
+    """``-o -`` and ``--dry-run``: the lock (or JSON) on stdout; warnings and ``--explain``
+    on stderr (the dry run's change summary follows, from :func:`_dry_run_report`).
     """
     from pinning.lockfile.io import lock_json, render
 
@@ -182,8 +185,6 @@ def _print_lock(lock: Lockfile, res: Resolution, *, output: str, dry_run: bool, 
         click.echo(render(lock), nl=False)
     if explain:
         click.echo(explain_text(res), err=True)
-    if dry_run and output != "-":
-        _dry_run_report(lock, output)
 
 
 def existing_lock(path: Path) -> Lockfile | None:
@@ -225,22 +226,36 @@ def _summary_text(lock: Lockfile, output: str, changes: list[dict[str, Any]] | N
     if not lines:
         return (f"{output}: the stack is unchanged ({len(changes)} recorded value(s) differ: "
                 "matrix provenance, request or notes)\n")
-    return f"Changes in {output}:\n" + "".join(f"  {line}\n" for line in lines)
+    gone = sorted({c["layer"] for c in changes
+                   if c["layer"] in ("serving", "extensions") and c["new"] is None})
+    tail = "".join(
+        f"  {'[serving]' if layer == 'serving' else '[[extensions]]'} removed from {output}: "
+        f"this resolve records only the {_FLAGS_OF[layer]} flags given to it; repeat them "
+        "to keep it.\n" for layer in gone)
+    return f"Changes in {output}:\n" + "".join(f"  {line}\n" for line in lines) + tail
 
 
-def _dry_run_report(lock: Lockfile, output: str) -> None:
+_FLAGS_OF = {"serving": "--quantization/--attention/--head-dim/--dtype",
+             "extensions": "--extension"}
+
+
+def _dry_run_report(lock: Lockfile, output: str, *, force: bool) -> bool:
     """On stderr: what writing ``lock`` to ``output`` would change, and whether it would be
-    refused (a lock with frozen host values there).
+    refused (a lock with frozen host values there, without ``force``). Returns ``True``
+    when it would be refused (the caller exits 5, as the write would).
     """
     from pinning.errors import LockfileError
     from pinning.lockfile.io import guard_frozen
 
     click.echo(_summary_text(lock, output, _changes_json(lock, output)), err=True, nl=False)
+    refused = False
     try:
-        guard_frozen(Path(output), force=False)
+        guard_frozen(Path(output), force=force)
     except LockfileError as exc:
         click.echo(f"Writing would be refused: {exc.message}", err=True)
+        refused = True
     click.echo(f"Dry run: nothing written to {output}.", err=True)
+    return refused
 
 
 def write_with_summary(lock: Lockfile, path: Path, *, force: bool, command: str,

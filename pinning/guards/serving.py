@@ -89,16 +89,23 @@ def _canonical_version(flag: str, text: str, version: str) -> str:
 def parse_quantization(text: str) -> tuple[str, str | None]:
     """``--quantization METHOD[:BACKEND]`` as ``(method, backend)``, lower case.
 
-    A Marlin method (``awq_marlin``, ``gptq_marlin``, ``marlin``) names its backend
-    (``marlin``). Raises :class:`UsageError` (exit 2) naming the flag for a malformed value
+    ``-`` and ``_`` are one separator. A Marlin method in any spelling (``awq_marlin``,
+    ``awq-marlin``, ``marlin_awq``, ``gptq_marlin``, ``marlin``) is written ``<base>_marlin``
+    and names its backend (``marlin``), so no spelling slips past the Marlin guard. Raises
+    :class:`UsageError` (exit 2) naming the flag for a malformed value
     or a backend that contradicts the method.
     """
     m = _QUANT.match(text.strip().lower())
     if not m:
         raise UsageError(f"--quantization {text!r}: expected METHOD[:BACKEND], e.g. awq:triton "
                          "(AWQ by Triton dequantization) or awq_marlin.")
-    method, backend = m["method"], m["backend"]
-    marlin = method == "marlin" or method.endswith("_marlin")
+    method = m["method"].replace("-", "_")
+    backend = m["backend"].replace("-", "_") if m["backend"] else None
+    tokens = method.split("_")
+    marlin = "marlin" in tokens
+    if marlin:
+        base = "_".join(t for t in tokens if t != "marlin")
+        method = f"{base}_marlin" if base else "marlin"
     if marlin and backend not in (None, "marlin"):
         raise UsageError(f"--quantization {text!r}: {method} runs Marlin kernels, not "
                          f"{backend}; write {method} or {method.removesuffix('_marlin')}:"

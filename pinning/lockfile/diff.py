@@ -7,9 +7,15 @@ value), a plain key, or a whole list (notes, PCI IDs). Lists of tables are match
 name (``frameworks`` by ``name``, matrix rows by ``ref``). The ``content-hash`` is left
 out: it follows from the rest.
 
+``[serving]`` is compared as ``pin resolve`` spells its flags: ``serving.quantization``
+(``METHOD[:BACKEND]``), ``serving.attention`` (``NAME[==VERSION][:BACKEND]``),
+``serving.head-dim``, ``serving.dtype``; ``[[extensions]]`` one entry a name,
+``extensions.NAME`` as ``NAME==VERSION[:BUILD][@TARGETS]``. Their source is the table's
+``origin`` (``user``: a ``pin resolve`` flag; ``host``: ``pin freeze``).
+
 Layers, in the order a stack is read: target, firmware, driver, os, runtime, frameworks,
-packages, model, image, environment (:data:`STACK_LAYERS`), then what says how the lock was
-made: request, matrix, frozen, generator, notes (:data:`OTHER_LAYERS`).
+packages, model, serving, extensions, image, environment (:data:`STACK_LAYERS`), then what
+says how the lock was made: request, matrix, frozen, generator, notes (:data:`OTHER_LAYERS`).
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from pinning.util.models import Strict
 
 #: The layers of the stack itself, in reading order.
 STACK_LAYERS: tuple[str, ...] = ("target", "firmware", "driver", "os", "runtime", "frameworks",
-                                 "packages", "model", "image", "environment")
+                                 "packages", "model", "serving", "extensions", "image",
+                                 "environment")
 #: Layers that record how the lock was made rather than the stack.
 OTHER_LAYERS: tuple[str, ...] = ("request", "matrix", "frozen", "generator", "notes")
 
@@ -32,7 +39,7 @@ _LAYER_OF: dict[str, str] = {
     "model": "model", "image": "image", "wheels": "image", "build-steps": "image",
     "environment": "environment", "request": "request", "matrix": "matrix",
     "frozen": "frozen", "generator": "generator", "lock-version": "generator",
-    "notes": "notes", "warnings": "notes",
+    "notes": "notes", "warnings": "notes", "serving": "serving", "extensions": "extensions",
 }
 # Lists of tables and the key that names each entry.
 _LIST_KEYS: dict[str, str] = {"frameworks": "name", "sources": "name", "rows": "ref",
@@ -131,6 +138,68 @@ class _Walker:
                          a.get(part), b.get(part), source)
 
 
+def _serving_text(table: dict[str, Any]) -> dict[str, str | None]:
+    """A ``[serving]`` table (JSON form) as its ``pin resolve`` flag values, by key."""
+    def joined(first: str, *rest: tuple[str, Any]) -> str | None:
+        if table.get(first) is None:
+            return None
+        return str(table[first]) + "".join(f"{sep}{table[k]}" for sep, k in rest
+                                           if table.get(k) is not None)
+
+    head = table.get("head-dim")
+    return {"quantization": joined("quantization", (":", "quantization-backend")),
+            "attention": joined("attention", ("==", "attention-version"),
+                                (":", "attention-backend")),
+            "head-dim": None if head is None else str(head),
+            "dtype": joined("dtype")}
+
+
+def _extension_text(ext: dict[str, Any]) -> str:
+    """An ``[[extensions]]`` entry as its ``--extension`` flag value
+    (``NAME==VERSION[:BUILD][@TARGETS]``; ``NAME==?`` when the version is unknown).
+    """
+    targets = ext.get("targets")
+    return (f"{ext['name']}=={ext.get('version') or '?'}"
+            + (f":{ext['build']}" if ext.get("build") else "")
+            + (f"@{','.join(targets)}" if targets else ""))
+
+
+def _serving_changes(a: Any, b: Any, out: list[Change]) -> None:
+    """The ``[serving]`` changes from ``a`` to ``b`` (JSON tables or ``None``)."""
+    old, new = a or {}, b or {}
+    source = str(new["origin"]) if new.get("origin") else None
+    told, tnew = _serving_text(old), _serving_text(new)
+    for key in told:
+        if told[key] != tnew[key]:
+            out.append(Change(layer="serving", path=f"serving.{key}", old=told[key],
+                              new=tnew[key], source=source))
+    if old and new and old.get("origin") != new.get("origin"):
+        out.append(Change(layer="serving", path="serving (origin)", old=old.get("origin"),
+                          new=new.get("origin")))
+
+
+def _extension_changes(a: Any, b: Any, out: list[Change]) -> None:
+    """The ``[[extensions]]`` changes from ``a`` to ``b`` (JSON lists or ``None``), one
+    entry a name: its flag spelling, then its ``reason`` and ``origin`` when they differ.
+    """
+    left = {str(e["name"]): e for e in a or []}
+    right = {str(e["name"]): e for e in b or []}
+    for name in [*left, *(k for k in right if k not in left)]:
+        old, new = left.get(name), right.get(name)
+        path = f"extensions.{name}"
+        source = str(new["origin"]) if new and new.get("origin") else None
+        t_old = _extension_text(old) if old else None
+        t_new = _extension_text(new) if new else None
+        if t_old != t_new:
+            out.append(Change(layer="extensions", path=path, old=t_old, new=t_new,
+                              source=source))
+        if old and new:
+            for part in ("reason", "origin"):
+                if old.get(part) != new.get(part):
+                    out.append(Change(layer="extensions", path=f"{path} ({part})",
+                                      old=old.get(part), new=new.get(part), source=source))
+
+
 def _tables(value: Any) -> bool:
     return value is None or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
 
@@ -144,6 +213,12 @@ def diff_locks(old: Lockfile, new: Lockfile) -> list[Change]:
     out: list[Change] = []
     for key in [*a, *(k for k in b if k not in a)]:
         if key == "content-hash":
+            continue
+        if key == "serving":
+            _serving_changes(a.get(key), b.get(key), out)
+            continue
+        if key == "extensions":
+            _extension_changes(a.get(key), b.get(key), out)
             continue
         _Walker(_LAYER_OF.get(key, "notes"), out).walk(key, a.get(key), b.get(key))
     order = {name: i for i, name in enumerate((*STACK_LAYERS, *OTHER_LAYERS))}
@@ -162,8 +237,10 @@ _LABELS = {"runtime.version": "{runtime}", "runtime.hip": "HIP",
 
 def summary_lines(changes: list[Change], lock: Lockfile | None = None) -> list[str]:
     """Short lines for a write's change summary: ``ROCm 10.0.0 -> 7.2.0``,
-    ``pytorch 2.13.0 -> 2.12.0``, ``packages.numpy 2.1.0 -> (absent)``; stack layers only,
-    ``lock`` (the new one) names the runtime and driver.
+    ``pytorch 2.13.0 -> 2.12.0``, ``serving: quantization awq:triton -> (absent)``,
+    ``extensions: flash-attn flash-attn==2.8.3:source@gfx942 -> (absent)``, ``packages: 4
+    value(s) changed``; stack layers only, ``lock`` (the new one) names the runtime and
+    driver.
     """
     runtime = ("ROCm" if lock.runtime.name == "rocm" else "CUDA") if lock else "runtime"
     driver = lock.kernel_driver.name if lock else "driver"
@@ -178,6 +255,8 @@ def summary_lines(changes: list[Change], lock: Lockfile | None = None) -> list[s
         label = _LABELS.get(c.path, c.path).format(runtime=runtime, driver=driver)
         if c.path.startswith("frameworks.") and c.path.endswith(".version"):
             label = c.path.split(".")[1]
+        elif c.layer in ("serving", "extensions"):
+            label = f"{c.layer}: {c.path.partition('.')[2]}"
         out.append(f"{label} {c.old or '(absent)'} -> {c.new or '(absent)'}")
     out += [f"{layer}: {n} value(s) changed" for layer, n in counts.items()]
     return out

@@ -82,7 +82,10 @@ def _schema_hint(dest: Path | None) -> str | None:
     """Relative path from ``dest``'s folder to a ``schemas/lockfile.schema.json`` above it."""
     if dest is None:
         return None
-    folder = dest.resolve().parent
+    try:
+        folder = dest.resolve().parent
+    except (OSError, RuntimeError):  # a loop of links: the write itself refuses it (exit 2)
+        return None
     for parent in [folder, *folder.parents]:
         cand = parent / "schemas" / SCHEMA_NAME
         if cand.is_file():

@@ -205,7 +205,7 @@ class Matrix:
         raise UsageError(
             f"--gpu {query!r}: no GPU of that name, gfx target, compute capability or PCI "
             f"device ID in the matrix.{suggestion}",
-            hint="`pin matrix show gpus` lists the known GPUs.",
+            hint="`pin matrix gpus` lists the known GPUs.",
         )
 
     # -- releases --------------------------------------------------------------------------

@@ -15,6 +15,7 @@ is current when nothing of the stack differs (:func:`pinning.lockfile.diff.stack
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,10 +266,39 @@ class _Carry:
         return None
 
 
+_DROPPED_NOTE = "Re-resolved by pin {version}; frozen values dropped (re-freeze them): "
+# One "path (why)" entry of that note: a new entry starts after "; " with a dotted name and
+# " (" (a why may itself hold "; ", never followed by a name and a parenthesis).
+_ENTRY_START = re.compile(r"; (?=[a-z][a-z0-9._-]* \()")
+_NOTE_HEAD = re.compile(r"^(Re-resolved by pin \S+; frozen values dropped \(re-freeze them\): )"
+                        r"(.*)\.$", re.DOTALL)
+
+
+def _pending_refreeze(old: Lockfile, frozen: Sequence[str]) -> list[str]:
+    """The old lock's "frozen values dropped (re-freeze them)" notes with only the entries
+    whose value is still not frozen (``frozen``: :func:`frozen_fields` of ``old``); a note
+    whose values were all re-frozen since (``pin freeze``) is left out, one with none
+    re-frozen is kept word for word (so an upgrade with nothing new changes nothing).
+    """
+    out = []
+    for note in old.notes:
+        m = _NOTE_HEAD.match(note)
+        if not m:
+            continue
+        entries = _ENTRY_START.split(m.group(2))
+        pending = [e for e in entries if e.partition(" (")[0] not in frozen]
+        if len(pending) == len(entries):
+            out.append(note)
+        elif pending:
+            out.append(m.group(1) + "; ".join(pending) + ".")
+    return out
+
+
 def carry_forward(old: Lockfile, new: Lockfile) -> Upgraded:
     """``new`` with the values ``old`` froze from a host wherever ``new`` still validates
     them (see the module docstring), the old ``[frozen]`` record, environment and freeze
-    note when anything was carried, the old image and wheels when the stack is unchanged,
+    note when anything was carried, the earlier upgrades' "re-freeze them" notes until
+    those values are frozen again, the old image and wheels when the stack is unchanged,
     and any other section of ``old`` that ``new`` lacks. Returns the sealed result with
     what was carried, what was dropped (with why) and the changes from ``old``.
     """
@@ -301,9 +331,11 @@ def carry_forward(old: Lockfile, new: Lockfile) -> Upgraded:
         data["frozen"] = cf.o["frozen"]
         data["notes"] = [*data.get("notes", []),
                          *(n for n in cf.o.get("notes", []) if n.startswith("Frozen from "))]
+    # Earlier upgrades' notes of what to re-freeze stay until those values are re-frozen.
+    data["notes"] = [*data.get("notes", []), *_pending_refreeze(old, frozen)]
     if cf.dropped:
-        data["notes"] = [*data.get("notes", []), (
-            f"Re-resolved by pin {__version__}; frozen values dropped (re-freeze them): "
+        data["notes"] = [*data["notes"], (
+            f"{_DROPPED_NOTE.format(version=__version__)}"
             + "; ".join(f"{p} ({why})" for p, why in cf.dropped) + ".")]
     _carry_rest(cf, data)
     fields = {f.alias or name: name for name, f in Lockfile.model_fields.items()}

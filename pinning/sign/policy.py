@@ -105,8 +105,12 @@ def sign_and_attest(ref: str, key: Path | ec.EllipticCurvePrivateKey, lock_path:
     raw = lock = None
     if lock_path is not None:  # read and check the lock before anything is pushed
         raw, lock = read_lock_file(lock_path, f"--lock {lock_path}")
-        if lock.image.digest.value != digest:
-            raise SignatureError(f"{lock_path} records image {lock.image.digest.value}, not "
+        recorded = lock.image.digest.value
+        if recorded is None:
+            raise SignatureError(f"{lock_path} records no image yet (pin build records the "
+                                 f"manifest digest); build it, then sign {digest} with it.")
+        if recorded != digest:
+            raise SignatureError(f"{lock_path} records image {recorded}, not "
                                  f"{digest}; attest the lock its image was built from.")
     private = signing_key(key, ask) if isinstance(key, Path) else key
     registry = Registry(registry_url or image.registry_url)

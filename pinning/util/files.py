@@ -64,7 +64,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, if_unchanged: bytes | None = 
       link is kept; a loop of links is ``OSError`` (``ELOOP``).
     * a character device or a FIFO: the bytes are written to it as a stream (opened for
       writing, never created, truncated or renamed over), so ``-o /dev/null`` writes nothing
-      anywhere; a FIFO's open waits for a reader, as a shell's ``>`` does.
+      anywhere; a FIFO no process reads is refused (``ENXIO``) instead of waiting forever.
     * a directory, a block device or a socket: refused with ``OSError`` (``EISDIR``,
       ``EPERM``) naming the path; nothing is written.
     * a regular file or nothing: a temporary file in the target's folder, written and
@@ -153,8 +153,20 @@ def _write_stream(target: Path, data: bytes, *, if_unchanged: bytes | None) -> N
     creating or truncating; refused when it turned into something else since it was looked
     at (then nothing is written).
     """
-    fd = os.open(target, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    fifo = stat.S_ISFIFO(os.stat(target).st_mode)
     try:
+        # A FIFO is opened without blocking: with no reader the open fails at once (ENXIO)
+        # rather than hang pin; once open, writes block as usual while the reader reads.
+        fd = os.open(target, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC
+                     | (os.O_NONBLOCK if fifo else 0))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise OSError(errno.ENXIO, "a FIFO with no reader; nothing was written, start "
+                          "the reader first", str(target)) from exc
+        raise
+    try:
+        if fifo:
+            os.set_blocking(fd, True)
         st = os.fstat(fd)
         if not (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
             raise OSError(errno.EAGAIN, "replaced while pin opened it; nothing was written",

@@ -6,6 +6,8 @@ the recorded host).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,9 +124,15 @@ def test_upgrade_dry_run_writes_nothing_and_upgrade_keeps_frozen_values(work: Pa
     assert "Wrote m.lock" in res.stdout
     text = (work / "m.lock").read_text()
     assert 'rocm = "==7.2.0"' in text and 'origin = "host"' in text
-    assert pin("lock", "check", "m.lock", cwd=work).returncode == 0
+    check = pin("lock", "check", "m.lock", cwd=work)
+    assert check.returncode == 0 and check.stdout == "m.lock: current: today's matrix " \
+        "resolves its request to the same stack.\n"
+    upgraded = (work / "m.lock").read_bytes()
+    assert b"frozen values dropped (re-freeze them): " in upgraded
     again = pin("lock", "upgrade", "m.lock", cwd=work)
-    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert again.returncode == 0 and "  unchanged\n" in again.stdout
+    assert "m.lock: unchanged, not rewritten." in again.stdout
+    assert (work / "m.lock").read_bytes() == upgraded
 
 
 def test_upgrade_refuses_rocm_and_cuda_together(work: Path) -> None:
@@ -142,8 +150,13 @@ def test_resolve_dry_run_prints_lock_and_changes_and_writes_nothing(work: Path) 
     assert res.stdout.startswith("# pin lockfile for Instinct MI300X")
     assert "ROCm 7.2.0 -> 10.0.0" in res.stderr and "nothing written" in res.stderr
     assert (work / "p.lock").read_bytes() == before
+    before = (work / "m.lock").read_bytes()
     frozen = pin("resolve", *DEMO, "-o", "m.lock", "--dry-run", cwd=work)
-    assert frozen.returncode == 0 and "Writing would be refused" in frozen.stderr
+    assert frozen.returncode == 5 and "Writing would be refused" in frozen.stderr
+    assert "nothing written to m.lock" in frozen.stderr
+    forced = pin("resolve", *DEMO, "-o", "m.lock", "--dry-run", "--force", cwd=work)
+    assert forced.returncode == 0 and "Writing would be refused" not in forced.stderr
+    assert (work / "m.lock").read_bytes() == before
 
 
 def test_every_write_says_what_changed(work: Path) -> None:
@@ -164,3 +177,55 @@ def test_explain_goes_to_stderr_with_stdout_output(work: Path) -> None:
     assert res.returncode == 0
     assert "Candidates (newest first):" in res.stderr
     assert "Candidates" not in res.stdout and res.stdout.startswith("# pin lockfile")
+
+
+SERVED = ["--gpu", "mi300x", "--framework", "pytorch==2.13.0"]
+
+
+def test_diff_shows_serving_and_extensions_layers(work: Path) -> None:
+    ext = "flash-attn==2.8.3:source@gfx942"
+    assert pin("resolve", *SERVED, "--quantization", "awq:triton", "-o", "a.lock",
+               cwd=work).returncode == 0
+    assert pin("resolve", *SERVED, "--quantization", "awq", "-o", "b.lock",
+               cwd=work).returncode == 0
+    res = pin("lock", "diff", "a.lock", "b.lock", cwd=work)
+    assert res.returncode == 6
+    assert "serving:\n  serving.quantization: awq:triton -> awq  [user]\n" in res.stdout
+    assert pin("resolve", *SERVED, "--quantization", "awq", "--extension", ext, "-o", "c.lock",
+               cwd=work).returncode == 0
+    js = json.loads(pin("lock", "diff", "b.lock", "c.lock", "--format", "json",
+                        cwd=work).stdout)
+    assert {"layer": "extensions", "path": "extensions.flash-attn", "old": None, "new": ext,
+            "source": "user"} in js["changes"]
+
+
+def test_resolve_without_serving_flags_says_it_removes_them(work: Path) -> None:
+    assert pin("resolve", *SERVED, "--quantization", "awq:triton", "--extension",
+               "flash-attn==2.8.3:source@gfx942", "-o", "s.lock", cwd=work).returncode == 0
+    before = (work / "s.lock").read_bytes()
+    dry = pin("resolve", *SERVED, "-o", "s.lock", "--dry-run", cwd=work)
+    assert dry.returncode == 0, dry.stderr
+    for out in (dry.stderr, pin("resolve", *SERVED, "-o", "s.lock", cwd=work).stdout):
+        assert "  serving: quantization awq:triton -> (absent)\n" in out
+        assert "extensions: flash-attn flash-attn==2.8.3:source@gfx942 -> (absent)" in out
+        assert "[serving] removed from s.lock" in out and "--quantization" in out
+        assert "[[extensions]] removed from s.lock" in out
+    assert before != (work / "s.lock").read_bytes()
+
+
+def test_diff_refuses_stdin_twice(work: Path) -> None:
+    def diff(*paths: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pinning", "lock", "diff", *paths],
+                              input=(work / "m.lock").read_text(), cwd=work,
+                              capture_output=True, text=True)
+    res = diff("-", "-")
+    assert res.returncode == 2 and "both read standard input" in res.stderr
+    assert "Traceback" not in res.stderr and res.stdout == ""
+    one = diff("m.lock", "-")
+    assert one.returncode == 0 and one.stdout == "no differences\n"
+
+
+def test_check_help_documents_every_exit_code() -> None:
+    text = " ".join(pin("lock", "check", "--help").stdout.split())
+    for code in ("Exit 0", "6 (drift)", "5 for", "4 when", "10 when a guard refuses"):
+        assert code in text

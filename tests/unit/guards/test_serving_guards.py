@@ -59,6 +59,11 @@ def judge(rule_id: str, lock: Lockfile) -> tuple[str, str]:
     ("awq_marlin", ("awq_marlin", "marlin")),
     ("gptq_marlin:marlin", ("gptq_marlin", "marlin")),
     ("fp8", ("fp8", None)),
+    # Every spelling of a Marlin method is the one Marlin guards see.
+    ("awq-marlin", ("awq_marlin", "marlin")),
+    ("marlin_awq", ("awq_marlin", "marlin")),
+    ("MARLIN-GPTQ", ("gptq_marlin", "marlin")),
+    ("moe-wna16", ("moe_wna16", None)),
 ])
 def test_quantization_flag(text: str, want: tuple[str, str | None]) -> None:
     assert parse_quantization(text) == want

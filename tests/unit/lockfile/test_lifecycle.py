@@ -12,13 +12,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pinning.errors import LockfileError
-from pinning.lockfile.diff import diff_locks, diff_text, stack_changes, summary_lines
-from pinning.lockfile.io import frozen_fields, guard_frozen, render, write_lock
+from pinning.guards.serving import serving_from_flags
+from pinning.lockfile.diff import (
+    STACK_LAYERS,
+    Change,
+    diff_locks,
+    diff_text,
+    stack_changes,
+    summary_lines,
+)
+from pinning.lockfile.io import amend, frozen_fields, guard_frozen, render, write_lock
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
 from pinning.resolve.constraints import Constraints, parse_framework, parse_runtime_spec
 from pinning.resolve.resolver import resolve
-from pinning.resolve.to_lock import lock_from_resolution
+from pinning.resolve.to_lock import lock_from_resolution, with_serving
 from pinning.resolve.upgrade import request_constraints, upgrade
 from pinning.verify.freeze import freeze
 from tests.support.hosts import recorded
@@ -160,3 +168,69 @@ def test_upgrade_keeps_the_old_stack_changes_out_of_check(matrix: Matrix,
     again = upgrade(upgraded, matrix, request_constraints(upgraded, matrix))
     assert again.stack_changes == [] and again.dropped == []
     assert stack_changes(diff_locks(frozen, upgraded))
+
+
+def test_a_second_upgrade_changes_nothing_and_keeps_the_refreeze_note(
+        matrix: Matrix, frozen: Lockfile) -> None:
+    c = request_constraints(frozen, matrix, rocm="7.2.0", frameworks=["pytorch==2.7.*"])
+    upgraded = upgrade(frozen, matrix, c).lock
+    note = next(n for n in upgraded.notes if "frozen values dropped (re-freeze them)" in n)
+    again = upgrade(upgraded, matrix, request_constraints(upgraded, matrix))
+    assert again.changes == [] and again.lock == upgraded
+    assert note in again.lock.notes
+
+
+def test_the_refreeze_note_loses_what_was_refrozen_since(matrix: Matrix,
+                                                         frozen: Lockfile) -> None:
+    # A lock whose pytorch version is frozen again (as pin freeze leaves it) still carries an
+    # earlier upgrade's note naming it and a value not frozen since.
+    head = "Re-resolved by pin 0.0.9; frozen values dropped (re-freeze them): "
+    note = (head + "frameworks.pytorch.version (host value 2.7.0: the new stack locks 2.7.1); "
+            "model.revision (frozen with rocm 7.1.1; the new stack has rocm 7.2.0).")
+    lock = amend(frozen, notes=[*frozen.notes, note])
+    up = upgrade(lock, matrix, request_constraints(lock, matrix))
+    assert head + "model.revision (frozen with rocm 7.1.1; the new stack has rocm 7.2.0)." \
+        in up.lock.notes
+    assert not any("frameworks.pytorch.version (host" in n for n in up.lock.notes)
+    gone = amend(frozen, notes=[*frozen.notes, head + "os (x; y)."])
+    assert not any(n.startswith(head) for n in
+                   upgrade(gone, matrix, request_constraints(gone, matrix)).lock.notes)
+
+
+# ------------------------------------------------------------------ serving and extensions
+def served(lock: Lockfile, quantization: str | None, *extensions: str) -> Lockfile:
+    serving, exts = serving_from_flags("amd", quantization=quantization, attention=None,
+                                       head_dim=None, dtype=None, extensions=extensions)
+    return with_serving(lock, serving, exts)
+
+
+def test_diff_sees_serving_and_extensions_as_their_own_layers(matrix: Matrix) -> None:
+    plain = lock_of(matrix, "mi300x", "pytorch==2.13.0")
+    old = served(plain, "awq:triton", "flash-attn==2.8.3:source@gfx942")
+    quant = served(plain, "awq", "flash-attn==2.8.3:source@gfx942")
+    changes = [c for c in diff_locks(old, quant) if c.layer in STACK_LAYERS]
+    assert changes == [Change(layer="serving", path="serving.quantization", old="awq:triton",
+                              new="awq", source="user")]
+    assert "serving:\n  serving.quantization: awq:triton -> awq  [user]" in \
+        diff_text(diff_locks(old, quant))
+    ext = served(plain, "awq:triton", "flash-attn==2.8.4:source@gfx942,gfx950",
+                 "amd-aiter==0.1.5:wheel")
+    by_path = {c.path: c for c in diff_locks(old, ext) if c.layer == "extensions"}
+    assert by_path == {
+        "extensions.flash-attn": Change(
+            layer="extensions", path="extensions.flash-attn",
+            old="flash-attn==2.8.3:source@gfx942", new="flash-attn==2.8.4:source@gfx942,gfx950",
+            source="user"),
+        "extensions.amd-aiter": Change(layer="extensions", path="extensions.amd-aiter",
+                                       old=None, new="amd-aiter==0.1.5:wheel", source="user")}
+    assert not any("{" in (c.old or "") + (c.new or "") for c in diff_locks(old, ext))
+
+
+def test_a_resolve_without_serving_flags_says_it_removes_them(matrix: Matrix) -> None:
+    plain = lock_of(matrix, "mi300x", "pytorch==2.13.0")
+    old = served(plain, "awq:triton", "flash-attn==2.8.3:source@gfx942")
+    changes = diff_locks(old, plain)
+    assert {c.layer for c in stack_changes(changes)} == {"serving", "extensions"}
+    lines = summary_lines(changes, plain)
+    assert "serving: quantization awq:triton -> (absent)" in lines
+    assert "extensions: flash-attn flash-attn==2.8.3:source@gfx942 -> (absent)" in lines

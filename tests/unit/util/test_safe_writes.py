@@ -93,19 +93,48 @@ def test_fifo_is_written_as_a_stream(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     got: list[bytes] = []
+    # The reader is open before pin writes (pin refuses a FIFO nobody reads, see below).
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(rfd, True)
+    keep = os.open(fifo, os.O_WRONLY)  # so the reader sees no end of file before pin writes
 
     def drain() -> None:
-        with open(fifo, "rb") as fh:
+        with open(rfd, "rb") as fh:
             got.append(fh.read())
 
     reader = threading.Thread(target=drain)
     reader.start()
     payload = os.urandom(300_000)  # more than a pipe buffer holds
     atomic_write_bytes(fifo, payload)
+    os.close(keep)
     reader.join()
     assert got == [payload]
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
+
+
+def test_fifo_without_a_reader_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError) as err:
+        atomic_write_bytes(fifo, b"x")
+    assert err.value.errno == errno.ENXIO and "no reader" in str(err.value)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@pytest.mark.parametrize("kind", ["loop", "fifo"])
+def test_cli_output_to_a_link_loop_or_unread_fifo_is_exit_2(tmp_path: Path, kind: str) -> None:
+    out = tmp_path / "out.lock"
+    if kind == "loop":
+        out.symlink_to(tmp_path / "other.lock")
+        (tmp_path / "other.lock").symlink_to(out)
+    else:
+        os.mkfifo(out)
+    r = subprocess.run([sys.executable, "-m", "pinning", "resolve", "--gpu", "mi300x",
+                        "--framework", "pytorch==2.13.0", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert str(out) in r.stderr and "Traceback" not in r.stderr
 
 
 def test_directory_is_refused_naming_it(tmp_path: Path) -> None:
