@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards")
+SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope")
 
 
 def generate() -> dict[str, str]:
@@ -17,11 +17,13 @@ def generate() -> dict[str, str]:
     from pinning.lockfile.models import Lockfile
     from pinning.matrix.models import MatrixFile
     from pinning.probe.models import HostFacts
+    from pinning.util.envelope import Envelope
     from pinning.verify.report import VerifyReport
 
     models: tuple[tuple[str, type[BaseModel]], ...] = (
         ("matrix", MatrixFile), ("lockfile", Lockfile), ("host", HostFacts),
         ("verify-report", VerifyReport), ("doctor-report", DoctorReport), ("guards", RuleFile),
+        ("envelope", Envelope),
     )
     out: dict[str, str] = {}
     for name, model in models:

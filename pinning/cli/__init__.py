@@ -20,16 +20,21 @@ from typing import Any, NoReturn
 import click
 
 from pinning import __version__
+from pinning.cli.envelope import has_result, remember_args, wants_json, write_envelope
 from pinning.errors import InternalError, PinError
 from pinning.util.text import printable
 
 __all__ = ["WORKFLOW", "PinGroup", "main"]
 
 
-def _fail(err: PinError, debug: bool) -> NoReturn:
+def _fail(err: PinError, debug: bool, ctx: click.Context | None = None) -> NoReturn:
     """Print ``err``'s paragraph (terminal controls from file content escaped) and exit with
-    its code; the traceback first with ``--debug``.
+    its code; the traceback first with ``--debug``. Under ``--format json`` the envelope
+    (``ok`` false, the error, any result the command gave) goes to standard output too.
     """
+    if ctx is not None and wants_json(ctx):
+        write_envelope(ctx, err.exit_code, kind=type(err).__name__, message=err.message,
+                       hint=err.hint)
     if debug:
         click.echo(printable(traceback.format_exc()), err=True, nl=False)
     click.echo(f"pin: error: {printable(err.render())}", err=True)
@@ -71,14 +76,40 @@ class PinGroup(click.Group):
                     formatter.write_dl([(n, shown[n].get_short_help_str(width))
                                         for n in names])
 
+    #: Commands under this group leave their ``--format json`` result for :meth:`invoke`
+    #: to print in the envelope (:mod:`pinning.cli.envelope`).
+    prints_envelope = True
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse as click does, keeping the raw arguments for the JSON envelope."""
+        remember_args(ctx, args)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; a ``PinError`` becomes its paragraph and exit code."""
+        """Run the command; a ``PinError`` becomes its paragraph and exit code. Under
+        ``--format json`` the command's result is printed in the envelope, with the exit
+        code and error it ended with.
+        """
         debug = bool(ctx.params.get("debug"))
         try:
-            return super().invoke(ctx)
+            out = super().invoke(ctx)
+            if wants_json(ctx):
+                write_envelope(ctx, 0)
+            return out
         except PinError as err:
-            _fail(err, debug)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            _fail(err, debug, ctx)
+        except click.exceptions.Exit as done:
+            # ctx.exit(CODE): a result that reports drift (lock diff, exit 6); not --help.
+            if wants_json(ctx) and (has_result(ctx) or done.exit_code):
+                write_envelope(ctx, done.exit_code)
+            raise
+        except click.ClickException as exc:
+            if wants_json(ctx):
+                write_envelope(ctx, exc.exit_code,
+                               kind="UsageError" if exc.exit_code == 2 else type(exc).__name__,
+                               message=exc.format_message(), hint="")
+            raise
+        except click.exceptions.Abort:
             raise
         except BrokenPipeError:
             # The reader (e.g. `| head`) went away: stop quietly, like other Unix tools.
@@ -92,7 +123,7 @@ class PinGroup(click.Group):
             click.echo("pin: interrupted", err=True)
             sys.exit(130)
         except Exception as exc:  # a bug: exit 1 with a report hint
-            _fail(InternalError(f"unexpected {type(exc).__name__}: {exc}"), debug)
+            _fail(InternalError(f"unexpected {type(exc).__name__}: {exc}"), debug, ctx)
 
 
 @click.group(cls=PinGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -6,10 +6,9 @@ so ``pin --help`` stays fast.
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from pinning.cli.envelope import emit
 from pinning.cli.options import format_option
 from pinning.util.text import printable
 
@@ -35,8 +34,7 @@ def audit(paths: tuple[str, ...], fmt: str) -> None:
     result = audit_paths([Path(p) for p in paths])
     hits, unparsed = result.hits, result.unparsed
     if fmt == "json":
-        click.echo(json.dumps({"hits": [h.__dict__ for h in hits], "unparsed": unparsed,
-                               "source": SOURCE}, indent=2))
+        emit({"hits": [h.__dict__ for h in hits], "unparsed": unparsed, "source": SOURCE})
     else:
         for h in hits:
             click.echo(printable(f"{h.path}:{h.line}:{h.column}: {h.text}: ROCm builds use "

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import click
 
+from pinning.cli.envelope import emit
 from pinning.cli.options import format_option
 from pinning.cli.render import doctor_text
 from pinning.errors import DriftError, NothingToJudge, ProbeError, UsageError
-from pinning.util.text import json_safe
 
 __all__ = ["doctor", "register"]
 
@@ -66,7 +66,7 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     files = [_read_dump(path) for path in paths]
     report = do_doctor(files, load_matrix(overlays))
     if fmt == "json":
-        click.echo(json_safe(report.model_dump_json(by_alias=True, exclude_none=True, indent=2)))
+        emit(report.model_dump(mode="json", by_alias=True, exclude_none=True), ascii_only=False)
     else:
         click.echo(doctor_text(report))
     if not report.judged:

@@ -6,9 +6,9 @@ import json
 
 import click
 
+from pinning.cli.envelope import emit
 from pinning.cli.options import format_option
 from pinning.errors import UsageError
-from pinning.util.text import json_safe
 
 __all__ = ["guard", "guard_list", "guard_show", "register"]
 
@@ -28,8 +28,7 @@ def guard_list(fmt: str) -> None:
 
     rules = load_rules()
     if fmt == "json":
-        click.echo(json.dumps([r.model_dump(mode="json", by_alias=True, exclude_none=True)
-                               for r in rules], indent=2))
+        emit([r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rules])
         return
     width = max(len(r.id) for r in rules)
     for r in rules:
@@ -54,7 +53,7 @@ def guard_show(rule_id: str, fmt: str) -> None:
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         raise UsageError(f"No guard rule {rule_id!r}.{hint}", hint="`pin guard list` lists them.")
     if fmt == "json":
-        click.echo(json_safe(rule.model_dump_json(by_alias=True, exclude_none=True, indent=2)))
+        emit(rule.model_dump(mode="json", by_alias=True, exclude_none=True), ascii_only=False)
         return
     when = rule.when.model_dump(by_alias=True, exclude_none=True)
     judged = (f"\n  check:  {rule.check} (coded judgement, pinning/guards/checks.py)"

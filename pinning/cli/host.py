@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 
+from pinning.cli.envelope import emit
 from pinning.cli.options import cli_path, format_option, host_options, one_stdin, path_given
 from pinning.cli.render import probe_text, verify_text
 from pinning.errors import DriftError, UsageError
-from pinning.util.text import json_safe, printable
+from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.guards.view import Finding
@@ -99,9 +100,13 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
     """
     from pinning.lockfile.io import read_lock
     from pinning.matrix.load import load_matrix
-    from pinning.probe.snapshot import snapshot_text, write_snapshot
+    from pinning.probe.snapshot import write_snapshot
 
     one_stdin(**{"--host": host_file, "--lock": lock_path})
+    if output == "-" and fmt == "json":
+        raise UsageError("The snapshot goes to standard output ('-') and so would --format "
+                         "json; choose one.",
+                         hint="The envelope's result is the snapshot: use --format json alone.")
     matrix = load_matrix(overlays)
     model_id = None
     if lock_path:
@@ -112,8 +117,7 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
     if output:
         write_snapshot(facts, cli_path(output))
     if fmt == "json":
-        if not to_stdout:  # `-o -` already printed the snapshot, the same JSON
-            click.echo(snapshot_text(facts), nl=False)
+        emit(facts.model_dump(mode="json", by_alias=True, exclude_none=True), ascii_only=False)
         return
     click.echo(probe_text(facts), err=to_stdout)
     if output:
@@ -150,7 +154,7 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     ROCm release, Triton and torch install hazards.
 
     Exit 0 when the host matches, 6 on drift, 7 when the host could not be probed at all,
-    5 for a bad lockfile. JSON output: schemas/verify-report.schema.json. LOCK or --host
+    5 for a bad lockfile. JSON: the envelope, its result schemas/verify-report.schema.json. LOCK or --host
     may be '-' (standard input).
     """
     from pinning.lockfile.io import read_lock
@@ -168,7 +172,7 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label, strict=strict,
                        verbose=verbose, device_strings=devices)
     if fmt == "json":
-        click.echo(json_safe(report.model_dump_json(by_alias=True, exclude_none=True, indent=2)))
+        emit(report.model_dump(mode="json", by_alias=True, exclude_none=True), ascii_only=False)
     else:
         click.echo(verify_text(report, verbose=verbose))
         if report.hidden_rules:
@@ -237,9 +241,9 @@ def _freeze_summary(frozen: Lockfile, found: list[Finding], unfrozen: list[str],
 
     err = str(dest) == "-"
     if fmt == "json":
-        click.echo(json.dumps({"lockfile": str(dest), "lock": lock_json(frozen),
-                               "deviations": [f.model_dump(mode="json") for f in found],
-                               "not-frozen": unfrozen}, indent=2))
+        emit({"lockfile": str(dest), "lock": lock_json(frozen),
+              "deviations": [f.model_dump(mode="json") for f in found],
+              "not-frozen": unfrozen})
         return
     for f in found:
         click.echo(printable(f"Recorded deviation (--force): {f.fact}: {f.message}",

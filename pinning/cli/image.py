@@ -7,19 +7,17 @@ SDK, requests and cryptography are imported inside the commands so ``pin --help`
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from pinning.cli.options import cli_path, path_given
+from pinning.cli.envelope import emit
+from pinning.cli.options import cli_path, format_option, path_given
 from pinning.errors import BuildError, DriftError, UsageError
 from pinning.oci.reference import ImageRef
 from pinning.util.text import printable
-
-FORMAT = click.Choice(["text", "json"])
 
 
 def _ask(confirm: bool) -> str:
@@ -92,7 +90,7 @@ def _write_through(data: bytes) -> None:
                    "go to stderr; exit 2 when it cannot be written).")
 @click.option("--sign", "sign_key", metavar="KEY", type=click.Path(),
               help="Sign the image and attest the lock and the build with this private key.")
-@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+@format_option
 def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, repo: str,
           engine: str | None, no_cache: bool, output: str | None, sign_key: str | None,
           fmt: str) -> None:
@@ -134,8 +132,8 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
         if to_stdout:  # the lock, unchanged, is still what the caller asked to see
             _write_through(raw)
         if fmt == "json":
-            click.echo(json.dumps({"lockfile": lock_path, "digest": digest, "built": False,
-                                   "signed": key is not None}))
+            emit({"lockfile": lock_path, "digest": digest, "built": False,
+                  "signed": key is not None})
         else:
             click.echo(f"{lock_path}: image {digest} is already in {registry.host}/{repo}; "
                        "nothing to build." + (" Signed." if key is not None else ""),
@@ -151,9 +149,8 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     if key is not None:
         sign_and_attest(ref, key, dest, registry_url)
     if fmt == "json":
-        click.echo(json.dumps({"lockfile": str(dest), "digest": built.docs.digest, "ref": ref,
-                               "built": True, "signed": bool(sign_key),
-                               "layers": len(built.docs.layers)}))
+        emit({"lockfile": str(dest), "digest": built.docs.digest, "ref": ref, "built": True,
+              "signed": bool(sign_key), "layers": len(built.docs.layers)})
     else:
         where = "standard output" if to_stdout else str(dest)
         click.echo(f"Built and pushed {ref} ({len(built.docs.layers)} layers); recorded in "
@@ -170,7 +167,7 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
 @click.option("--engine", metavar="URL", help="Docker Engine (default: DOCKER_HOST).")
 @click.option("--registry", "registry_url", metavar="URL",
               help="Registry holding the lock's image, to name the files that differ.")
-@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+@format_option
 def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
             registry_url: str | None, fmt: str) -> None:
     """Build LOCK's image again from scratch (no engine cache) and prove the manifest digest
@@ -209,8 +206,8 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
             lines = diff_images(expected, built.docs) if expected is not None else [
                 "pass --registry URL to name the files that differ"]
             if fmt == "json":
-                click.echo(json.dumps({"lockfile": lock_path, "expected": want,
-                                       "digests": digests, "differences": lines}))
+                emit({"lockfile": lock_path, "expected": want, "digests": digests,
+                      "differences": lines})
             else:
                 click.echo("\n".join(printable(line, newlines=False) for line in lines))
             raise DriftError(f"Rebuild {i + 1} of {lock_path} gave {built.docs.digest}, the lock "
@@ -219,8 +216,7 @@ def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
                                   "step that writes them.")
         first = first or built.docs
     if fmt == "json":
-        click.echo(json.dumps({"lockfile": lock_path, "expected": want, "digests": digests,
-                               "identical": True}))
+        emit({"lockfile": lock_path, "expected": want, "digests": digests, "identical": True})
     else:
         click.echo(f"{runs} rebuild(s) from scratch gave {want}.")
 

@@ -6,12 +6,12 @@ commands so ``pin --help`` stays fast.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from pinning.cli.envelope import emit
 from pinning.cli.options import format_option, path_given
 from pinning.util.text import printable
 
@@ -42,7 +42,7 @@ def lock_show(path: str, full: bool, fmt: str) -> None:
 
     lk = read_lock(Path(path))
     if fmt == "json":
-        click.echo(json.dumps(lock_json(lk), indent=2))
+        emit(lock_json(lk))
         return
     click.echo(printable(f"{path}: lock-version {lk.lock_version}, {lk.content_hash}",
                          newlines=False))
@@ -85,7 +85,7 @@ def lock_validate(paths: tuple[str, ...], fmt: str) -> None:
         results.append({"path": p, "valid": True, "lock-version": lk.lock_version,
                         "content-hash": lk.content_hash})
     bad = [r for r in results if not r["valid"]]
-    click.echo(json.dumps({"valid": not bad, "locks": results}, indent=2))
+    emit({"valid": not bad, "locks": results})
     if bad:
         raise LockfileError(f"{len(bad)} of {len(results)} lockfile(s) invalid: "
                             + ", ".join(str(r["path"]) for r in bad) + ".",
@@ -114,9 +114,7 @@ def lock_diff(ctx: click.Context, old_path: str, new_path: str, fmt: str) -> Non
     one_stdin(OLD=old_path, NEW=new_path)
     changes = diff_locks(read_lock(cli_path(old_path)), read_lock(cli_path(new_path)))
     if fmt == "json":
-        click.echo(json.dumps({"equal": not changes,
-                               "changes": [c.model_dump(mode="json") for c in changes]},
-                              indent=2))
+        emit({"equal": not changes, "changes": [c.model_dump(mode="json") for c in changes]})
     else:
         click.echo(printable(diff_text(changes)), nl=False)
     if changes:
@@ -170,11 +168,10 @@ def lock_check(ctx: click.Context, path: str, fmt: str) -> None:
     drift = up.stack_changes
     other = len(up.changes) - len(drift)
     if fmt == "json":
-        click.echo(json.dumps({
-            "current": not drift,
-            "changes": [c.model_dump(mode="json") for c in drift],
-            "dropped": [{"path": p, "why": w} for p, w in up.dropped],
-            "other-changes": other}, indent=2))
+        emit({"current": not drift,
+              "changes": [c.model_dump(mode="json") for c in drift],
+              "dropped": [{"path": p, "why": w} for p, w in up.dropped],
+              "other-changes": other})
     elif drift:
         click.echo(printable(diff_text(drift)), nl=False)
         for line in _carry_lines(up):
@@ -227,11 +224,10 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
         ["unchanged"] if not up.changes else
         [f"the stack is unchanged ({len(up.changes)} recorded value(s) differ)"])
     if fmt == "json":
-        click.echo(json.dumps({
-            "lockfile": None if dry_run or info else dest, "lock": lock_json(up.lock),
-            "changes": [c.model_dump(mode="json") for c in up.changes],
-            "carried": up.carried, "dropped": [{"path": p, "why": w} for p, w in up.dropped]},
-            indent=2), err=info)
+        emit({"lockfile": None if dry_run or info else dest, "lock": lock_json(up.lock),
+              "changes": [c.model_dump(mode="json") for c in up.changes],
+              "carried": up.carried, "dropped": [{"path": p, "why": w} for p, w in up.dropped]},
+             to_stderr=info)
     else:
         click.echo(f"Changes from {path}:", err=info)
         for line in [*lines, *_carry_lines(up), *up.notes]:

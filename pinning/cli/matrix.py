@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from pinning.cli.completion import complete_gpu
+from pinning.cli.envelope import emit
 from pinning.cli.options import format_option, parse_date, path_given
 from pinning.errors import UsageError
 from pinning.util.text import printable
@@ -52,7 +53,7 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
     rels = m.releases(as_of=when)
     toolkits = m.cuda_toolkits(as_of=when)
     if fmt == "json":
-        click.echo(json.dumps({
+        emit({
             "sha256": m.sha256,
             "files": [{"name": f.name, "path": str(f.path), "sha256": f.sha256,
                        "overlay": f.overlay} for f in m.files],
@@ -63,7 +64,7 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
                                **t.model_dump(mode="json", by_alias=True, exclude_none=True)}
                               for t, f in toolkits],
             "gpus": [gpu_json(g) for g in m.gpus],
-        }, indent=2))
+        })
         return
     style = terminal_style()
     if style.rich:
@@ -143,7 +144,7 @@ def matrix_gpus(overlays: tuple[str, ...], fmt: str) -> None:
 
     m = load_matrix(overlays)
     if fmt == "json":
-        click.echo(json.dumps([gpu_json(g) for g in m.gpus], indent=2))
+        emit([gpu_json(g) for g in m.gpus])
         return
     click.echo(table_text(_GPU_HEADERS, [gpu_row(g) for g in m.gpus], style=terminal_style()))
 
@@ -169,11 +170,9 @@ def matrix_show(what: str, gpu: str | None, overlays: tuple[str, ...], as_of: st
     m = load_matrix(overlays)
     rows = show_rows(m, what, as_of=parse_date("--as-of", as_of), gpu=gpu)
     if fmt == "json":
-        click.echo(json.dumps([{"ref": r.ref, "kind": r.kind, "in-effect": r.in_effect,
-                                "effect": r.effect,
-                                **r.row.model_dump(mode="json", by_alias=True,
-                                                   exclude_none=True)}
-                               for r in rows], indent=2))
+        emit([{"ref": r.ref, "kind": r.kind, "in-effect": r.in_effect, "effect": r.effect,
+               **r.row.model_dump(mode="json", by_alias=True, exclude_none=True)}
+              for r in rows])
         return
     if not rows:
         click.echo(printable(f"{what}: no rows" + (f" about {gpu}." if gpu else "."),

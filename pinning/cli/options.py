@@ -22,8 +22,15 @@ FORMAT = click.Choice(["text", "json"])
 
 
 def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add ``--format [text|json]`` (default ``text``), passed to the command as ``fmt``."""
-    return click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)(func)
+    """Add ``--format [text|json]`` (default ``text``), passed to the command as ``fmt``;
+    ``json`` prints the command's result in the one envelope (:mod:`pinning.cli.envelope`).
+    """
+    from pinning.cli.envelope import note_format
+
+    return click.option("--format", "fmt", type=FORMAT, default="text", show_default=True,
+                        callback=note_format,
+                        help="text for people; json: one envelope {pin, command, ok, "
+                             "exit-code, result, error} on standard output.")(func)
 
 
 def parse_date(flag: str, text: str | None) -> dt.date | None:

@@ -6,12 +6,12 @@ imported inside the command so ``pin --help`` stays fast.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from pinning.cli.envelope import emit
 from pinning.cli.options import format_option, parse_date, path_given
 from pinning.cli.render import considered_json, explain_text, lock_summary
 from pinning.errors import UsageError
@@ -150,9 +150,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         return
     changes = write_with_summary(lock, Path(output), force=force, command="pin resolve")
     if fmt == "json":
-        click.echo(json.dumps({"lockfile": output, "lock": lock_json(lock),
-                               "considered": considered_json(res),
-                               "changes": changes}, indent=2))
+        emit({"lockfile": output, "lock": lock_json(lock), "considered": considered_json(res),
+              "changes": changes})
         return
     click.echo(lock_summary(lock))
     for note in lock.notes[3:]:
@@ -179,8 +178,7 @@ def _print_lock(lock: Lockfile, res: Resolution, *, output: str, dry_run: bool, 
         click.echo(f"Warning: {warning}", err=True)
     if fmt == "json":
         extra = {"changes": _changes_json(lock, output)} if dry_run else {}
-        click.echo(json.dumps({"lock": lock_json(lock), "considered": considered_json(res),
-                               **extra}, indent=2))
+        emit({"lock": lock_json(lock), "considered": considered_json(res), **extra})
     else:
         click.echo(render(lock), nl=False)
     if explain:

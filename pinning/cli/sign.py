@@ -7,15 +7,13 @@ commands so ``pin --help`` stays fast.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from pinning.cli.options import cli_path, path_given
+from pinning.cli.envelope import emit
+from pinning.cli.options import cli_path, format_option, path_given
 from pinning.util.text import printable
-
-FORMAT = click.Choice(["text", "json"])
 
 
 def _ask(confirm: bool) -> str:
@@ -53,7 +51,7 @@ def keygen(prefix: str) -> None:
                    "'-' reads it from standard input.")
 @click.option("--registry", "registry_url", metavar="URL",
               help="Registry URL (default: http:// for loopback hosts, else https://).")
-@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+@format_option
 def sign(ref: str, key_path: str, lock_path: str | None, registry_url: str | None,
          fmt: str) -> None:
     """Sign an image by digest, cosign-compatibly (simple-signing payload under the
@@ -67,7 +65,7 @@ def sign(ref: str, key_path: str, lock_path: str | None, registry_url: str | Non
     out = sign_and_attest(ref, Path(key_path), cli_path(lock_path) if lock_path else None,
                           registry_url, ask=_ask)
     if fmt == "json":
-        click.echo(json.dumps(out, indent=2))
+        emit(out)
     else:
         click.echo(f"Signed {ref}" + (" and attested the lock and the build." if lock_path
                                       else "."))
@@ -80,7 +78,7 @@ def sign(ref: str, key_path: str, lock_path: str | None, registry_url: str | Non
 @click.option("--lock", "lock_path", type=click.Path(),
               help="Also check the attested lockfile is this file and the image label agrees.")
 @click.option("--registry", "registry_url", metavar="URL", help="Registry URL override.")
-@click.option("--format", "fmt", type=FORMAT, default="text", show_default=True)
+@format_option
 def verify_image(ref: str, pub_path: str, lock_path: str | None, registry_url: str | None,
                  fmt: str) -> None:
     """Check offline, with a public key, that the image REF is signed and (with --lock) was
@@ -103,10 +101,8 @@ def verify_image(ref: str, pub_path: str, lock_path: str | None, registry_url: s
     result = verify_signed_image(image, key, lock=evidence, registry_url=registry_url)
     served = f"{image.name}@{result.digest}"
     if fmt == "json":
-        click.echo(json.dumps({"image": served, "valid": True,
-                               "signatures": result.signatures,
-                               "attestations": sorted(result.attestations),
-                               "checks": result.checks}, indent=2))
+        emit({"image": served, "valid": True, "signatures": result.signatures,
+              "attestations": sorted(result.attestations), "checks": result.checks})
     else:
         click.echo(printable(f"{served}: valid", newlines=False))
         for check in result.checks:

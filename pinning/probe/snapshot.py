@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts, canonical_json
+from pinning.util.envelope import unwrap
 from pinning.util.files import atomic_write_bytes, is_stdio, read_regular_bytes, read_stdin_bytes
 from pinning.util.models import validation_summary
 from pinning.util.text import json_safe
@@ -58,7 +59,8 @@ def write_snapshot(facts: HostFacts, path: Path) -> None:
 
 
 def read_snapshot(path: Path) -> HostFacts:
-    """Read a snapshot written by ``pin probe -o`` (``-``: standard input).
+    """Read a snapshot written by ``pin probe -o`` (``-``: standard input), or the envelope
+    ``pin probe --format json`` printed (its result is the snapshot).
 
     Raises :class:`ProbeError` (exit 7) naming the file, and the line or field, when it
     cannot be read, is not JSON, names a key twice in one object, or does not match
@@ -90,6 +92,7 @@ def read_snapshot(path: Path) -> HostFacts:
         raise ProbeError(f"Host snapshot {path}: JSON nested too deeply.", hint=hint) from exc
     except ValueError as exc:  # a number int() refuses (over 4,300 digits)
         raise ProbeError(f"Host snapshot {path}: a number too long to read.", hint=hint) from exc
+    data = unwrap(data, "probe")  # `pin probe --format json > FILE` wrote the envelope
     problem = version_fields_problem(data, SNAPSHOT_VERSION_FIELDS)
     if problem:
         raise ProbeError(f"Host snapshot {path}: {problem}.", hint=hint)

@@ -20,6 +20,7 @@ from pinning.guards.view import Finding, view_from_facts
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
 from pinning.probe.models import HostFacts, snapshot_hash
+from pinning.util.envelope import unwrap
 from pinning.util.models import Strict
 from pinning.verify.hardware import HardwareFacts
 from pinning.verify.software import SoftwareFacts
@@ -153,6 +154,7 @@ def audit_device_strings(path: Path) -> list[str]:
         data = json.loads(raw)
     except (ValueError, RecursionError):
         data = None
+    data = unwrap(data, "audit")  # `pin audit --format json > FILE` wrote the envelope
     hits = data.get("hits") if isinstance(data, dict) else None
     if not isinstance(hits, list):
         raise UsageError(f"--audit {path}: not a pin audit JSON report (no `hits` list).",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import pin
+from tests.support.cli import json_result, pin
 from tests.support.paths import AMD_SOURCES
 
 
@@ -27,7 +27,7 @@ def test_resolve_writes_a_valid_lock(tmp_path: Path) -> None:
 def test_resolve_json_and_explain(tmp_path: Path) -> None:
     r = pin("resolve", "--gpu", "H200", "--framework", "torch==2.13.0", "--format", "json",
             "-o", "h.lock", cwd=tmp_path)
-    data = json.loads(r.stdout)
+    data = json_result(r)
     assert data["lock"]["runtime"]["version"]["value"] == "13.0.2"
     assert data["considered"][0]["verdict"]
     e = pin("resolve", "--gpu", "mi300x", "--framework", "pytorch", "--explain", "-o", "-")
@@ -75,7 +75,7 @@ def test_matrix_list_and_show_print_sources() -> None:
     assert "amd-rocm-2026-01-21:rocm-7.2.0" in s.stdout and "published: 2026-01-21" in s.stdout
     assert "rocm-7.2.0/MI300X" in s.stdout
     g = pin("matrix", "show", "mi300x", "--format", "json")
-    assert json.loads(g.stdout)[0]["gfx-target"] == "gfx942"
+    assert json_result(g)[0]["gfx-target"] == "gfx942"
     c = pin("matrix", "show", "cuda-13.4.2")
     assert "bundled-driver" in c.stdout and "checked: 2026-09-28" in c.stdout
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 
-from tests.support.cli import pin
+from tests.support.cli import json_result, pin
 from tests.support.hosts import MI300X
 from tests.support.paths import DATA, HOSTS, ROOT
 
@@ -23,7 +23,7 @@ def test_probe_text_json_and_snapshot(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "PLDM bundle    01.25.03.12" in r.stdout and "6.16.6 (dkms)" in r.stdout
     j = pin("probe", *host_args(MI300X), "--format", "json")
-    data = json.loads(j.stdout)
+    data = json_result(j)
     jsonschema.validate(data, json.loads((ROOT / "schemas/host.schema.json").read_text()))
     assert data == json.loads((tmp_path / "h.json").read_text())
 
@@ -54,7 +54,7 @@ def test_resolve_freeze_verify_round_trip(tmp_path: Path) -> None:
     # The same from the recorded tree directly, and as JSON against the schema.
     j = pin("verify", str(lock), *host_args(MI300X), "--format", "json")
     assert j.returncode == 0
-    jsonschema.validate(json.loads(j.stdout),
+    jsonschema.validate(json_result(j),
                         json.loads((ROOT / "schemas/verify-report.schema.json").read_text()))
     # A changed firmware value: exit 6 naming the fact, on stderr in one paragraph.
     host = tmp_path / "changed"
@@ -100,7 +100,7 @@ def test_doctor_exit_codes(tmp_path: Path) -> None:
     assert ok.returncode == 0 and "No problems found" in ok.stdout
     bad = pin("doctor", str(dumps / "pytorch-pytorch-37320.txt"), "--format", "json")
     assert bad.returncode == 6
-    report = json.loads(bad.stdout)
+    report = json_result(bad)
     jsonschema.validate(report, json.loads((ROOT / "schemas/doctor-report.schema.json")
                                            .read_text()))
     assert [f["code"] for f in report["findings"]] == ["driver-too-old-for-cuda"]
@@ -137,5 +137,5 @@ def test_probe_and_verify_the_lock_model(tmp_path: Path) -> None:
     line = next(x for x in r.stdout.splitlines() if x.startswith("Model org/model"))
     assert line.split()[-1] == rev
     v = pin("verify", str(lock), *host_args(host), "-v", "--format", "json")
-    model = [f for f in json.loads(v.stdout)["findings"] if f["fact"] == "model.revision"]
+    model = [f for f in json_result(v)["findings"] if f["fact"] == "model.revision"]
     assert [(f["status"], f["actual"]) for f in model] == [("match", rev)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import pin
+from tests.support.cli import json_result, pin
 from tests.support.matrix import OVERLAY
 from tests.support.paths import HOSTS
 
@@ -73,7 +73,7 @@ def test_check_is_0_when_current_and_6_with_the_diff_when_not(work: Path) -> Non
     assert drift.returncode == 6, drift.stdout + drift.stderr
     assert "runtime.version: 7.2.1 -> 7.2.2" in drift.stdout
     assert "out of date" in drift.stderr and "pin lock upgrade lab.lock" in drift.stderr
-    js = json.loads(pin("lock", "check", "lab.lock", "--format", "json", cwd=work).stdout)
+    js = json_result(pin("lock", "check", "lab.lock", "--format", "json", cwd=work))
     assert js["current"] is False and js["changes"]
     up = pin("lock", "upgrade", "lab.lock", cwd=work)
     assert up.returncode == 0 and "ROCm 7.2.1 -> 7.2.2" in up.stdout
@@ -103,7 +103,7 @@ def test_diff_exit_codes_text_and_json(work: Path) -> None:
     assert "runtime:\n  runtime.version: 7.2.0 -> 10.0.0  [matrix " in res.stdout
     assert "frameworks.pytorch.version: 2.9.1 -> 2.13.0" in res.stdout
     js = pin("lock", "diff", "a.lock", "b.lock", "--format", "json", cwd=work)
-    data = json.loads(js.stdout)
+    data = json_result(js)
     assert js.returncode == 6 and data["equal"] is False
     assert {"layer": "runtime", "path": "runtime.version", "old": "7.2.0", "new": "10.0.0"} \
         .items() <= next(c for c in data["changes"] if c["path"] == "runtime.version").items()
@@ -193,8 +193,8 @@ def test_diff_shows_serving_and_extensions_layers(work: Path) -> None:
     assert "serving:\n  serving.quantization: awq:triton -> awq  [user]\n" in res.stdout
     assert pin("resolve", *SERVED, "--quantization", "awq", "--extension", ext, "-o", "c.lock",
                cwd=work).returncode == 0
-    js = json.loads(pin("lock", "diff", "b.lock", "c.lock", "--format", "json",
-                        cwd=work).stdout)
+    js = json_result(pin("lock", "diff", "b.lock", "c.lock", "--format", "json",
+                        cwd=work))
     assert {"layer": "extensions", "path": "extensions.flash-attn", "old": None, "new": ext,
             "source": "user"} in js["changes"]
 

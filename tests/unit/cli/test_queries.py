@@ -20,7 +20,7 @@ from pinning.cli import WORKFLOW, main
 from pinning.cli.render import Style, sections_text, table_text, terminal_style
 from pinning.lockfile.io import amend, write_lock
 from pinning.matrix.load import Matrix
-from tests.support.cli import pin
+from tests.support.cli import json_result, pin
 from tests.support.locks import lock_for
 
 ESC = "\x1b"
@@ -40,7 +40,7 @@ def test_matrix_gpus_is_one_plain_row_per_gpu(matrix: Matrix) -> None:
 
 
 def test_matrix_gpus_json_carries_sources(matrix: Matrix) -> None:
-    rows = json.loads(pin("matrix", "gpus", "--format", "json").stdout)
+    rows = json_result(pin("matrix", "gpus", "--format", "json"))
     assert [g["id"] for g in rows] == [g.id for g in matrix.gpus]
     mi300x = next(g for g in rows if g["id"] == "mi300x")
     assert mi300x["target"] == "gfx942" and "0x74a1" in mi300x["pci-device-ids"]
@@ -55,7 +55,7 @@ def test_matrix_list_includes_cuda_releases_and_gpus() -> None:
     assert any(ln.startswith("13.4.2 ") and "nvidia-cuda" in ln for ln in cuda.splitlines())
     gpus = r.stdout.split("GPUs (pin matrix gpus):\n")[1].split("Data files:")[0]
     assert any(ln.startswith("mi300x ") for ln in gpus.splitlines())
-    data = json.loads(pin("matrix", "list", "--format", "json").stdout)
+    data = json_result(pin("matrix", "list", "--format", "json"))
     assert "nvidia-cuda:cuda-13.4.2" in {t["ref"] for t in data["cuda-toolkits"]}
     assert {"mi300x", "h200"} <= {g["id"] for g in data["gpus"]}
 
@@ -128,14 +128,14 @@ def test_lock_validate_json(matrix: Matrix, tmp_path: Path) -> None:
     good = _full_lock(matrix, tmp_path / "good.lock")
     ok = pin("lock", "validate", str(good), "--format", "json")
     assert ok.returncode == 0, ok.stderr
-    data = json.loads(ok.stdout)
+    data = json_result(ok)
     assert data["valid"] is True and data["locks"][0]["lock-version"] == 1
     bad = tmp_path / "bad.lock"
     bad.write_text(good.read_text().replace('quantization = "awq"', 'quantization = "gptq"'))
     r = pin("lock", "validate", str(good), str(bad), str(tmp_path / "gone.lock"),
             "--format", "json")
     assert r.returncode == 5
-    res = json.loads(r.stdout)
+    res = json_result(r)
     assert res["valid"] is False and [x["valid"] for x in res["locks"]] == [True, False, False]
     assert "content" in res["locks"][1]["error"].lower() and res["locks"][2]["exit-code"] == 5
     assert "2 of 3 lockfile(s) invalid" in r.stderr

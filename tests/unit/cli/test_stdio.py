@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import json_result
 from tests.support.paths import DATA, HOSTS, ROOT
 
 LOCK = ROOT / "lockfiles" / "h200-pytorch-2.13.0.lock"
@@ -45,7 +46,10 @@ def test_probe_to_stdout_is_the_snapshot(snapshot: bytes, tmp_path: Path) -> Non
     data = json.loads(snapshot)
     assert data["host-version"] == 1
     r = run("probe", *PROBE, "-o", "-", "--format", "json", cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout == snapshot  # printed once, not twice
+    assert r.returncode == 2 and b"choose one" in r.stderr  # one document on stdout
+    assert json_result(r) is None and list(tmp_path.iterdir()) == []
+    r = run("probe", *PROBE, "--format", "json", cwd=tmp_path)
+    assert json_result(r) == data  # the envelope's result is the snapshot
     r = run("probe", *PROBE, "-o", "./-", cwd=tmp_path)  # a file named '-' is still reachable
     assert r.returncode == 0 and (tmp_path / "-").read_bytes() == snapshot
 
@@ -56,10 +60,13 @@ def test_host_dash_reads_the_snapshot_from_stdin(snapshot: bytes, tmp_path: Path
     from_file = run("verify", str(LOCK), "--host", str(snap), "--format", "json")
     from_stdin = run("verify", str(LOCK), "--host", "-", "--format", "json", stdin=snapshot)
     assert from_stdin.returncode == from_file.returncode == 0, from_stdin.stderr
-    report = json.loads(from_stdin.stdout)
+    report = json_result(from_stdin)
     assert report["result"] == "match" and report["host"] == "standard input"
     r = run("probe", "--host", "-", "--format", "json", stdin=snapshot)
-    assert r.returncode == 0 and r.stdout == snapshot
+    assert r.returncode == 0 and json_result(r) == json.loads(snapshot)
+    # The envelope `pin probe --format json > FILE` writes reads back as the snapshot.
+    r = run("verify", str(LOCK), "--host", "-", "--format", "json", stdin=r.stdout)
+    assert json_result(r)["result"] == "match"
     r = run("verify", str(LOCK), "--host", "-", stdin=b"{not json")
     assert r.returncode == 7 and b"standard input" in r.stderr
 

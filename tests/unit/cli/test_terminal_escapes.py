@@ -14,7 +14,7 @@ import tomlkit
 from pinning.cli.render import finding_line, lock_summary
 from pinning.guards.view import Finding
 from pinning.lockfile.io import content_hash, lock_json, read_lock
-from tests.support.cli import pin
+from tests.support.cli import json_result, pin
 from tests.support.hosts import MI300X, HostCopy
 from tests.support.paths import DUMPS, ROOT
 
@@ -57,7 +57,7 @@ def test_verify_shows_a_crafted_snapshot_escaped_and_keeps_every_mismatch(tmp_pa
     # JSON output stays JSON (its own escaping), and carries the value exactly.
     j = pin("verify", str(lock), "--host", str(snap), "--format", "json")
     assert "\x1b" not in j.stdout
-    assert "6.8.0-99" + ERASE in {f.get("actual") for f in json.loads(j.stdout)["findings"]}
+    assert "6.8.0-99" + ERASE in {f.get("actual") for f in json_result(j)["findings"]}
 
 
 def test_lock_show_escapes_what_the_lock_says(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_json_output_carries_c1_bidi_and_separators_as_escapes(tmp_path: Path) -
     assert verify.returncode == 6, verify.stderr
     assert raw_controls(verify.stdout) == [] and "\x7f" not in verify.stdout
     assert "\\u009b2J\\u007f\\u2028\\u2029\\u202e\\udb40\\udc41" in verify.stdout
-    actual = {f.get("actual") for f in json.loads(verify.stdout)["findings"]}
+    actual = {f.get("actual") for f in json_result(verify)["findings"]}
     assert "113-EVIL" + C1_AND_SEPARATORS in actual
 
     dump = tmp_path / "collect.txt"
@@ -154,7 +154,7 @@ def test_json_output_carries_c1_bidi_and_separators_as_escapes(tmp_path: Path) -
     doctor = pin("doctor", str(dump), "--format", "json")
     assert raw_controls(doctor.stdout) == [] and "\x7f" not in doctor.stdout, doctor.stderr
     assert "\\u009b2J" in doctor.stdout
-    gpus = json.loads(doctor.stdout)["environment"]["gpus"]
+    gpus = json_result(doctor)["environment"]["gpus"]
     assert "Tesla P100-PCIE-16GB\x9b2J\x7f" in gpus  # the dump's line ends at U+2028
 
     out = tmp_path / "again.json"

@@ -12,7 +12,7 @@ from pinning.doctor.report import doctor
 from pinning.guards.checks import check_distributions
 from pinning.guards.view import EnvView, PackageView
 from pinning.matrix.load import Matrix
-from tests.support.cli import pin
+from tests.support.cli import json_result, pin
 from tests.support.paths import DUMPS, ROOT
 
 
@@ -25,7 +25,7 @@ def _schema() -> dict[str, object]:
 def test_json_carries_every_fact_and_validates(tmp_path: object) -> None:
     dump = DUMPS / "collect-env-vllm-rocm.txt"
     out = pin("doctor", "--format", "json", str(dump))
-    report = json.loads(out.stdout)
+    report = json_result(out)
     jsonschema.validate(report, _schema())
     facts = report["facts"]
     assert facts["os"] and facts["python"] and facts["compilers"]["gcc"]
@@ -109,6 +109,6 @@ def test_new_listings_through_the_cli() -> None:
                  "conda-list-json-conda-8708.txt", "uv-pip-freeze.txt"):
         out = pin("doctor", "--format", "json", str(DUMPS / name))
         assert out.returncode == 0, (name, out.stderr)
-        report = json.loads(out.stdout)
+        report = json_result(out)
         jsonschema.validate(report, _schema())
         assert report["facts"]["packages"] or report["facts"]["conda"], name

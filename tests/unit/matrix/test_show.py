@@ -11,7 +11,7 @@ import pytest
 
 from pinning.matrix.load import Matrix, shipped_paths
 from pinning.matrix.query import file_rows, show_rows
-from tests.support.cli import pin
+from tests.support.cli import json_result, pin
 
 SHIPPED = sorted(p.stem for p in shipped_paths())
 
@@ -33,7 +33,7 @@ def test_every_shipped_file_shows_all_its_rows(matrix: Matrix, name: str) -> Non
 def test_files_that_printed_nothing_print_sources_in_json(name: str) -> None:
     r = pin("matrix", "show", name, "--format", "json")
     assert r.returncode == 0, r.stderr
-    rows = json.loads(r.stdout)
+    rows = json_result(r)
     assert rows
     for row in rows:
         assert row["ref"].startswith(f"{name}:")
@@ -42,7 +42,7 @@ def test_files_that_printed_nothing_print_sources_in_json(name: str) -> None:
 
 
 def test_every_wheel_row_carries_its_own_source_and_date() -> None:
-    rows = json.loads(pin("matrix", "show", "pytorch-wheels", "--format", "json").stdout)
+    rows = json_result(pin("matrix", "show", "pytorch-wheels", "--format", "json"))
     assert len(rows) == 47
     for row in rows:
         assert row["kind"] == "wheel"

@@ -20,7 +20,7 @@ from pinning.probe.models import HostFacts
 from pinning.resolve.to_lock import with_serving
 from pinning.verify.freeze import freeze
 from pinning.verify.report import VerifyReport, audit_device_strings, verify
-from tests.support.cli import pin
+from tests.support.cli import json_result, pin
 from tests.support.hosts import MI300X, SITE, HostCopy, recorded
 from tests.support.locks import lock_for
 
@@ -175,7 +175,7 @@ def test_verify_cli_audit_and_verbose(matrix: Matrix, frozen: Lockfile, tmp_path
                                  "source": "x"}))
     a = pin("verify", str(lock_path), *host, "--audit", str(audit), "--format", "json")
     assert a.returncode == 6
-    data = json.loads(a.stdout)
+    data = json_result(a)
     assert data["audited"] is True
     assert any(f["code"] == "guard:torch-device-rocm" for f in data["findings"])
     bad = tmp_path / "bad.json"
