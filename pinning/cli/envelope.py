@@ -11,6 +11,7 @@ Only click and the standard library are imported here, so ``pin --help`` stays f
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -79,7 +80,7 @@ def wants_json(ctx: click.Context) -> bool:
     args: list[str] = ctx.meta.get(_ARGS, [])
     if "--format=json" in args:
         return True
-    return any(a == "--format" and b == "json" for a, b in zip(args, args[1:], strict=False))
+    return any(a == "--format" and b == "json" for a, b in itertools.pairwise(args))
 
 
 def _command_of(ctx: click.Context) -> str:

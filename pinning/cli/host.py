@@ -5,7 +5,6 @@ Registered on the main group by :func:`register`; heavy imports stay inside the 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -154,8 +153,8 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     ROCm release, Triton and torch install hazards.
 
     Exit 0 when the host matches, 6 on drift, 7 when the host could not be probed at all,
-    5 for a bad lockfile. JSON: the envelope, its result schemas/verify-report.schema.json. LOCK or --host
-    may be '-' (standard input).
+    5 for a bad lockfile. JSON: the envelope, its result is schemas/verify-report.schema.json.
+    LOCK or --host may be '-' (standard input).
     """
     from pinning.lockfile.io import read_lock
     from pinning.matrix.load import load_matrix

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import http.server
-import json
 import shutil
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pinning.lockfile.io import read_lock, write_lock
+from tests.support.cli import json_result
 from tests.support.components import WHEELS, BaseImage, Engine, RegistryProc, small_lock
 
 pytestmark = pytest.mark.docker
@@ -36,7 +36,7 @@ def test_cli_build_skip_and_rebuild(dockerd: Engine, registry: RegistryProc, bas
     r = pin("build", str(lock_file), "--base", base_image.ref, "--registry", registry.url,
             *args, "--format", "json")
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = json_result(r)
     lock = read_lock(lock_file)
     assert out["built"] and lock.image.digest.value == out["digest"]
     assert lock.image.ref is not None

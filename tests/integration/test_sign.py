@@ -19,6 +19,7 @@ from pinning.lockfile.io import lock_json, seal, write_lock
 from pinning.oci.documents import MEDIA_MANIFEST
 from pinning.oci.registry import Registry
 from pinning.util.digests import canonical_json, sha256_digest
+from tests.support.cli import json_result
 from tests.support.components import WHEELS, BaseImage, Engine, RegistryProc, small_lock
 
 pytestmark = pytest.mark.docker
@@ -53,7 +54,7 @@ def signed(dockerd: Engine, registry: RegistryProc, base_image: BaseImage,
             "--repo", "pin/signed", "--wheelhouse", str(WHEELS), "--engine", dockerd.url,
             "--sign", str(d / "pin.key"), "--format", "json")
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = json_result(r)
     assert out["signed"]
     return {"dir": d, "lock": lock, "ref": out["ref"], "digest": out["digest"],
             "pub": d / "pin.pub", "registry": registry}
@@ -66,7 +67,7 @@ def verify(signed: Signed, *extra: str, ref: str | None = None) -> subprocess.Co
 def test_verify_image_accepts_pin_signatures(signed: Signed) -> None:
     r = verify(signed, "--lock", str(signed["lock"]), "--format", "json")
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = json_result(r)
     assert out["signatures"] == 1
     assert out["attestations"] == ["https://pin.dev/attestation/lockfile/v1",
                                    "https://slsa.dev/provenance/v1"]

@@ -5,7 +5,6 @@ the recorded host).
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
