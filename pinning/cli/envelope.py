@@ -76,7 +76,7 @@ def wants_json(ctx: click.Context) -> bool:
     else (click refused a flag before reaching ``--format``) as the raw arguments say.
     """
     if FORMAT_KEY in ctx.meta:
-        return ctx.meta[FORMAT_KEY] == "json"
+        return bool(ctx.meta[FORMAT_KEY] == "json")
     args: list[str] = ctx.meta.get(_ARGS, [])
     if "--format=json" in args:
         return True
