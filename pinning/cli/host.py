@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, host_options, one_stdin, path_given
+from pinning.cli.options import (
+    cli_path,
+    format_option,
+    host_options,
+    one_stdin,
+    output_path,
+)
 from pinning.cli.render import probe_text, verify_text
 from pinning.errors import DriftError, UsageError
 from pinning.util.text import printable
@@ -76,7 +82,7 @@ def _host_facts(host_file: str | None, root: str | None, replay: str | None,
 @click.option("--lock", "lock_path", metavar="LOCK", type=click.Path(),
               help="Also look for the lock's model revision in the Hugging Face cache "
                    "('-': standard input).")
-@click.option("-o", "--output", callback=path_given, metavar="FILE",
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
               help="Write the snapshot (JSON, schemas/host.schema.json) to FILE ('-': standard "
                    "output, the report then goes to stderr; exit 2 when it cannot be "
                    "written).")
@@ -193,7 +199,7 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
 @click.option("--force", is_flag=True,
               help="Freeze even when the host is outside what the lock validated; the "
                    "deviations are recorded in the lock.")
-@click.option("-o", "--output", callback=path_given, metavar="FILE",
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
               help="Write here instead of replacing LOCK ('-': standard output, messages then "
                    "go to stderr; exit 2 when it cannot be written).")
 @format_option

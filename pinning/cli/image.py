@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, path_given
+from pinning.cli.options import cli_path, format_option, output_path
 from pinning.errors import BuildError, DriftError, UsageError
 from pinning.oci.reference import ImageRef
 from pinning.util.text import printable
@@ -85,7 +85,7 @@ def _write_through(data: bytes) -> None:
 @click.option("--engine", metavar="URL", help="Docker Engine (default: DOCKER_HOST).")
 @click.option("--no-cache", is_flag=True, help="Build from scratch even if the lock's image "
               "is already in the registry.")
-@click.option("-o", "--output", callback=path_given, metavar="FILE",
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
               help="Write the updated lock here instead ('-': standard output, messages then "
                    "go to stderr; exit 2 when it cannot be written).")
 @click.option("--sign", "sign_key", metavar="KEY", type=click.Path(),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import format_option, path_given
+from pinning.cli.options import format_option, output_path
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def lock_check(ctx: click.Context, path: str, fmt: str) -> None:
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME[SPEC]",
               help="Replace (or add) a framework of the request, e.g. pytorch==2.12.0.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
-@click.option("-o", "--output", callback=path_given, metavar="FILE",
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
               help="Write here instead of replacing LOCK ('-' for stdout).")
 @click.option("--force", is_flag=True,
               help="Replace an -o FILE (other than LOCK) that holds frozen host values.")

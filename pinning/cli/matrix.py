@@ -14,7 +14,7 @@ import click
 
 from pinning.cli.completion import complete_gpu
 from pinning.cli.envelope import emit
-from pinning.cli.options import format_option, parse_date, path_given
+from pinning.cli.options import format_option, output_path, parse_date
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
@@ -193,7 +193,8 @@ def matrix_show(what: str, gpu: str | None, overlays: tuple[str, ...], as_of: st
               help="ROCm 7.x RELEASE.md files whose firmware tables to import.")
 @click.option("--published", metavar="DATE",
               help="Date of the copy (default: the YYYY-MM-DD in the CSV file name).")
-@click.option("-o", "--output", callback=path_given, default="-", show_default=True, metavar="FILE",
+@click.option("-o", "--output", callback=output_path, default="-", show_default=True,
+              metavar="FILE",
               help="Matrix TOML to write; '-' prints it (exit 2 when it cannot be written).")
 def matrix_import_amd(csv_path: str, page: str | None, release_notes: tuple[str, ...],
                       published: str | None, output: str) -> None:
@@ -230,7 +231,8 @@ def _emit_matrix_file(mf: Any, command: str, output: str, summary: str) -> None:
 @matrix.command("import-pytorch")
 @click.argument("md_path", metavar="MARKDOWN", type=click.Path(dir_okay=False))
 @click.option("--checked", metavar="DATE", required=True, help="Date the copy was read.")
-@click.option("-o", "--output", callback=path_given, default="-", show_default=True, metavar="FILE",
+@click.option("-o", "--output", callback=output_path, default="-", show_default=True,
+              metavar="FILE",
               help="Matrix TOML to write; '-' prints it (exit 2 when it cannot be written).")
 def matrix_import_pytorch(md_path: str, checked: str, output: str) -> None:
     """Convert PyTorch's release compatibility matrix into wheel-variant rows."""

@@ -46,15 +46,31 @@ def parse_date(flag: str, text: str | None) -> dt.date | None:
         raise UsageError(f"{flag} {text!r}: expected a date as YYYY-MM-DD.") from exc
 
 
-def path_given(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Click callback of a path option: ``value`` unchanged unless it is empty.
+def path_given(ctx: click.Context, param: click.Parameter,
+               value: str | tuple[str, ...] | None) -> Any:
+    """Click callback of a path option (or a repeatable one): ``value`` unchanged unless a
+    path is empty or blank.
 
-    An empty path (``-o ''``, often an unset shell variable) would otherwise mean the
-    current directory or the default file; it raises ``click.BadParameter`` (exit 2).
+    An empty path (``-o ''``, ``--host ''``, often an unset shell variable) would otherwise
+    mean the current directory, the default file or "probe this machine"; it raises
+    ``click.BadParameter`` (exit 2).
     """
-    if value is not None and value == "":
-        raise click.BadParameter("an empty path was given (is a shell variable unset?); "
-                                 "name a file, or '-' where stdout is allowed.",
+    for item in (value if isinstance(value, tuple) else (value,)):
+        if item is not None and not item.strip():
+            raise click.BadParameter("an empty path was given (is a shell variable unset?); "
+                                     "name a file, or '-' where standard input or output "
+                                     "is allowed.", ctx=ctx, param=param)
+    return value
+
+
+def output_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback of ``-o FILE``: :func:`path_given`, and a name that is a folder
+    (``.``, ``..``, ``dir/``) is refused (exit 2) instead of reaching the writer.
+    """
+    path_given(ctx, param, value)
+    if value is not None and value != "-" and (
+            value.endswith(("/", "/.", "/..")) or value in (".", "..")):
+        raise click.BadParameter(f"{value!r} names a folder; name a file in it.",
                                  ctx=ctx, param=param)
     return value
 
@@ -90,18 +106,20 @@ def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """
     for option in reversed([
         click.option("--host", "host_file", metavar="FILE", type=click.Path(),
+                     callback=path_given,
                      help="Read a snapshot written by `pin probe -o FILE` instead of probing "
                           "('-': standard input)."),
-        click.option("--root", metavar="DIR", type=click.Path(),
+        click.option("--root", metavar="DIR", type=click.Path(), callback=path_given,
                      help="Probe a recorded host tree read exactly as / (default: this machine)."),
-        click.option("--replay", metavar="FILE", type=click.Path(),
+        click.option("--replay", metavar="FILE", type=click.Path(), callback=path_given,
                      help="Answer tool commands (amd-smi, rocminfo, nvidia-smi, ldd) from this "
                           "recording (commands.toml) instead of running them; also gives the "
                           "host's environment. Without it a --root probe runs no tools."),
         click.option("--site-packages", "site_packages", multiple=True, metavar="DIR",
+                     callback=path_given,
                      help="Python site-packages to read (default: VIRTUAL_ENV/CONDA_PREFIX, "
                           "else this interpreter's, or the usual places under --root)."),
-        click.option("--matrix", "overlays", multiple=True, metavar="FILE",
+        click.option("--matrix", "overlays", multiple=True, metavar="FILE", callback=path_given,
                      help="Add a site overlay to the matrix (also PIN_MATRIX)."),
     ]):
         func = option(func)

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import format_option, parse_date, path_given
+from pinning.cli.options import format_option, output_path, parse_date
 from pinning.cli.render import considered_json, explain_text, lock_summary
 from pinning.errors import UsageError
+from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.lockfile.models import Lockfile
@@ -79,7 +80,7 @@ def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
 @click.option("--as-of", metavar="DATE", help="Resolve against the matrix as published then.")
 @click.option("--matrix", "overlays", multiple=True, metavar="FILE",
               help="Site overlay with rows your team validated (also PIN_MATRIX).")
-@click.option("-o", "--output", callback=path_given, default="pin.lock", show_default=True,
+@click.option("-o", "--output", callback=output_path, default="pin.lock", show_default=True,
               metavar="FILE",
               help="Where to write the lockfile; '-' writes it to stdout (exit 2 when it "
                    "cannot be written).")
@@ -154,13 +155,14 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
               "changes": changes})
         return
     click.echo(lock_summary(lock))
+    # Notes and warnings come from matrix rows and overlays: shown escaped, one line each.
     for note in lock.notes[3:]:
-        click.echo(f"Note: {note}")
+        click.echo(printable(f"Note: {note}", newlines=False))
     for fw in lock.frameworks:
         for note in fw.notes:
-            click.echo(f"Note ({fw.name}): {note}")
+            click.echo(printable(f"Note ({fw.name}): {note}", newlines=False))
     for warning in lock.warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        click.echo(printable(f"Warning: {warning}", newlines=False), err=True)
     if explain:
         click.echo(explain_text(res))
     click.echo(_summary_text(lock, output, changes), nl=False)
@@ -175,7 +177,7 @@ def _print_lock(lock: Lockfile, res: Resolution, *, output: str, dry_run: bool, 
     from pinning.lockfile.io import lock_json, render
 
     for warning in lock.warnings:
-        click.echo(f"Warning: {warning}", err=True)
+        click.echo(printable(f"Warning: {warning}", newlines=False), err=True)
     if fmt == "json":
         extra = {"changes": _changes_json(lock, output)} if dry_run else {}
         emit({"lock": lock_json(lock), "considered": considered_json(res), **extra})

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, path_given
+from pinning.cli.options import cli_path, format_option, output_path
 from pinning.util.text import printable
 
 
@@ -22,7 +22,7 @@ def _ask(confirm: bool) -> str:
 
 
 @click.command()
-@click.option("-o", "--output", "prefix", callback=path_given, default="pin",
+@click.option("-o", "--output", "prefix", callback=output_path, default="pin",
               show_default=True, metavar="PREFIX",
               help="Writes PREFIX.key (encrypted private key) and PREFIX.pub (exit 2 when "
                    "they cannot be written).")

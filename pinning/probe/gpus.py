@@ -19,6 +19,7 @@ from pinning.probe.formats.rocminfo import RocminfoAgent
 from pinning.probe.models import AmdFacts, GpuFacts, NvidiaFacts, Reading
 from pinning.probe.root import HostRoot, run_tool
 from pinning.util.proc import Runner
+from pinning.util.text import ascii_int
 
 AMD_VENDOR = "0x1002"
 NVIDIA_VENDOR = "0x10de"
@@ -77,8 +78,9 @@ def _kfd_nodes(host: HostRoot) -> dict[str, tuple[str, str]]:
         props: dict[str, int] = {}
         for line in text.splitlines():
             parts = line.split()
-            if len(parts) == 2 and parts[1].lstrip("-").isdigit():
-                props[parts[0]] = int(parts[1])
+            value = ascii_int(parts[1], signed=True) if len(parts) == 2 else None
+            if value is not None:
+                props[parts[0]] = value
         gfx = gfx_from_target_version(props.get("gfx_target_version", 0))
         if gfx is None:
             continue
@@ -169,8 +171,9 @@ def _amd_gfx(kfd: dict[str, tuple[str, str]], bus: str, agent: RocminfoAgent | N
 def _amd_memory(host: HostRoot, base: str, static: AmdSmiStatic | None) -> Reading:
     """VRAM in MiB: sysfs ``mem_info_vram_total`` (bytes), else amd-smi static."""
     vram = host.read_line(f"{base}/mem_info_vram_total")
-    if vram and vram.isdigit():
-        return Reading.of(str(int(vram) // (1024 * 1024)), f"{base}/mem_info_vram_total")
+    vram_bytes = ascii_int(vram or "")
+    if vram_bytes is not None:
+        return Reading.of(str(vram_bytes // (1024 * 1024)), f"{base}/mem_info_vram_total")
     if static is not None and static.vram_mib is not None:
         return Reading.of(str(static.vram_mib), "amd-smi static")
     return Reading.missing(f"no {base}/mem_info_vram_total")
@@ -246,8 +249,9 @@ def _rocminfo_agents(runner: Runner) -> dict[int | None, RocminfoAgent]:
     out: dict[int | None, RocminfoAgent] = {}
     for agent in info.gpus:
         raw = agent.fields.get("BDFID", "")
-        if raw.isdigit():
-            out[int(raw)] = agent
+        bdfid = ascii_int(raw)
+        if bdfid is not None:
+            out[bdfid] = agent
     return out
 
 

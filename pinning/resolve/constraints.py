@@ -30,7 +30,7 @@ FRAMEWORK_ALIASES: dict[str, str] = {
     "jaxlib": "jax",
 }
 
-_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\S.*|)$")  # on the stripped flag
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # the name at the start of --framework
 _MODEL = re.compile(r"^([A-Za-z0-9][\w.-]*/[\w.-]+)@([0-9a-f]{40})$")
 
 
@@ -92,23 +92,25 @@ def parse_framework(text: str, known: Sequence[str] = ()) -> FrameworkRequest:
     :mod:`pinning.util.versions` (64 characters, 18 digits a number), is a ``UsageError``
     (exit 2) naming ``--framework``.
     """
-    m = _NAME.match(text.strip()) if len(text) <= MAX_FLAG_CHARS else None
-    if m and specifier_problem(m.group(2)):
-        raise UsageError(f"--framework {_clip(text)}: {specifier_problem(m.group(2))}.",
+    flag = text.strip()
+    m = _NAME.match(flag) if len(text) <= MAX_FLAG_CHARS else None
+    spec_text = flag[m.end():].strip() if m else ""
+    if m and specifier_problem(spec_text):
+        raise UsageError(f"--framework {_clip(text)}: {specifier_problem(spec_text)}.",
                          hint="Examples: pytorch==2.13.0, pytorch>=2.12, jax~=0.10.0.")
     if not m:
         raise UsageError(
             f"--framework {_clip(text)}: expected NAME[SPEC], for example pytorch==2.13.0, "
             "pytorch>=2.12 or jax~=0.10.0."
         )
-    name = m.group(1).lower().replace("_", "-")
+    name = m.group(0).lower().replace("_", "-")
     name = FRAMEWORK_ALIASES.get(name, name)
     try:
-        spec = SpecifierSet(m.group(2))
+        spec = SpecifierSet(spec_text)
     except InvalidSpecifier as exc:
-        hint = " Use `==` for an exact version." if re.match(r"^=[^=]", m.group(2)) else ""
+        hint = " Use `==` for an exact version." if re.match(r"^=[^=]", spec_text) else ""
         raise UsageError(
-            f"--framework {_clip(text)}: {m.group(2)!r} is not a PEP 440 version specifier.{hint}",
+            f"--framework {_clip(text)}: {spec_text!r} is not a PEP 440 version specifier.{hint}",
             hint="Examples: pytorch==2.13.0, pytorch>=2.12, jax~=0.10.0.",
         ) from exc
     if known and name not in known:

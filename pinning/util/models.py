@@ -4,15 +4,19 @@ checked string types of values that reach an image build, a shell or a terminal.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from pinning.util.text import control_chars, is_word, printable
+from pinning.util.text import control_chars, escape_char, is_word, printable
 
 # An environment variable name as POSIX shells and Dockerfile ENV accept it.
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# Unicode categories a reason may not hold: controls, format characters, surrogates, line
+# and paragraph separators.
+_HIDDEN_REASON = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # A distribution name as PEP 508 allows it (any case; `.`, `_`, `-` inside).
 DIST_NAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"
 
@@ -57,11 +61,21 @@ def _token(value: str) -> str:
     return value
 
 
+# Characters that render as nothing: a reason of only these (and blanks) says nothing.
+_BLANK_LOOKING = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
 def _reason(value: str) -> str:
-    """``value`` unchanged when it says something: not blank, no control characters."""
-    if not value.strip():
+    """``value`` unchanged when it says something: some visible character, and no control,
+    format (bidi, zero-width), surrogate or line/paragraph separator character.
+    """
+    hidden = [escape_char(ch) for ch in value if unicodedata.category(ch) in _HIDDEN_REASON]
+    if hidden:
+        raise ValueError(f"character {', '.join(dict.fromkeys(hidden))} not allowed in a "
+                         "reason (one line of visible text)")
+    if not any(not ch.isspace() and ch not in _BLANK_LOOKING for ch in value):
         raise ValueError("a reason must say why the value is unknown; it is empty")
-    return _one_line(value)
+    return value
 
 
 def _exact_int(value: object) -> object:

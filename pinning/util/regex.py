@@ -53,7 +53,48 @@ def adjacent_repeats(pattern: str, *, search: bool = False) -> str | None:
         return ("a search that starts with an unbounded repeat followed by more pattern "
                 "retries the repeat from every character of a run (quadratic); start with a "
                 "literal, anchor with ^, or strip the text first")
+    if search and _repeat_crosses_start(_flatten(parsed)):
+        return ("a search whose unbounded repeat can run over the pattern's first character "
+                "and then fail rescans the text from every character that starts a match "
+                "(quadratic); leave the first character out of the repeat")
     return _scan_sequence(parsed)
+
+
+def _repeat_crosses_start(flat: list[Item]) -> bool:
+    """Whether an unbounded backtracking repeat of the unanchored ``flat`` can match a
+    character a match starts with and is followed by a part that can fail: then each start
+    in a run of such characters (``[#[#[#`` for ``\\[#([^\\]]*)\\]_``) rescans the rest.
+    A leading optional part that a negative look-behind confines to a run start
+    (``(?<!\\s)\\s*``) adds no starting characters; the leading repeat itself is
+    :func:`_leading_repeat_can_fail`'s.
+    """
+    behind: set[str] = set()
+    starts: set[str] = set()
+    for op, av in flat:
+        name = _name(op)
+        if name == "AT" and str(av) == "AT_BEGINNING":
+            return False
+        if name == "ASSERT_NOT" and av[0] == -1:
+            behind |= _chars(list(av[1]))
+        if name in _ZERO_WIDTH:
+            continue
+        if not (_nullable([(op, av)]) and _chars([(op, av)]) <= behind):
+            starts |= _first_chars([(op, av)])
+        if not _nullable([(op, av)]):
+            break
+    lead = next((i for i, (op, _av) in enumerate(flat) if _name(op) not in _ZERO_WIDTH), 0)
+    for i, (op, av) in enumerate(flat):
+        if (i > lead and _name(op) in _REPEATS and _name(op) != "POSSESSIVE_REPEAT"
+                and _unbounded(av)
+                and _chars(list(av[2])) & starts
+                # it must be able to run over a whole start: every required part before it
+                and all(_chars([item]) & _chars(list(av[2])) for item in flat[lead:i]
+                        if not _nullable([item]))
+                and any(not _nullable([item]) or _name(item[0]) in ("AT", "ASSERT",
+                                                                    "ASSERT_NOT")
+                        for item in flat[i + 1:])):
+            return True
+    return False
 
 
 def _leading_repeat_can_fail(flat: list[Item]) -> bool:
@@ -97,52 +138,157 @@ def _scan_sequence(items: list[Item]) -> str | None:
     flat = _flatten(items)
     for i, (op, av) in enumerate(flat):
         name = _name(op)
+        inner: str | None = None
         if name in _REPEATS:
-            inner = _scan_sequence(list(av[2]))
-            if inner is not None:
-                return inner
-            if name != "POSSESSIVE_REPEAT" and _unbounded(av):
-                problem = _overlap_after(flat, i)
-                if problem is not None:
-                    return problem
+            inner = _nested(list(av[2])) if av[1] > 1 else None
+            inner = inner or _scan_sequence(list(av[2]))
+            if inner is None and name != "POSSESSIVE_REPEAT" and _unbounded(av):
+                inner = _overlap_after(flat, i)
         elif name == "BRANCH":
             for alternative in av[1]:
-                inner = _scan_sequence(list(alternative))
-                if inner is not None:
-                    return inner
+                inner = inner or _scan_sequence(list(alternative))
+            if inner is None and _long([(op, av)]):
+                inner = _overlap_after(flat, i)
         elif name in ("ASSERT", "ASSERT_NOT"):
             inner = _scan_sequence(list(av[1]))
-            if inner is not None:
-                return inner
+        if inner is not None:
+            return inner
     return None
 
 
-def _unbounded(av: Any) -> bool:
-    """Whether a repeat's upper bound is ``MAXREPEAT`` (``*``, ``+``, ``{n,}``) or near it;
-    a small bound (``\\d{1,9}``) caps the backtracking at a constant factor.
+_NESTED = ("a repeated part inside another repeat, e.g. (a+)+ or (a|a)*, whose passes can "
+           "split a run in many ways (exponential backtracking, worse than quadratic)")
+
+
+def _nested(body: list[Item]) -> str | None:
+    """A problem when the body of a repeat taken more than once holds a variable repeat
+    that no required part of the body (with disjoint characters) separates from the next
+    pass (``(a+)+``, ``(\\d+\\.?)+``; ``(\\.\\d+)*`` is fine), or an alternation whose
+    alternatives can start alike (``(a|a)*``, ``(a|ab)+``).
     """
-    _lo, hi, _sub = av
-    return bool(hi >= 65535)
+    flat = _flatten(body)
+    for i, (op, av) in enumerate(flat):
+        name = _name(op)
+        if name in _REPEATS and av[0] != av[1]:
+            mine = _chars(list(av[2]))
+            if not any(not _nullable([other]) and not (_chars([other]) & mine)
+                       for j, other in enumerate(flat) if j != i):
+                return _NESTED
+        if name == "BRANCH":
+            alts = [list(a) for a in av[1]]
+            for k, a in enumerate(alts):
+                for b in alts[k + 1:]:
+                    if (_nullable(a) and _nullable(b)) or _first_chars(a) & _first_chars(b):
+                        return _NESTED
+        for sub in _children((op, av)):
+            if _nested(sub) is not None:
+                return _NESTED
+    return None
+
+
+def _children(item: Item) -> list[list[Item]]:
+    """The item lists directly inside ``item`` (a repeat's body, alternatives, a group)."""
+    op, av = item
+    name = _name(op)
+    if name in _REPEATS:
+        return [list(av[2])]
+    if name == "BRANCH":
+        return [list(a) for a in av[1]]
+    if name == "SUBPATTERN":
+        return [list(av[3])]
+    if name == "ATOMIC_GROUP":
+        return [list(av)]
+    return []
+
+
+def _first_chars(items: list[Item]) -> set[str]:
+    """The characters a match of ``items`` can start with."""
+    out: set[str] = set()
+    for op, av in _flatten(items):
+        name = _name(op)
+        if name in _ZERO_WIDTH:
+            continue
+        if name == "BRANCH":
+            for alternative in av[1]:
+                out |= _first_chars(list(alternative))
+        elif name in _REPEATS:
+            out |= _first_chars(list(av[2]))
+        else:
+            out |= _chars([(op, av)])
+        if not _nullable([(op, av)]):
+            break
+    return out
+
+
+def _nullable(items: list[Item]) -> bool:
+    """Whether ``items`` can match the empty string."""
+    for op, av in items:
+        name = _name(op)
+        if name in _ZERO_WIDTH:
+            continue
+        if name in _REPEATS:
+            if av[0] != 0 and not _nullable(list(av[2])):
+                return False
+        elif name == "BRANCH":
+            if not any(_nullable(list(a)) for a in av[1]):
+                return False
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            if not _nullable(_children((op, av))[0]):
+                return False
+        else:
+            return False
+    return True
+
+
+def _long(items: list[Item]) -> bool:
+    """Whether ``items`` can match an unbounded number of characters."""
+    for op, av in items:
+        name = _name(op)
+        if name in _REPEATS and _unbounded(av):
+            return True
+        if name != "ASSERT" and name != "ASSERT_NOT" and any(
+                _long(sub) for sub in _children((op, av))):
+            return True
+    return False
+
+
+def _unbounded(av: Any) -> bool:
+    """Whether a repeat can match an unbounded number of characters: an upper bound over
+    255 (``*``, ``+``, ``{n,}``, ``{0,65534}``) or a body that can (``(?:\\s+)?``); a small
+    bound on a bounded body (``\\d{1,9}``) caps the backtracking at a constant factor.
+    """
+    _lo, hi, sub = av
+    return bool(hi > 255 or (hi >= 1 and _long(list(sub))))
 
 
 def _overlap_after(flat: list[Item], i: int) -> str | None:
-    """A problem when the unbounded repeat ``flat[i]`` is next to an overlapping one."""
-    first = _chars(list(flat[i][1][2]))
+    """A problem when the unbounded repeat (or alternation holding one) ``flat[i]`` is
+    next to an overlapping one, with only zero-width or optional parts between.
+    """
+    first = _chars([flat[i]])
     for op, av in flat[i + 1:]:
         name = _name(op)
         if name in _ZERO_WIDTH:
             continue
-        if name in _REPEATS and name != "POSSESSIVE_REPEAT":
-            shared = first & _chars(list(av[2]))
-            if (shared and _unbounded(av) and _can_run(list(flat[i][1][2]), shared)
-                    and _can_run(list(av[2]), shared)):
+        if (name in _REPEATS and name != "POSSESSIVE_REPEAT") or name == "BRANCH":
+            shared = first & _chars([(op, av)])
+            if (shared and _long([(op, av)]) and _runs(flat[i], shared)
+                    and _runs((op, av), shared)):
                 sample = "".join(sorted(shared))[:6]
                 return (f"two unbounded repeats next to each other both match {sample!r} "
                         "(quadratic backtracking on a long run of them)")
-            if av[0] == 0:
+            if _nullable([(op, av)]):
                 continue
         return None
     return None
+
+
+def _runs(item: Item, shared: set[str]) -> bool:
+    """:func:`_can_run` for a repeat's body or any alternative of an alternation."""
+    op, av = item
+    if _name(op) == "BRANCH":
+        return any(_long(list(a)) and _can_run(list(a), shared) for a in av[1])
+    return _can_run(list(av[2]), shared)
 
 
 def _can_run(body: list[Item], shared: set[str]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unicodedata
 
-__all__ = ["control_chars", "escape_char", "is_word", "json_safe", "printable"]
+__all__ = ["ascii_int", "control_chars", "escape_char", "is_word", "json_safe", "printable"]
 
 # Unicode categories never shown raw: controls (C0, DEL, C1), format characters (bidi
 # overrides and isolates, zero-width characters, BOM), lone surrogates, line and paragraph
@@ -49,6 +49,17 @@ def printable(text: str, *, newlines: bool = True) -> str:
         return text
     keep = "\n\t" if newlines else ""
     return "".join(escape_char(ch) if ch not in keep and _hidden(ch) else ch for ch in text)
+
+
+def ascii_int(text: str, *, max_digits: int = 18, signed: bool = False) -> int | None:
+    """``text`` as an int when it is 1 to ``max_digits`` ASCII digits (after one ``-`` when
+    ``signed``), else ``None``: never the ``ValueError`` ``int()`` raises for a Unicode
+    digit such as ``²`` or a number past Python's 4,300-digit limit.
+    """
+    body = text[1:] if signed and text.startswith("-") else text
+    if not (0 < len(body) <= max_digits and body.isascii() and body.isdigit()):
+        return None
+    return int(text)
 
 
 def json_safe(text: str) -> str:

@@ -56,9 +56,9 @@ def cite(base: str, path: str, published: dt.date) -> tuple[str, str]:
 # Linear-time patterns (a hostile cell cannot make them backtrack quadratically): white
 # space before a footnote is matched only from the start of its run, and link texts are
 # matched greedily, their trailing white space stripped by _text().
-_FOOTNOTE = re.compile(r"(?<!\s)\s*\[#([^\]]*)\]_")
-_ROLE = re.compile(r":(?:doc|ref):`([^`<]*)(?:<[^>]*>)?`")
-_LINK = re.compile(r"`([^`<]*)<[^>]*>`__?")
+_FOOTNOTE = re.compile(r"(?<!\s)\s*\[#([^\][]*)\]_")
+_ROLE = re.compile(r":(?:doc|ref):`([^`<]*)(?:<[^>`]*>)?`")
+_LINK = re.compile(r"`([^`<]*)<[^>`]*>`__?")
 _DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 _VERSION_HEADER = re.compile(r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,6}$")
 
@@ -207,7 +207,7 @@ def parse_footnote_texts(page: str) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     historical: dict[str, str] = {}
-    for m in re.finditer(r"^[ \t]*\.\. \[#([^\]]+)\]\s+(\S.*)$", page, flags=re.M):
+    for m in re.finditer(r"^[ \t]*\.\. \[#([^\]\n]+)\]\s+(\S.*)$", page, flags=re.M):
         text = _LINK.sub(_text, _ROLE.sub(_text, m.group(2))).replace("**", "").strip()
         name = m.group(1)
         if name.endswith("-past-60"):

@@ -114,7 +114,7 @@ def _firmware_from_json(data: Any) -> list[GpuFirmware] | None:
     return out
 
 
-_GPU_LINE = re.compile(r"^\s*GPU\s*:\s*(\d+)\s*$")
+_GPU_LINE = re.compile(r"^\s*GPU\s*:\s*(\d{1,9})\s*$")
 _KV_LINE = re.compile(r"^(\s*)([A-Za-z0-9_][A-Za-z0-9_ ]*):(.*)$")
 
 

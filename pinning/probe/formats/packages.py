@@ -91,7 +91,8 @@ CONDA_HEADER = re.compile(r"^#\s*(?:packages in environment at\b|Name\s+Version\
 """The ``# packages in environment at ...:`` / ``# Name  Version  Build  Channel`` header of
 ``conda list``."""
 
-_CONDA_LINE = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9._-]*)\s+([0-9]\S*)(?:\s+(\S+))?(?:\s+(\S+))?")
+_CONDA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+"""A ``conda list`` package name (the first column)."""
 
 
 def parse_conda_list(text: str, *, source: str = "conda list") -> PackageListing:
@@ -106,12 +107,14 @@ def parse_conda_list(text: str, *, source: str = "conda list") -> PackageListing
         s = line.strip()
         if not s or s.startswith("#"):
             continue
-        m = _CONDA_LINE.match(s)
-        if m is None:
+        # Columns split on blanks (linear on any line): name, version, [build], [channel].
+        cols = s.split()
+        if len(cols) < 2 or not _CONDA_NAME.fullmatch(cols[0]) or not cols[1][:1].isdigit():
             continue
-        build, channel = m.group(3), m.group(4)
+        build = cols[2] if len(cols) > 2 else None
+        channel = cols[3] if len(cols) > 3 else None
         pip_copy = build == "<pip>" or (channel or "").lower() == "pypi"
-        entries.append(_entry(m.group(1), m.group(2), conda=True, build=build,
+        entries.append(_entry(cols[0], cols[1], conda=True, build=build,
                               channel=channel, pip_copy=pip_copy))
     return _dedupe("conda list", entries, source)
 

@@ -63,7 +63,7 @@ class RocmSmiReport(Strict):
 
 # Values are captured whole and stripped by the caller: `(.*?)\s*$` is quadratic on a long
 # run of spaces.
-_GPU_LINE = re.compile(r"^\s*GPU\[(\d+)\]\s*:\s*(\S.*|)$")
+_GPU_LINE = re.compile(r"^\s*GPU\[(\d{1,9})\]\s*:\s*(\S.*|)$")
 _SMI_VERSION = re.compile(r"^\s*ROCM-SMI version\s*:\s*(\S.*)$", re.IGNORECASE)
 _LIB_VERSION = re.compile(r"^\s*ROCM-SMI-LIB version\s*:\s*(\S.*)$", re.IGNORECASE)
 _DRIVER = re.compile(r"^\s*Driver version\s*:\s*(\S.*|)$", re.IGNORECASE)

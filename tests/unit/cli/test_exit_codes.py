@@ -247,3 +247,22 @@ def test_real_process_exit_statuses(tmp_path: Path, inputs: dict[str, Path]) -> 
     r = pin("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.13.0",
             "-o", str(tmp_path / "no" / "x.lock"))
     assert r.returncode == 2 and "cannot write the lockfile" in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["resolve", "--gpu", "mi300x", "--framework", "pytorch==2.13.0", "-o", "."],
+    ["resolve", "--gpu", "mi300x", "--framework", "pytorch==2.13.0", "-o", "sub/"],
+    ["keygen", "-o", "."],
+    ["probe", "--host", ""],
+    ["probe", "--root", "", "--replay", ""],
+    ["verify", "LOCK", "--host", " "],
+], ids=["dot", "trailing-slash", "keygen-dot", "host-empty", "root-empty", "host-blank"])
+def test_a_folder_or_blank_path_is_a_usage_error(tmp_path: Path, inputs: dict[str, Path],
+                                                 args: list[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-o .` was exit 1 (a bug); `--host ''` meant "probe this machine" and froze it."""
+    monkeypatch.chdir(tmp_path)
+    got, err = run(*[str(inputs["lock"]) if a == "LOCK" else a for a in args])
+    assert got == 2, err
+    assert "names a folder" in err or "an empty path was given" in err
+    assert list(tmp_path.iterdir()) == []

@@ -122,7 +122,7 @@ def test_a_reason_with_a_control_character_is_refused(tmp_path: Path) -> None:
     path.write_text(tomlkit.dumps(data))
     r = pin("lock", "show", str(path))
     assert r.returncode == 5
-    assert "os.reason: Value error, control character \\x1b not allowed" in r.stderr
+    assert "os.reason: Value error, character \\x1b not allowed in a reason" in r.stderr
     assert raw_controls(r.stderr) == []
 
 
@@ -162,3 +162,16 @@ def test_json_output_carries_c1_bidi_and_separators_as_escapes(tmp_path: Path) -
     written = out.read_text(encoding="utf-8")
     assert raw_controls(written) == [] and "\\u009b2J" in written
     assert json.loads(written)["gpus"][0]["vbios"]["value"].endswith(C1_AND_SEPARATORS)
+
+
+def test_resolve_prints_overlay_notes_escaped(tmp_path: Path) -> None:
+    from tests.support.matrix import OVERLAY
+
+    overlay = tmp_path / "ov.toml"
+    overlay.write_text(OVERLAY.replace(
+        'versions = ["2.10.0"]\n', 'versions = ["2.10.0"]\nnotes = ["evil\\u202edone\\u009bx"]\n'))
+    r = pin("resolve", "--matrix", str(overlay), "--gpu", "mi300x", "--framework",
+            "pytorch==2.10.0", "--rocm", "==7.2.1", "-o", str(tmp_path / "x.lock"), "--explain")
+    assert r.returncode == 0, r.stderr
+    assert raw_controls(r.stdout) == [] and raw_controls(r.stderr) == []
+    assert "Note (pytorch): evil\\u202edone\\x9bx" in r.stdout

@@ -98,3 +98,20 @@ def test_a_64k_run_in_flags_and_lock_entries() -> None:
     assert or_later(f"01.25{RUN}") == ("01.25", False)
     framework = parse_framework("pytorch  ==2.13.0 ")
     assert (framework.name, str(framework.spec)) == ("pytorch", "==2.13.0")
+
+
+def test_digit_runs_past_pythons_int_limit_are_not_numbers() -> None:
+    """A GPU index or a byte count of 5,000 digits (or a Unicode digit) is no number pin
+    reads: never the ValueError int() raises past 4,300 digits (exit 1)."""
+    from pinning.probe.formats.amd_smi_gpu import parse_amd_smi_firmware
+    from pinning.util.text import ascii_int
+
+    long = "1" * 5000
+    assert ascii_int(long) is None and ascii_int("²") is None and ascii_int("-7") is None
+    assert ascii_int("-7", signed=True) == -7 and ascii_int("0042") == 42
+    report = parse_rocm_smi(
+        "========================= ROCm System Management Interface =========================\n"
+        f"GPU[{long}] : ASD firmware version: 0x1\nGPU[0] : SMU firmware version: 85.69.0\n")
+    assert [g.index for g in report.gpus] == [0]
+    firmware = parse_amd_smi_firmware(f"GPU: {long}\n    FW_ID: CP_CE\n    FW_VERSION: 37\n")
+    assert all(g.gpu < 10**9 for g in firmware)  # the long number is no GPU index
