@@ -131,6 +131,7 @@ class Matrix:
 
     files: list[LoadedFile]
     _gpu_index: dict[str, GpuIdentity] = field(default_factory=dict, repr=False)
+    _releases: dict[dt.date | None, list[ReleaseRef]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         seen: dict[str, LoadedFile] = {}
@@ -212,8 +213,15 @@ class Matrix:
     def releases(self, *, as_of: dt.date | None = None) -> list[ReleaseRef]:
         """Releases visible on ``as_of``: per (file family, release key) the newest revision
         published on or before ``as_of`` (rows of unknown publication date are visible at
-        every date). Ordered newest release first, then by file.
+        every date). Ordered newest release first, then by file. Computed once per date
+        (the files do not change after load); callers get their own list.
         """
+        if as_of not in self._releases:
+            self._releases[as_of] = self._visible_releases(as_of)
+        return list(self._releases[as_of])
+
+    def _visible_releases(self, as_of: dt.date | None) -> list[ReleaseRef]:
+        """:meth:`releases` computed from the files."""
         best: dict[tuple[str, str, str], ReleaseRef] = {}
         for f in self.files:
             for r in f.data.releases:

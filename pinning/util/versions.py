@@ -27,6 +27,7 @@ snapshots: exit 7), each naming the flag, file or field.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Set
 from typing import Any
@@ -156,9 +157,11 @@ def normalize_name(name: str) -> str:
 # --- PEP 440 -----------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=8192)
 def pep440(text: str) -> Version | None:
     """``text`` as a PEP 440 :class:`Version`, or ``None`` when it is not one or is past the
-    bounds (:func:`version_problem`).
+    bounds (:func:`version_problem`). Cached: the resolver asks for the same matrix
+    versions once per candidate release.
     """
     if version_problem(text) is not None:
         return None
@@ -183,6 +186,7 @@ def in_specifier(version: str, spec: str) -> bool | None:
         return None
 
 
+@functools.lru_cache(maxsize=8192)
 def match_entry(entry: str, spec: SpecifierSet) -> str | None:
     """The version to lock if the matrix ``entry`` satisfies ``spec``, else ``None``.
 
@@ -258,6 +262,7 @@ def series_less(a: str, b: str) -> bool:
     return pa[:n] < pb[:n]
 
 
+@functools.lru_cache(maxsize=8192)
 def sort_key(version: str) -> tuple[int, ...]:
     """Numeric sort key of a dotted release (``'7.0.10'`` > ``'7.0.9'``); a part that is not
     1 to 18 ASCII digits counts as 0. Used to order matrix releases, never to judge a host.
