@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 __all__ = ["adjacent_repeats"]
@@ -68,16 +68,10 @@ def _repeat_crosses_start(flat: list[Item]) -> bool:
     (``(?<!\\s)\\s*``) adds no starting characters; the leading repeat itself is
     :func:`_leading_repeat_can_fail`'s.
     """
-    behind: set[str] = set()
     starts: set[str] = set()
-    for op, av in flat:
-        name = _name(op)
-        if name == "AT" and str(av) == "AT_BEGINNING":
+    for _i, op, av, behind in _after_lookarounds(flat):
+        if _name(op) == "AT":  # anchored at the start: tried once
             return False
-        if name == "ASSERT_NOT" and av[0] == -1:
-            behind |= _chars(list(av[1]))
-        if name in _ZERO_WIDTH:
-            continue
         if not (_nullable([(op, av)]) and _chars([(op, av)]) <= behind):
             starts |= _first_chars([(op, av)])
         if not _nullable([(op, av)]):
@@ -97,19 +91,32 @@ def _repeat_crosses_start(flat: list[Item]) -> bool:
     return False
 
 
-def _leading_repeat_can_fail(flat: list[Item]) -> bool:
-    """Whether ``flat`` starts (after look-arounds) with an unbounded backtracking repeat
-    that is followed by a part that can fail: anything but an optional repeat.
+def _after_lookarounds(flat: list[Item]) -> Iterator[tuple[int, Any, Any, set[str]]]:
+    """``(index, op, av, behind)`` for each part of ``flat`` that is not a look-around or an
+    anchor other than ``^``, with the characters the negative look-behinds before it refuse
+    (``behind``); stops after yielding a ``^`` (``AT``), which anchors the pattern.
     """
-    behind: set[str] = set()  # characters a negative look-behind refuses before the start
+    behind: set[str] = set()
     for i, (op, av) in enumerate(flat):
         name = _name(op)
         if name == "AT" and str(av) == "AT_BEGINNING":
-            return False
+            yield i, op, av, behind
+            return
         if name == "ASSERT_NOT" and av[0] == -1:
             behind |= _chars(list(av[1]))
         if name in _ZERO_WIDTH:
             continue
+        yield i, op, av, behind
+
+
+def _leading_repeat_can_fail(flat: list[Item]) -> bool:
+    """Whether ``flat`` starts (after look-arounds) with an unbounded backtracking repeat
+    that is followed by a part that can fail: anything but an optional repeat.
+    """
+    for i, op, av, behind in _after_lookarounds(flat):
+        name = _name(op)
+        if name == "AT":  # anchored at the start: tried once
+            return False
         if name in _REPEATS and name != "POSSESSIVE_REPEAT" and _unbounded(av):
             if _chars(list(av[2])) <= behind:  # (?<!\d)\d+: tried only where a run starts
                 return False
