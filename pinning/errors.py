@@ -113,6 +113,14 @@ class GuardRefused(PinError):
     exit_code = 10
 
 
+class AuditFailed(PinError):
+    """``pin audit`` found something at or above ``--fail-on`` (exit 11). The bill has
+    been printed (or written) in full before this is raised.
+    """
+
+    exit_code = 11
+
+
 class NothingToJudge(PinError):
     """``pin doctor`` read the dumps but none of them gave any rule an input (exit 14).
 
@@ -139,5 +147,6 @@ ALL_ERRORS: tuple[type[PinError], ...] = (
     BuildError,
     SignatureError,
     GuardRefused,
+    AuditFailed,
     NothingToJudge,
 )
