@@ -1,0 +1,173 @@
+"""pin audit sources: requirements files (includes, options, markers, CUDA indexes)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pinning.audit.model import Context, FileScan, Kind, Skip, Verdict
+from pinning.audit.sources.requirements import (
+    RULE_INDEX,
+    index_findings,
+    logical_lines,
+    parse_requirement,
+    scan_requirements,
+)
+
+CTX = Context()
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_requirements_with_cuda_index_hashes_markers_and_includes(tmp_path: Path) -> None:
+    top = _write(tmp_path / "requirements.txt", (
+        "--extra-index-url https://download.pytorch.org/whl/cu121\n"
+        "# pinned for the cluster\n"
+        "torch==2.3.1+cu121 \\\n"
+        "    --hash=sha256:0123abcd\n"
+        'numpy>=1.24,<2 ; python_version >= "3.10"  # numerics\n'
+        "-r extra/dev.txt\n"
+        "-c constraints.txt\n"
+        "accelerate[deepspeed]===0.30.0\n"
+    ))
+    _write(tmp_path / "extra" / "dev.txt", "flash-attn==2.5.8\n-i https://pypi.org/simple\n")
+    _write(tmp_path / "constraints.txt", "triton==2.3.1\n")
+    scan = scan_requirements(top, "requirements.txt", CTX)
+    got = [(p.name, p.version, p.local, p.specifier, p.path, p.line) for p in scan.packages]
+    assert got == [
+        ("torch", "2.3.1+cu121", "cu121", "", "requirements.txt", 3),
+        ("numpy", None, None, "<2,>=1.24", "requirements.txt", 5),
+        ("accelerate", "0.30.0", None, "", "requirements.txt", 8),
+        ("flash-attn", "2.5.8", None, "", "extra/dev.txt", 1),
+        ("triton", "2.3.1", None, "", "constraints.txt", 1),
+    ]
+    assert scan.packages[1].raw == 'numpy>=1.24,<2 ; python_version >= "3.10"'
+    assert scan.packages[2].extras == ("deepspeed",)
+    urls = ("https://download.pytorch.org/whl/cu121", "https://pypi.org/simple")
+    assert all(p.index_urls == urls for p in scan.packages)
+    assert scan.skipped == []
+    [finding] = scan.findings
+    assert (finding.kind, finding.rule, finding.verdict, finding.subject, finding.path,
+            finding.line) == (Kind.INDEX, RULE_INDEX, Verdict.SWAP,
+                              "https://download.pytorch.org/whl/cu121", "requirements.txt", 1)
+    assert finding.replacement == "https://download.pytorch.org/whl/rocmX.Y"
+    assert finding.citation.source.endswith("_get_started/previous-versions.md")
+
+
+def test_rocm_and_plain_indexes_are_not_findings(tmp_path: Path) -> None:
+    top = _write(tmp_path / "r.txt", "--index-url=https://download.pytorch.org/whl/rocm6.0\n"
+                                     "-f https://download.pytorch.org/whl/cpu\ntorch==2.3.1\n")
+    scan = scan_requirements(top, "r.txt", CTX)
+    assert scan.findings == []
+    assert scan.packages[0].index_urls == ("https://download.pytorch.org/whl/rocm6.0",
+                                           "https://download.pytorch.org/whl/cpu")
+
+
+def test_nvidia_index_on_two_lines_is_one_finding_with_both_lines(tmp_path: Path) -> None:
+    top = _write(tmp_path / "r.txt", "--extra-index-url https://pypi.nvidia.com\n"
+                                     "tensorrt==10.0.1\n"
+                                     "--extra-index-url https://pypi.nvidia.com\n")
+    [finding] = scan_requirements(top, "r.txt", CTX).findings
+    assert (finding.subject, finding.line, finding.lines) == ("https://pypi.nvidia.com", 1,
+                                                              [1, 3])
+    assert "NVIDIA's package index" in finding.why
+
+
+def test_include_loop_missing_include_and_remote_include_are_skipped(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a.txt", "-r b.txt\n-r missing.txt\n-r https://x.org/r.txt\nsix\n")
+    _write(tmp_path / "b.txt", "-r a.txt\nidna==3.7\n")
+    scan = scan_requirements(a, "a.txt", CTX)
+    assert [(p.name, p.path, p.line) for p in scan.packages] == [
+        ("six", "a.txt", 4), ("idna", "b.txt", 2)]
+    reasons = {s.path: s.reason for s in scan.skipped}
+    assert set(reasons) == {"b.txt:1", "a.txt:2", "a.txt:3"}
+    assert "include loop" in reasons["b.txt:1"]
+    assert reasons["a.txt:2"].startswith("include missing.txt: ")
+    assert "remote" in reasons["a.txt:3"]
+
+
+def test_a_file_included_twice_is_read_once(tmp_path: Path) -> None:
+    top = _write(tmp_path / "r.txt", "-r common.txt\n-c common.txt\n")
+    _write(tmp_path / "common.txt", "requests==2.32.3\n")
+    scan = scan_requirements(top, "r.txt", CTX)
+    assert [(p.name, p.path) for p in scan.packages] == [("requests", "common.txt")]
+    assert scan.skipped == []
+
+
+def test_include_depth_is_limited(tmp_path: Path) -> None:
+    for i in range(13):
+        _write(tmp_path / f"r{i}.txt", f"-r r{i + 1}.txt\npkg{i}\n")
+    _write(tmp_path / "r13.txt", "last\n")
+    scan = scan_requirements(tmp_path / "r0.txt", "r0.txt", CTX)
+    assert [p.name for p in scan.packages][-1] == "pkg10"
+    assert [s.path for s in scan.skipped] == ["r10.txt:1"]
+    assert "deeper than 10" in scan.skipped[0].reason
+
+
+def test_editable_url_and_bad_lines(tmp_path: Path) -> None:
+    top = _write(tmp_path / "r.txt", (
+        "-e git+https://github.com/org/kernels.git@v1#egg=my_kernels\n"
+        "-e ./vendored/apex\n"
+        "https://download.pytorch.org/whl/cu121/torch-2.3.1%2Bcu121-cp311-cp311-linux_x86_64.whl\n"
+        "xformers @ https://example.org/xformers-0.0.26.tar.gz\n"
+        "bad line ===\n"
+        "--no-such-option\n"
+        "--pre\n"
+    ))
+    scan = scan_requirements(top, "r.txt", CTX)
+    assert [(p.name, p.version, p.local, p.line) for p in scan.packages] == [
+        ("my-kernels", None, None, 1), ("torch", "2.3.1+cu121", "cu121", 3),
+        ("xformers", None, None, 4)]
+    assert [s.path for s in scan.skipped] == ["r.txt:2", "r.txt:5", "r.txt:6"]
+    assert "#egg=NAME" in scan.skipped[0].reason
+    assert scan.skipped[1].reason.startswith("not a PEP 508 requirement")
+    assert "unknown option" in scan.skipped[2].reason
+
+
+def test_logical_lines_join_continuations_and_drop_comments() -> None:
+    text = "# c\na \\\n  b  # x\n\nurl#egg=y\n"
+    assert logical_lines(text) == [(2, "a    b"), (5, "url#egg=y")]
+
+
+def test_parse_requirement_exactness() -> None:
+    one = parse_requirement("Torch==2.5.1+rocm6.2", "requirements")
+    assert not isinstance(one, str)
+    assert (one.name, one.version, one.local) == ("torch", "2.5.1+rocm6.2", "rocm6.2")
+    wild = parse_requirement("torch==2.5.*", "requirements")
+    assert not isinstance(wild, str) and wild.version is None and wild.specifier == "==2.5.*"
+    assert isinstance(parse_requirement("torch >>> 2", "requirements"), str)
+
+
+def test_index_findings_ignore_non_cuda() -> None:
+    assert index_findings([("https://pypi.org/simple", "r.txt", 1)]) == []
+    assert [f.subject for f in index_findings(
+        [("https://download.pytorch.org/whl/cu118/", "r.txt", 2)])] == [
+        "https://download.pytorch.org/whl/cu118"]
+
+
+def test_binary_file_is_skip(tmp_path: Path) -> None:
+    path = tmp_path / "requirements.txt"
+    path.write_bytes(b"torch\x00\x01\x02")
+    with pytest.raises(Skip, match="binary"):
+        scan_requirements(path, "requirements.txt", CTX)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text())
+def test_arbitrary_text_never_raises_but_skip(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "requirements.txt"
+        path.write_text(text, encoding="utf-8", errors="surrogatepass")
+        try:
+            result = scan_requirements(path, "requirements.txt", CTX)
+        except Skip:
+            return
+        assert isinstance(result, FileScan)
