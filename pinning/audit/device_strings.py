@@ -9,16 +9,15 @@ as a device: ``torch.device("rocm")``, ``x.to("hip")``, ``device="rocm:0"``.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pinning.audit.python_rules import device_string_calls
 from pinning.errors import PinError, UsageError
 from pinning.util.files import read_regular_bytes
 
 SOURCE = "pytorch/pytorch@0180055:docs/source/notes/hip.rst"
-_BAD = re.compile(r"^(rocm|hip)(:\d+)?$")
 _SKIP_DIRS = {".git", ".venv", "venv", "__pycache__", "node_modules", "site-packages"}
 
 
@@ -32,30 +31,15 @@ class AuditHit:
     text: str
 
 
-def _calls(tree: ast.AST) -> Iterator[tuple[ast.Call, str]]:
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else (
-            func.id if isinstance(func, ast.Name) else "")
-        values: list[ast.expr] = []
-        if name in ("device", "to", "cuda_device") and node.args:
-            values.append(node.args[0])
-        values += [kw.value for kw in node.keywords if kw.arg == "device"]
-        for value in values:
-            if (isinstance(value, ast.Constant) and isinstance(value.value, str)
-                    and _BAD.match(value.value)):
-                yield node, value.value
-
-
 def audit_source(text: str, path: str) -> list[AuditHit]:
-    """Offending device strings in Python source ``text`` (a file that does not parse is
-    reported as no hits; ``pin audit`` names it separately).
+    """Offending device strings in Python source ``text``; the rule is
+    :func:`pinning.audit.python_rules.device_string_calls`. Raises ``SyntaxError`` /
+    ``ValueError`` / ``RecursionError`` for source that does not parse
+    (:func:`audit_paths` lists such files as not scanned).
     """
     tree = ast.parse(text, filename=path)
     return [AuditHit(path, call.lineno, call.col_offset + 1, f'{value!r} as a device')
-            for call, value in _calls(tree)]
+            for call, value in device_string_calls(tree)]
 
 
 MAX_SOURCE_BYTES = 10 * 1024 * 1024

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pinning.audit.device_strings import MAX_DEPTH, audit_paths, python_files
+from pinning.audit.run import MAX_DEPTH as RUN_MAX_DEPTH
 from tests.support.cli import pin
 
 
@@ -72,11 +73,11 @@ def test_tree_deeper_than_the_recursion_limit_is_not_exit_1(project: Path) -> No
     levels = sys.getrecursionlimit() + 200
     src = _deep(project, levels)
     (src / "top.py").write_text("m = m.to('hip')\n")
-    r = pin("audit", str(src))
-    assert r.returncode == 10, r.stderr  # top.py is found; the deep one is listed, not read
+    r = pin("audit", "--fail-on", "port", str(src))
+    assert r.returncode == 11, r.stderr  # top.py is found; the deep one is listed, not read
     assert "Traceback" not in r.stderr
-    assert "top.py:1:5" in r.stdout and "deep.py" not in r.stdout
-    assert f"more than {MAX_DEPTH} levels deep; not scanned" in r.stdout
+    assert "top.py:1" in r.stdout and "deep.py" not in r.stdout
+    assert f"more than {RUN_MAX_DEPTH} levels deep; not scanned" in r.stdout
 
 
 def test_files_down_to_the_depth_bound_are_scanned(project: Path) -> None:
@@ -100,9 +101,9 @@ def test_walk_order_is_os_walk_order(tmp_path: Path) -> None:
 
 
 def test_source_nested_too_deeply_is_not_scanned(tmp_path: Path) -> None:
-    (tmp_path / "nested.py").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    (tmp_path / "nested.py").write_text("import pynvml\nx = " + "[" * 5000 + "]" * 5000 + "\n")
     (tmp_path / "chain.py").write_text("x = " + " + ".join(["a"] * 200_000) + "\n")
     r = pin("audit", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert "nested.py: not valid Python; not scanned" in r.stdout
+    assert "nested.py: not valid Python (line 2)" in r.stdout
     assert "Traceback" not in r.stderr
