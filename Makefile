@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install wheelhouse demo test unit smoke lint bench schemas lockfiles matrix-data clean
+.PHONY: install wheelhouse sdists demo test unit smoke lint bench schemas lockfiles matrix-data audit-data clean
 
 install: $(STAMP)
 
@@ -29,6 +29,9 @@ demo: install
 	$(BIN)/pin lock check demo-out/mi300x.lock
 	@echo "--- a pasted collect_env from pytorch/pytorch#37320 (pin doctor exits 6 on a problem):"
 	$(BIN)/pin doctor tests/data/dumps/pytorch-pytorch-37320.txt; test $$? -eq 6
+	@echo "--- the porting bill of a small CUDA project (pin audit exits 11: inline PTX is blocked):"
+	$(BIN)/pin audit examples/cuda-project --gpu mi300x --format sarif -o demo-out/audit.sarif; test $$? -eq 11
+	$(BIN)/pin audit examples/cuda-project --gpu mi300x; test $$? -eq 11
 
 # Real PyPI wheels the image-build tests install (pure Python, any platform).
 WHEELHOUSE := .wheelhouse
@@ -43,8 +46,13 @@ $(WHEELHOUSE)/.stamp: Makefile | install
 	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d $(WHEELHOUSE)/guard $(GUARD_WHEELS)
 	touch $@
 
+# Real CUDA-extension sdists from PyPI (pinned by sha256 in tests/support/sdists.py) that the
+# pin audit tests read: unpacked, never built. The tests fetch them too when missing.
+sdists: wheelhouse
+	$(BIN)/python -m tests.support.sdists
+
 # Every test: unit and integration (real Docker Engine, registry, debootstrap; see README.md).
-test: install wheelhouse
+test: install wheelhouse sdists
 	$(BIN)/python -m pytest -q
 
 # The unit tests alone: no Docker, no wheel house, about a minute.
@@ -69,6 +77,14 @@ bench: install wheelhouse
 	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_lock_write.py
 	$(BIN)/python bench/bench_doctor_blanks.py
+	$(BIN)/python bench/bench_audit_tree.py
+	$(BIN)/python bench/bench_audit_closure.py
+
+# Regenerate pin's copy of HIPIFY's CUDA->HIP API tables from the staged sources (a test
+# fails when the committed pinning/audit/data/hipify.json differs from what this writes).
+HIPIFY_TABLES ?= ../shared/data/hipify
+audit-data: install
+	$(BIN)/python -c 'from pathlib import Path; from pinning.audit.hipify import write_data; write_data(Path("$(HIPIFY_TABLES)"), Path("pinning/audit/data/hipify.json"))'
 
 schemas: install
 	$(BIN)/python -c "from pathlib import Path; from pinning.schemas import write; [print('wrote', p) for p in write(Path('schemas'))]"

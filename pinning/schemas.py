@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope")
+SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope",
+           "audit-report")
 
 
 def generate() -> dict[str, str]:
     """Return ``{file name: schema JSON text}`` for every committed schema."""
     from pydantic import BaseModel
 
+    from pinning.audit.bill import AuditReport
     from pinning.doctor.report import DoctorReport
     from pinning.guards.models import RuleFile
     from pinning.lockfile.models import Lockfile
@@ -23,7 +25,7 @@ def generate() -> dict[str, str]:
     models: tuple[tuple[str, type[BaseModel]], ...] = (
         ("matrix", MatrixFile), ("lockfile", Lockfile), ("host", HostFacts),
         ("verify-report", VerifyReport), ("doctor-report", DoctorReport), ("guards", RuleFile),
-        ("envelope", Envelope),
+        ("envelope", Envelope), ("audit-report", AuditReport),
     )
     out: dict[str, str] = {}
     for name, model in models:

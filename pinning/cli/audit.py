@@ -1,53 +1,158 @@
-"""``pin audit``: scan Python sources for device strings ROCm builds of PyTorch reject.
+"""``pin audit``: the porting bill of a project before it moves from CUDA to ROCm.
 
-Registered on the main group by :func:`register`; the scanner is imported inside the command
+Registered on the main group by :func:`register`; the scanners are imported inside the command
 so ``pin --help`` stays fast.
 """
 
 from __future__ import annotations
 
+import json
+import sys
+
 import click
 
-from pinning.cli.envelope import emit
-from pinning.cli.options import format_option
+from pinning.cli.envelope import emit, note_format
+from pinning.cli.options import cli_path, output_path, path_given
+from pinning.errors import AuditFailed, UsageError
 from pinning.util.text import printable
 
 __all__ = ["audit", "register"]
 
+_FAIL_ON = ("swap", "port", "blocked")
+
 
 @click.command()
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+@click.argument("paths", metavar="[PATH]...", nargs=-1, callback=path_given,
                 type=click.Path(exists=True))
-@format_option
-def audit(paths: tuple[str, ...], fmt: str) -> None:
-    """Scan Python sources for device strings ROCm builds of PyTorch reject:
-    torch.device("rocm") / "hip", .to("hip"), device="rocm:0". ROCm builds keep "cuda".
+@click.option("-r", "--requirement", "requirements", multiple=True, metavar="SPEC",
+              help="Audit the whole dependency closure of SPEC ('vllm==0.11.0'), resolved "
+                   "from index metadata with uv (no wheel is downloaded). Repeatable.")
+@click.option("--index-url", "index_urls", multiple=True, metavar="URL",
+              help="Index for --requirement (default: uv's, PyPI). Repeatable: the first is "
+                   "the index, the others extra indexes.")
+@click.option("--site-packages", metavar="DIR", callback=path_given,
+              type=click.Path(file_okay=False),
+              help="An installed environment: its distributions and compiled extensions.")
+@click.option("--host", "host_file", metavar="SNAPSHOT", callback=path_given,
+              type=click.Path(dir_okay=False),
+              help="A host snapshot (pin probe -o FILE): its Python distributions.")
+@click.option("--gpu", metavar="GPU",
+              help="The GPU the move is for (mi300x, gfx942, MI355X): code objects and "
+                   "packages limited to some GPUs are judged for it.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif"]),
+              default="text", show_default=True, callback=note_format,
+              help="text for people; json: the envelope {pin, command, ok, exit-code, result, "
+                   "error}, its result is schemas/audit-report.schema.json; sarif: a SARIF "
+                   "2.1.0 log for code-scanning views.")
+@click.option("--fail-on", type=click.Choice(_FAIL_ON), default="blocked", show_default=True,
+              help="Exit 11 when a finding is at or above this verdict "
+                   "(ready < swap < port < blocked).")
+@click.option("--effort", "effort_file", metavar="FILE", callback=path_given,
+              type=click.Path(dir_okay=False),
+              help="Your team's hours per finding kind (TOML [hours] table); the bill adds "
+                   "them up. pin ships no effort numbers.")
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
+              help="Write the bill here in the chosen format ('-': standard output); "
+                   "standard output gets a one-line summary (with --format json: the "
+                   "envelope, its result {output, totals, files-scanned, fail-on, failed}).")
+@click.option("--hipify-perl/--no-hipify-perl", "hipify_perl", default=True,
+              show_default=True,
+              help="Add hipify-perl -examine statistics beside pin's findings when "
+                   "hipify-perl is on PATH.")
+def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tuple[str, ...],
+          site_packages: str | None, host_file: str | None, gpu: str | None, fmt: str,
+          fail_on: str, effort_file: str | None, output: str | None,
+          hipify_perl: bool) -> None:
+    """Audit a project before moving it from CUDA to ROCm: the porting bill.
 
-    Exit 0 when none is found, 10 when some are (guard rule torch-device-rocm). Files that
-    cannot be scanned are listed, not fatal.
+    Reads requirements files (with -r/-c includes and index URLs), pyproject.toml (PEP 621,
+    dependency groups, Poetry, uv sources), uv.lock, pylock.toml, poetry.lock, conda
+    environment.yml, setup.py/setup.cfg (statically; never run), Dockerfiles, CUDA/C++
+    sources and CMake files, Python sources, and ELF extensions; with --site-packages or
+    --host an installed environment; with --requirement a package's dependency closure.
+    PATH defaults to '.' when no other input is given.
+
+    Each finding says where, why, what to do and its public source, with a verdict: ready,
+    swap (a ROCm build or replacement exists), port (code or a source build must change),
+    blocked (no ROCm equivalent), or no-data (pin's data does not know it; never guessed).
+    Files that cannot be read are listed as skipped with the reason.
+
+    Exit 0 when nothing is at or above --fail-on (default blocked), 11 when something is,
+    2 for bad flags or a --requirement uv cannot resolve.
     """
-    from pathlib import Path
+    from pinning.audit.bill import read_effort
+    from pinning.audit.model import Verdict
+    from pinning.audit.run import AuditRequest
+    from pinning.audit.run import audit as run_audit
 
-    from pinning.audit.device_strings import SOURCE, audit_paths
-    from pinning.errors import GuardRefused
+    if site_packages and host_file:
+        raise UsageError("--site-packages and --host both name an installed environment; "
+                         "give one.")
+    if not paths and not (requirements or site_packages or host_file):
+        paths = (".",)
+    if index_urls and not requirements:
+        raise UsageError("--index-url is for --requirement; index URLs in requirements files "
+                         "and pyproject.toml are read from the files themselves.")
+    effort = None
+    if effort_file:
+        effort = (effort_file, read_effort(cli_path(effort_file)))
+    progress = ((lambda line: click.echo(printable(line, newlines=False), err=True))
+                if sys.stderr.isatty() else None)
+    request = AuditRequest(paths=list(paths), requirements=list(requirements),
+                           index_urls=list(index_urls), site_packages=site_packages,
+                           host=host_file, gpu=gpu, fail_on=Verdict(fail_on), effort=effort,
+                           hipify_perl=hipify_perl, progress=progress)
+    report = run_audit(request)
+    document = _document(report, fmt)
+    summary = _summary(report)
+    if output is not None and output != "-":
+        from pinning.util.files import atomic_write_bytes
 
-    result = audit_paths([Path(p) for p in paths])
-    hits, unparsed = result.hits, result.unparsed
-    if fmt == "json":
-        emit({"hits": [h.__dict__ for h in hits], "unparsed": unparsed, "source": SOURCE})
+        try:
+            atomic_write_bytes(cli_path(output), document.encode())
+        except OSError as exc:
+            raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+        if fmt == "json":
+            emit({"output": output, "totals": {v.value: n for v, n in report.totals.items()},
+                  "files-scanned": report.files_scanned, "fail-on": fail_on,
+                  "failed": report.failed})
+        else:
+            click.echo(f"{summary} Wrote {printable(output, newlines=False)}.")
+    elif fmt == "json":
+        emit(report.model_dump(mode="json", by_alias=True))
     else:
-        for h in hits:
-            click.echo(printable(f"{h.path}:{h.line}:{h.column}: {h.text}: ROCm builds use "
-                                 '"cuda"', newlines=False))
-        for line in unparsed:
-            click.echo(printable(line, newlines=False))
-        if not hits:
-            click.echo("No rocm/hip device strings found.")
-    if hits:
-        raise GuardRefused(f"{len(hits)} device string(s) ROCm builds of PyTorch reject.",
-                           hint=f"Use torch.device(\"cuda\") on ROCm too ({SOURCE}).")
+        click.echo(document, nl=False)
+    if report.failed:
+        raise AuditFailed(f"The porting audit found something at or above --fail-on "
+                          f"{fail_on}: {summary}",
+                          hint="Read the bill (blocked and port first); --fail-on sets the "
+                               "threshold.")
+
+
+def _summary(report: object) -> str:
+    from pinning.audit.bill import AuditReport
+    from pinning.audit.model import VERDICTS_SHOWN
+
+    assert isinstance(report, AuditReport)
+    return ", ".join(f"{report.totals.get(v, 0)} {v.value}" for v in VERDICTS_SHOWN) + "."
+
+
+def _document(report: object, fmt: str) -> str:
+    """The bill in ``fmt``: the text bill, the report JSON, or a SARIF log."""
+    from pinning import __version__
+    from pinning.audit.bill import AuditReport
+    from pinning.audit.render import render_sarif, render_text
+
+    assert isinstance(report, AuditReport)
+    if fmt == "text":
+        return render_text(report)
+    if fmt == "sarif":
+        return json.dumps(render_sarif(report, version=__version__), indent=2,
+                          ensure_ascii=True) + "\n"
+    return report.model_dump_json(by_alias=True, indent=1) + "\n"
 
 
 def register(group: click.Group) -> None:
     """Add ``pin audit`` to the ``pin`` group."""
     group.add_command(audit)
+

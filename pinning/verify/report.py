@@ -136,13 +136,17 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     )
 
 
-_AUDIT_HIT = re.compile(r"^'([^']*)' as a device$")
+# The device string a finding's subject quotes (`torch.device("rocm")`, `'hip:0' as a
+# device`), or a bare hit device (`rocm`).
+_AUDIT_DEVICE = re.compile(r"""'((?:rocm|hip)(?::[0-9]{1,9})?)'|"((?:rocm|hip)(?::[0-9]{1,9})?)"|"""
+                           r"^((?:rocm|hip)(?::[0-9]{1,9})?)$")
 
 
 def audit_device_strings(path: Path) -> list[str]:
     """The device strings a ``pin audit --format json`` report at ``path`` found (``rocm``,
-    ``hip:0``): each hit's ``device``, or the string its ``text`` quotes (``'hip' as a
-    device``). An empty list when the audit found none.
+    ``hip:0``): the quoted string of each ``device-string`` finding (``findings``), or of
+    each hit of a report from pin before 0.2 (``hits``: ``device``, or the string its
+    ``text`` quotes, ``'hip' as a device``). An empty list when the audit found none.
 
     Raises :class:`~pinning.errors.UsageError` (exit 2) naming ``--audit`` when the file
     cannot be read or is not such a report.
@@ -155,21 +159,27 @@ def audit_device_strings(path: Path) -> list[str]:
     except (ValueError, RecursionError):
         data = None
     data = unwrap(data, "audit")  # `pin audit --format json > FILE` wrote the envelope
-    hits = data.get("hits") if isinstance(data, dict) else None
-    if not isinstance(hits, list):
-        raise UsageError(f"--audit {path}: not a pin audit JSON report (no `hits` list).",
-                         hint="Write one with: pin audit PATH --format json > audit.json")
+    findings = data.get("findings") if isinstance(data, dict) else None
+    if isinstance(findings, list):
+        items = [(i, f.get("subject")) for i, f in enumerate(findings)
+                 if isinstance(f, dict) and f.get("kind") == "device-string"]
+        key = "finding"
+    else:
+        hits = data.get("hits") if isinstance(data, dict) else None
+        if not isinstance(hits, list):
+            raise UsageError(f"--audit {path}: not a pin audit JSON report (no `findings` "
+                             "list).", hint="Write one with: pin audit PATH --format json "
+                                            "> audit.json")
+        items = [(i, h.get("device") if isinstance(h.get("device"), str) else h.get("text"))
+                 if isinstance(h, dict) else (i, None) for i, h in enumerate(hits)]
+        key = "hit"
     out: list[str] = []
-    for i, hit in enumerate(hits):
-        device = hit.get("device") if isinstance(hit, dict) else None
-        text = hit.get("text") if isinstance(hit, dict) else None
-        m = _AUDIT_HIT.match(text) if isinstance(text, str) else None
-        if not isinstance(device, str):
-            device = m.group(1) if m else None
-        if device is None:
-            raise UsageError(f"--audit {path}: hit {i} names no device string.",
+    for i, text in items:
+        m = _AUDIT_DEVICE.search(text) if isinstance(text, str) else None
+        if m is None:
+            raise UsageError(f"--audit {path}: {key} {i} names no device string.",
                              hint="Write the report with: pin audit PATH --format json")
-        out.append(device)
+        out.append(m.group(1) or m.group(2) or m.group(3))
     return sorted(set(out))
 
 

@@ -1,41 +1,116 @@
-"""pin audit as a user runs it: findings, exit 10, and what it cannot scan."""
+"""pin audit as a user runs it: the bill in three formats, --fail-on, -o, effort, and what it
+cannot scan."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
-from tests.support.cli import pin
+import jsonschema
+
+from tests.support.cli import json_result, pin
+from tests.support.paths import ROOT
+
+EXAMPLE = ROOT / "examples" / "cuda-project"
 
 
-def test_pin_audit_cli(tmp_path: Path) -> None:
+def test_device_strings_and_unparsed_files(tmp_path: Path) -> None:
     src = tmp_path / "proj"
     (src / ".venv").mkdir(parents=True)
     (src / "train.py").write_text("import torch\nm = m.to('hip')\n")
     (src / "ok.py").write_text("import torch\nm = m.to('cuda')\n")
     (src / ".venv" / "skip.py").write_text("torch.device('rocm')\n")
-    (src / "broken.py").write_text("def (:\n")
+    (src / "broken.py").write_text("import pynvml\ndef (:\n")
     r = pin("audit", str(src))
-    assert r.returncode == 10
-    assert "train.py:2:5: 'hip' as a device" in r.stdout and "skip.py" not in r.stdout
-    assert "broken.py: not valid Python" in r.stdout and "Traceback" not in r.stderr
+    assert r.returncode == 0, r.stderr  # a device string is "port", below --fail-on blocked
+    assert f"{src}/train.py:2  [device-string]" in r.stdout and "skip.py" not in r.stdout
+    assert f"{src}/broken.py: not valid Python (line 2)" in r.stdout
+    assert "Traceback" not in r.stderr
+    failed = pin("audit", str(src), "--fail-on", "port")
+    assert failed.returncode == 11 and "at or above --fail-on port" in failed.stderr
     (src / "train.py").write_text("m = m.to('cuda')\n")
-    ok = pin("audit", str(src / "train.py"))
-    assert ok.returncode == 0 and "No rocm/hip device strings" in ok.stdout
+    ok = pin("audit", str(src / "train.py"), "--fail-on", "swap")
+    assert ok.returncode == 0 and "0 blocked, 0 port, 0 swap" in ok.stdout
 
 
 def test_audit_lists_what_it_cannot_scan(tmp_path: Path) -> None:
-    import os
-
     src = tmp_path / "p"
     src.mkdir()
     os.mkfifo(src / "fifo.py")
     (src / "dangling.py").symlink_to(src / "absent")
     (src / "dir.py").mkdir()
+    (src / "loop").symlink_to(src)
     (src / "big.py").write_bytes(b"#" * (10 * 1024 * 1024 + 1))
+    (src / "blob.cu").write_bytes(b"\x00\x01binary")
     (src / "ok.py").write_text("x = 1\n")
-    r = pin("audit", str(src))
+    r = pin("audit", str(src), "--format", "json")
     assert r.returncode == 0, r.stderr
-    assert "fifo.py: not a regular file" in r.stdout
-    assert "dangling.py: not a regular file" in r.stdout
-    assert "big.py: larger than 10 MiB" in r.stdout
-    assert "No rocm/hip device strings found." in r.stdout
+    skipped = {s["path"].removeprefix(f"{src}/"): s["reason"]
+               for s in json_result(r)["skipped"]}
+    assert skipped["fifo.py"].startswith("not a regular file")
+    assert skipped["dangling.py"].startswith("cannot be read")
+    assert skipped["big.py"] == "larger than 10 MiB"
+    assert skipped["blob.cu"].startswith("binary file")
+    assert skipped["loop"] == "a link to a folder; not followed"
+
+
+def test_the_example_project_bill_has_every_category(tmp_path: Path) -> None:
+    r = pin("audit", str(EXAMPLE), "--gpu", "mi300x", "--format", "json")
+    assert r.returncode == 11, r.stderr  # inline PTX is blocked
+    report = json_result(r)
+    schema = json.loads((ROOT / "schemas" / "audit-report.schema.json").read_text())
+    jsonschema.validate(report, schema)
+    kinds = {f["kind"] for f in report["findings"]}
+    assert {"package", "index", "base-image", "arch-list", "cuda-api", "inline-ptx",
+            "warp-size", "arch-macro", "library", "build-hook", "nvml", "nvidia-smi",
+            "tf32"} <= kinds
+    assert all(report["totals"][v] > 0 for v in ("ready", "swap", "port", "blocked",
+                                                  "no-data"))
+    ptx = next(f for f in report["findings"] if f["kind"] == "inline-ptx")
+    assert (ptx["path"], ptx["line"], ptx["verdict"]) == (
+        f"{EXAMPLE}/csrc/reduce.cu", 15, "blocked")
+    assert report["gfx-targets"] == ["gfx942"]
+    assert report["kernel-lines"] > 0
+
+
+def test_sarif_and_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "bill.sarif"
+    r = pin("audit", str(EXAMPLE), "--format", "sarif", "-o", str(out), "--fail-on", "swap")
+    assert r.returncode == 11
+    log = json.loads(out.read_text())
+    assert log["version"] == "2.1.0"
+    levels = {res["level"] for res in log["runs"][0]["results"]}
+    assert {"error", "warning", "note"} <= levels
+    assert "Wrote" in r.stdout and str(out) in r.stdout
+
+
+def test_effort_file_adds_the_teams_hours(tmp_path: Path) -> None:
+    effort = tmp_path / "effort.toml"
+    effort.write_text("[hours]\ninline-ptx = 16\nwarp-size = 2\n")
+    r = pin("audit", str(EXAMPLE), "--effort", str(effort), "--format", "json")
+    e = json_result(r)["effort"]
+    lines = {(x["kind"], x["verdict"]): x for x in e["lines"]}
+    assert lines[("inline-ptx", "blocked")]["hours"] == 16.0
+    assert lines[("warp-size", "port")]["count"] >= 3
+    assert e["total-hours"] == 16.0 + 2.0 * lines[("warp-size", "port")]["count"]
+    assert "package (swap)" in e["unpriced"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[hours]\nptx = 1\n")
+    b = pin("audit", str(EXAMPLE), "--effort", str(bad))
+    assert b.returncode == 2 and "'ptx' is not a finding kind" in b.stderr
+
+
+def test_flags_that_do_not_fit_together(tmp_path: Path) -> None:
+    snap = tmp_path / "s.json"
+    snap.write_text("{}")
+    both = pin("audit", "--site-packages", str(tmp_path), "--host", str(snap))
+    assert both.returncode == 2 and "give one" in both.stderr
+    idx = pin("audit", str(tmp_path), "--index-url", "http://127.0.0.1:1/simple")
+    assert idx.returncode == 2 and "--index-url is for --requirement" in idx.stderr
+    gpu = pin("audit", str(tmp_path), "--gpu", "mi999")
+    assert gpu.returncode == 2
+    missing = pin("audit", str(tmp_path / "absent"), "--format", "json")
+    assert missing.returncode == 2  # a mistyped PATH must not pass as a clean audit
+    assert json_result(missing) is None
+    assert "does not exist" in json.loads(missing.stdout)["error"]["message"]

@@ -1,0 +1,193 @@
+"""The bill for people (text) and for code-scanning views (SARIF 2.1.0).
+
+SARIF follows the OASIS standard "Static Analysis Results Interchange Format (SARIF) Version
+2.1.0" (https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html, OASIS Standard of
+2020-03-27): one run, pin as the tool driver with one reporting descriptor per rule, one
+result per finding with its physical location relative to ``%SRCROOT%``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from pinning.audit.bill import AuditReport
+from pinning.audit.model import VERDICTS_SHOWN, Finding, Verdict
+from pinning.util.text import printable
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SARIF_VERSION = "2.1.0"
+_LEVEL = {Verdict.BLOCKED: "error", Verdict.PORT: "warning", Verdict.SWAP: "note",
+          Verdict.NO_DATA: "none"}
+
+
+def _cite(f: Finding) -> str:
+    c = f.citation
+    date = c.published.isoformat() if c.published else "date unknown"
+    return f"{c.source}, {date}"
+
+
+def _where(f: Finding) -> str:
+    if f.path and f.line:
+        more = f" (+{len(f.lines) - 1} more)" if len(f.lines) > 1 else ""
+        return f"{f.path}:{f.line}{more}"
+    return f.path or (f"package {f.package}" if f.package else "-")
+
+
+def _findings_text(report: AuditReport) -> list[str]:
+    lines: list[str] = []
+    for verdict in VERDICTS_SHOWN:
+        group = [f for f in report.findings if f.verdict is verdict]
+        if verdict is Verdict.READY or not group:
+            continue
+        lines += ["", f"{verdict.value.upper().replace('-', ' ')} ({len(group)})"]
+        for f in group:
+            lines.append(printable(f"  {_where(f)}  [{f.kind.value}] {f.subject}: {f.why}",
+                                   newlines=False))
+            todo = f.todo + (f" (use {f.replacement})" if f.replacement
+                             and f.replacement not in f.todo else "")
+            lines.append(printable(f"      do: {todo}  [{_cite(f)}]", newlines=False))
+    return lines
+
+
+def _totals_text(report: AuditReport) -> list[str]:
+    lines: list[str] = []
+    if report.packages:
+        lines += ["", f"PACKAGES ({len(report.packages)})"]
+        for p in report.packages:
+            more = ", ..." if len(p.origins) > 3 else ""
+            lines.append(printable(f"  {p.verdict.value:8} {p.name}  {', '.join(p.versions)}  "
+                                   f"({', '.join(p.origins[:3])}{more})", newlines=False))
+    if report.files:
+        lines += ["", f"FILES ({len(report.files)} with findings)"]
+        for ft in report.files:
+            counts = " ".join(f"{v.value} {n}" for v, n in ft.counts.items())
+            kl = f"; {ft.kernel_lines} kernel lines" if ft.kernel_lines else ""
+            lines.append(printable(f"  {ft.path}: {counts}{kl}", newlines=False))
+    return lines
+
+
+def _effort_text(report: AuditReport) -> list[str]:
+    e = report.effort
+    if e is None:
+        return []
+    lines = ["", f"EFFORT (your hours, from {printable(e.source, newlines=False)}): "
+                 f"{e.total_hours:g} h"]
+    for el in e.lines:
+        lines.append(f"  {el.kind.value} ({el.verdict.value}): {el.count} x "
+                     f"{el.hours_each:g} h = {el.hours:g} h")
+    if e.unpriced:
+        lines.append("  no hours given for: " + ", ".join(e.unpriced)
+                     + " (not counted: unknown, not zero)")
+    return lines
+
+
+def _tail_text(report: AuditReport) -> list[str]:
+    lines: list[str] = []
+    if report.hipify_perl is not None:
+        lines += ["", "hipify-perl -examine (beside pin's findings; it misses inline PTX and "
+                      "warp-32 masks):"]
+        for key, value in sorted(report.hipify_perl.items()):
+            if isinstance(value, (int, float, str)):
+                lines.append(printable(f"  {key}: {value}", newlines=False))
+    if report.skipped:
+        lines += ["", f"SKIPPED ({len(report.skipped)})"]
+        lines += [printable(f"  {s.path}: {s.reason}", newlines=False) for s in report.skipped]
+    verdict = (f"fails: something is at or above --fail-on {report.fail_on.value}"
+               if report.failed else f"passes: nothing at or above --fail-on "
+                                     f"{report.fail_on.value}")
+    return [*lines, "", f"Result: {verdict}."]
+
+
+def render_text(report: AuditReport) -> str:
+    """The bill as text: a summary line, findings grouped by verdict (blocked first; ready
+    findings only counted), packages, files, effort and what was skipped. Every value from
+    the inputs is shown escaped (no terminal control sequences pass through).
+    """
+    t = report.totals
+    lines = [
+        "pin audit: " + ", ".join(f"{t.get(v, 0)} {v.value.replace('-', ' ')}"
+                                  for v in VERDICTS_SHOWN)
+        + f"  ({report.files_scanned} files scanned; {report.kernel_lines} lines of kernel "
+          "code)"]
+    if report.gpu:
+        lines.append(printable(f"GPU: {report.gpu} "
+                               f"({', '.join(report.gfx_targets) or 'no gfx target'})",
+                               newlines=False))
+    lines += _findings_text(report) + _totals_text(report) + _effort_text(report)
+    lines += _tail_text(report)
+    return "\n".join(lines) + "\n"
+
+
+def _uri(path: str) -> str:
+    return quote(path, safe="/")
+
+
+def render_sarif(report: AuditReport, *, version: str) -> dict[str, Any]:
+    """The report as a SARIF 2.1.0 log (a JSON-ready dict): ready findings are left out;
+    blocked is ``error``, port ``warning``, swap ``note``, no-data ``none``; a finding
+    on several lines gives one result per line. Each rule's
+    ``helpUri`` is its source when that is a URL; the verdict, kind and citation are in the
+    result's ``properties``.
+    """
+    rules: dict[str, dict[str, Any]] = {}
+    results: list[dict[str, Any]] = []
+    for f in report.findings:
+        if f.verdict is Verdict.READY:
+            continue
+        if f.rule not in rules:
+            rule: dict[str, Any] = {
+                "id": f.rule, "name": f.kind.value,
+                "shortDescription": {"text": f"{f.kind.value}: {f.verdict.value}"},
+                "properties": {"kind": f.kind.value},
+            }
+            if f.citation.source.startswith(("https://", "http://")):
+                rule["helpUri"] = f.citation.source
+            rules[f.rule] = rule
+        base: dict[str, Any] = {
+            "ruleId": f.rule,
+            "ruleIndex": list(rules).index(f.rule),
+            "level": _LEVEL[f.verdict],
+            "message": {"text": f"{f.subject}: {f.why} Do: {f.todo}"},
+            "properties": {
+                "verdict": f.verdict.value, "kind": f.kind.value,
+                "source": f.citation.source,
+                "published": f.citation.published.isoformat() if f.citation.published
+                else None,
+                **({"package": f.package} if f.package else {}),
+                **({"replacement": f.replacement} if f.replacement else {}),
+            },
+        }
+        if not f.path:
+            results.append(base)
+            continue
+        # One result per occurrence, so a code-scanning view marks every line.
+        occurrences: list[int | None] = list(f.lines) or [f.line]
+        for line in occurrences:
+            physical: dict[str, Any] = {
+                "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"}}
+            if line:
+                region: dict[str, Any] = {"startLine": line}
+                if f.column and line == f.line:
+                    region["startColumn"] = f.column
+                physical["region"] = region
+            results.append({**base, "locations": [{"physicalLocation": physical}]})
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": SARIF_VERSION,
+        "runs": [{
+            "tool": {"driver": {
+                "name": "pin", "version": version,
+                "rules": list(rules.values()),
+            }},
+            "columnKind": "unicodeCodePoints",
+            "originalUriBaseIds": {"%SRCROOT%": {"description": {
+                "text": "The folder pin audit was given."}}},
+            "results": results,
+            "invocations": [{"executionSuccessful": True,
+                             "toolExecutionNotifications": [
+                                 {"level": "note", "message": {"text": f"skipped {s.path}: "
+                                                                       f"{s.reason}"}}
+                                 for s in report.skipped]}],
+        }],
+    }

@@ -1,0 +1,322 @@
+"""``pin audit``: walk the inputs, hand each file to its scanners, judge every declared or
+installed package against pin's package knowledge, and assemble the bill.
+
+Seams (pip-audit's shape): *sources* turn files into findings and declared packages
+(:mod:`pinning.audit.sources`, :mod:`pinning.audit.kernels`, :mod:`pinning.audit.python_rules`,
+:mod:`pinning.audit.elf`, :mod:`pinning.audit.installed`, :mod:`pinning.audit.closure`); the
+*knowledge* judges packages (:mod:`pinning.audit.packages`); the *bill* totals
+(:mod:`pinning.audit.bill`); *formats* render (:mod:`pinning.audit.render`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from importlib import import_module
+from pathlib import Path
+
+from pinning.audit.bill import AuditReport, Effort, build_report
+from pinning.audit.model import (
+    Context,
+    DeclaredPackage,
+    FileScan,
+    Finding,
+    Kind,
+    Skip,
+    Skipped,
+    Verdict,
+)
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules",
+                       "site-packages", ".tox", ".nox", ".mypy_cache", ".ruff_cache",
+                       ".pytest_cache", ".eggs"})
+"""Folder names never entered: version control, virtual environments and caches."""
+
+MAX_DEPTH = 100
+"""The deepest folder level under a scanned root whose files are scanned (root = 0)."""
+
+MAX_FILES = 1_000_000
+"""At most this many files are scanned per run; the rest are reported as skipped."""
+
+_CUDA_SUFFIXES = (".cu", ".cuh")
+_CPP_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx", ".inl",
+                 ".ipp", ".tpp")
+
+# (glob on the lower-cased file name, "module:function") in match order; a file takes every
+# scanner whose glob matches (setup.py: declared packages and Python rules).
+_SCANNERS: tuple[tuple[str, str], ...] = (
+    ("*.cu", "kernels:scan_source"), ("*.cuh", "kernels:scan_source"),
+    *((f"*{s}", "kernels:scan_source") for s in _CPP_SUFFIXES),
+    ("cmakelists.txt", "kernels:scan_cmake"), ("*.cmake", "kernels:scan_cmake"),
+    ("*.py", "python_rules:scan_python"),
+    ("setup.py", "sources.setup:scan_setup_py"), ("setup.cfg", "sources.setup:scan_setup_cfg"),
+    ("pyproject.toml", "sources.pyproject:scan_pyproject"),
+    ("*requirements*.txt", "sources.requirements:scan_requirements"),
+    ("requirements*.in", "sources.requirements:scan_requirements"),
+    ("constraints*.txt", "sources.requirements:scan_requirements"),
+    ("uv.lock", "sources.locks:scan_uv_lock"),
+    ("pylock.toml", "sources.locks:scan_pylock"), ("pylock.*.toml", "sources.locks:scan_pylock"),
+    ("poetry.lock", "sources.locks:scan_poetry_lock"),
+    ("environment*.yml", "sources.conda:scan_environment_yml"),
+    ("environment*.yaml", "sources.conda:scan_environment_yml"),
+    ("dockerfile", "sources.dockerfile:scan_dockerfile"),
+    ("dockerfile.*", "sources.dockerfile:scan_dockerfile"),
+    ("*.dockerfile", "sources.dockerfile:scan_dockerfile"),
+    ("containerfile", "sources.dockerfile:scan_dockerfile"),
+    ("*.so", "elf:scan_elf"), ("*.so.*", "elf:scan_elf"),
+)
+
+_EXACT: dict[str, list[str]] = {}
+_BY_SUFFIX: dict[str, list[str]] = {}
+_GLOBS: list[tuple[str, str]] = []
+for _pattern, _target in _SCANNERS:
+    if not any(ch in _pattern for ch in "*?["):
+        _EXACT.setdefault(_pattern, []).append(_target)
+    elif _pattern.startswith("*.") and not any(ch in _pattern[2:] for ch in "*?[."):
+        _BY_SUFFIX.setdefault(_pattern[1:], []).append(_target)
+    else:
+        _GLOBS.append((_pattern, _target))
+
+
+def _targets(key: str) -> list[str]:
+    """The ``module:function`` targets for a lower-cased file name, in :data:`_SCANNERS`
+    order (exact names and plain ``*.ext`` patterns by dictionary, the rest by glob).
+    """
+    found = list(_EXACT.get(key, ()))
+    dot = key.rfind(".")
+    if dot >= 0:
+        found += _BY_SUFFIX.get(key[dot:], ())
+    found += [t for pattern, t in _GLOBS if fnmatch.fnmatchcase(key, pattern)]
+    order = [t for _p, t in _SCANNERS]
+    return sorted(dict.fromkeys(found), key=order.index)
+
+
+_loaded: dict[str, Callable[[Path, str, Context], FileScan]] = {}
+
+
+def scanners_for(name: str) -> list[Callable[[Path, str, Context], FileScan]]:
+    """The scanners for a file called ``name`` (matched case-insensitively), in order; empty
+    for a file pin does not read.
+    """
+    out = []
+    for target in _targets(name.lower()):
+        func = _loaded.get(target)
+        if func is None:
+            module, attr = target.split(":")
+            func = getattr(import_module(f"pinning.audit.{module}"), attr)
+            _loaded[target] = func
+        out.append(func)
+    return out
+
+
+@dataclass
+class AuditRequest:
+    """What to audit. ``paths``: files or folders as the user typed them; ``requirements``:
+    ``NAME==VER`` specs whose dependency closure uv resolves (``index_urls`` for it);
+    ``site_packages`` / ``host``: an installed environment; ``gpu``: a GPU the move is for
+    (its gfx target judges code objects and GPU-limited packages); ``fail_on``: the verdict
+    at or above which the audit fails; ``effort``: the team's hours per finding kind
+    (:func:`pinning.audit.bill.read_effort`); ``progress``: called with a line now and then.
+    """
+
+    paths: list[str] = field(default_factory=list)
+    requirements: list[str] = field(default_factory=list)
+    index_urls: list[str] = field(default_factory=list)
+    site_packages: str | None = None
+    host: str | None = None
+    gpu: str | None = None
+    fail_on: Verdict = Verdict.BLOCKED
+    effort: tuple[str, dict[Kind, dict[Verdict, float]]] | None = None
+    hipify_perl: bool = True
+    progress: Callable[[str], None] | None = None
+
+
+def _display(root: str, rel: str) -> str:
+    """The path shown for ``rel`` under the root typed as ``root`` (``./`` dropped)."""
+    joined = posixpath.join(root, rel) if rel else root
+    return posixpath.normpath(joined).removeprefix("./")
+
+
+def walk(root: Path, skipped: list[Skipped]) -> Iterator[tuple[Path, str]]:
+    """``(path, path relative to root)`` for every file under the folder ``root`` pin reads,
+    sorted, without recursion (any depth is safe) and without following links to folders
+    (no loops). Folders that cannot be listed and folders deeper than :data:`MAX_DEPTH` are
+    added to ``skipped``.
+    """
+    stack: list[tuple[str, str, int]] = [(str(root), "", 0)]
+    while stack:
+        base, rel, depth = stack.pop()
+        try:
+            with os.scandir(base) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            skipped.append(Skipped(path=rel or ".", reason=f"cannot be listed "
+                                   f"({exc.strerror or exc})"))
+            continue
+        dirs: list[tuple[str, str]] = []
+        for entry in entries:
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if entry.name not in SKIP_DIRS:
+                    dirs.append((entry.path, child))
+            elif entry.is_symlink() and _is_dir_link(entry.path):
+                skipped.append(Skipped(path=child, reason="a link to a folder; not followed"))
+            elif scanners_for(entry.name):
+                yield Path(entry.path), child
+        if dirs and depth >= MAX_DEPTH:
+            skipped.append(Skipped(path=rel or ".", reason=f"folders below it are more than "
+                                   f"{MAX_DEPTH} levels deep; not scanned"))
+            continue
+        stack.extend((d, r, depth + 1) for d, r in reversed(dirs))
+
+
+def _is_dir_link(path: str) -> bool:
+    try:
+        return os.path.isdir(path)
+    except OSError:
+        return False
+
+
+def _gpu_targets(gpu: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """The GPU's name and gfx targets from the matrix (``UsageError`` exit 2 when unknown;
+    an NVIDIA GPU or one without a gfx target gives no targets).
+    """
+    if gpu is None:
+        return None, ()
+    from pinning.matrix.load import load_matrix
+
+    found = load_matrix().find_gpu(gpu)
+    gpus = found if isinstance(found, list) else [found]
+    targets = tuple(dict.fromkeys(g.gfx_target for g in gpus if g.gfx_target))
+    return ", ".join(g.name for g in gpus), targets
+
+
+class _Collector:
+    """Everything the scanners returned, deduplicated."""
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.packages: dict[tuple[str, str | None, int | None, str], DeclaredPackage] = {}
+        self.skipped: list[Skipped] = []
+        self.kernel_lines: dict[str, int] = {}
+        self.files = 0
+        self._seen_findings: set[tuple[str, str | None, int | None, str]] = set()
+
+    def add(self, display: str, scan: FileScan) -> None:
+        for f in scan.findings:
+            key = (f.rule, f.path, f.line, f.subject)
+            if key not in self._seen_findings:
+                self._seen_findings.add(key)
+                self.findings.append(f)
+        for p in scan.packages:
+            self.packages.setdefault((p.name, p.path, p.line, p.raw), p)
+        self.skipped += scan.skipped
+        if scan.kernel_lines:
+            self.kernel_lines[display] = self.kernel_lines.get(display, 0) + scan.kernel_lines
+
+
+def scan_file(path: Path, display: str, ctx: Context, out: _Collector) -> None:
+    """Run every scanner for ``path`` and add what they found to ``out``; a scanner's
+    :class:`Skip` becomes a skipped entry (once per file).
+    """
+    out.files += 1
+    for scanner in scanners_for(path.name):
+        try:
+            out.add(display, scanner(path, display, ctx))
+        except Skip as exc:
+            out.skipped.append(Skipped(path=display, reason=exc.reason))
+            return
+        except (RecursionError, MemoryError):
+            out.skipped.append(Skipped(path=display, reason="too deeply nested or too large "
+                                       "to read"))
+            return
+
+
+def _scan_paths(typed_paths: list[str], ctx: Context, out: _Collector,
+                say: Callable[[str], None]) -> list[Path]:
+    """Scan every file under the typed paths into ``out``; returns the CUDA sources seen."""
+    cuda_files: list[Path] = []
+    for typed in typed_paths:
+        root = Path(typed)
+        if root.is_dir():
+            say(f"scanning {typed}")
+            for path, rel in walk(root, out.skipped):
+                if out.files >= MAX_FILES:
+                    out.skipped.append(Skipped(path=_display(typed, rel), reason=f"more than "
+                                               f"{MAX_FILES} files; the rest not scanned"))
+                    break
+                scan_file(path, _display(typed, rel), ctx, out)
+                if path.suffix in _CUDA_SUFFIXES:
+                    cuda_files.append(path)
+                if out.files % 1000 == 0:
+                    say(f"{out.files} files scanned")
+        elif not (root.exists() or root.is_symlink()):
+            out.skipped.append(Skipped(path=typed, reason="does not exist"))
+        elif scanners_for(root.name):
+            scan_file(root, _display(typed, ""), ctx, out)
+            if root.suffix in _CUDA_SUFFIXES:
+                cuda_files.append(root)
+        else:
+            out.skipped.append(Skipped(path=typed, reason="not a file kind pin audits "
+                                       "(requirements, pyproject, locks, Dockerfile, "
+                                       "C/C++/CUDA, Python, ELF)"))
+    return cuda_files
+
+
+def _scan_environments(request: AuditRequest, ctx: Context, out: _Collector,
+                       say: Callable[[str], None]) -> None:
+    """Add an installed environment and a ``--requirement`` closure to ``out``."""
+    if request.site_packages:
+        from pinning.audit.installed import scan_site_packages
+        say(f"reading installed distributions in {request.site_packages}")
+        out.add(request.site_packages, scan_site_packages(Path(request.site_packages), ctx))
+    if request.host:
+        from pinning.audit.installed import scan_host_snapshot
+        out.add(request.host, scan_host_snapshot(Path(request.host), ctx))
+    if request.requirements:
+        from pinning.audit.closure import resolve_closure
+        say("resolving the dependency closure with uv")
+        packages, skipped = resolve_closure(request.requirements,
+                                            index_urls=request.index_urls)
+        out.add("closure", FileScan(packages=packages, skipped=skipped))
+
+
+def audit(request: AuditRequest) -> AuditReport:
+    """Audit what ``request`` names and return the bill.
+
+    Raises ``UsageError`` (exit 2) for an unknown ``--gpu``, a bad ``--requirement`` or one
+    uv cannot resolve; ``MatrixError`` (exit 3) when pin's own data is invalid; everything
+    wrong with a file inside the inputs is a skipped entry.
+    """
+    gpu_name, targets = _gpu_targets(request.gpu)
+    ctx = Context(gfx_targets=targets, gpu_name=gpu_name)
+    out = _Collector()
+    say = request.progress or (lambda _line: None)
+    cuda_files = _scan_paths(request.paths, ctx, out, say)
+    _scan_environments(request, ctx, out, say)
+    if out.packages:
+        from pinning.audit.packages import load_knowledge
+        knowledge = load_knowledge()
+        out.findings += [knowledge.classify(pkg, ctx) for pkg in out.packages.values()]
+    hipify = None
+    if request.hipify_perl and cuda_files:
+        from pinning.audit.hipify_perl import run_hipify_perl
+        stats = run_hipify_perl(cuda_files)
+        hipify = stats.model_dump(mode="json", by_alias=True) if stats is not None else None
+    effort: Effort | None = None
+    if request.effort is not None:
+        from pinning.audit.bill import estimate
+        source, hours = request.effort
+        effort = estimate(out.findings, hours, source)
+    return build_report(
+        inputs=list(request.paths), requirements=list(request.requirements),
+        gpu=gpu_name, gfx_targets=list(targets), findings=out.findings,
+        skipped=out.skipped, files_scanned=out.files, kernel_lines=out.kernel_lines,
+        fail_on=request.fail_on, effort=effort, hipify_perl=hipify)
