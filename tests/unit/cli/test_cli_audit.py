@@ -114,3 +114,24 @@ def test_flags_that_do_not_fit_together(tmp_path: Path) -> None:
     assert missing.returncode == 2  # a mistyped PATH must not pass as a clean audit
     assert json_result(missing) is None
     assert "does not exist" in json.loads(missing.stdout)["error"]["message"]
+
+
+def test_requirement_closure_is_judged_package_by_package(tmp_path: Path) -> None:
+    """`pin audit -r` through uv against a local index: every package of the closure gets a
+    verdict from pin's package data, with `closure` as its origin."""
+    from tests.support.pyindex import serve_index
+
+    graph = {"myapp==1.0": ["torch==2.5.1+cu121", "pynvml==11.5.3", "tinydep>=1"],
+             "torch==2.5.1+cu121": [], "pynvml==11.5.3": [], "tinydep==1.1": []}
+    with serve_index(tmp_path, graph) as (url, log):
+        r = pin("audit", "-r", "myapp==1.0", "--index-url", url, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    report = json_result(r)
+    verdicts = {f["package"]: f["verdict"] for f in report["findings"]
+                if f["kind"] == "package"}
+    assert verdicts == {"myapp": "no-data", "torch": "swap", "pynvml": "port",
+                        "tinydep": "no-data"}
+    assert report["requirements"] == ["myapp==1.0"]
+    assert not [p for p in log if p.endswith(".whl")]
+    bad = pin("audit", "-r", "--index-url=http://evil/simple")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
