@@ -9,8 +9,9 @@ cuSPARSELt, cuTENSOR, cuFile, CUB, cuDNN->MIOpen). Each row reads
 Added / Deprecated / Changed / Removed in, the HIP name and the HIP versions likewise, the
 CUDA versions the mapping is not valid for (U, newer tables only) and the HIP version in which
 the HIP name is still experimental (E). An empty HIP cell means HIP has no equivalent. Every
-table is cited by repository, commit and path, with the date that commit carries or why none
-is known.
+table is cited by repository, commit and path (ROCm/HIPIFY, also for tables staged from a fork
+that carries its commits), with the date the file carries at that commit or what a user can
+check when none is known.
 
 The shipped JSON (regenerated with :func:`write_data`) holds a table list and one dict from
 CUDA identifier to its compact row(s); :func:`lookup` answers from it after one cached load.
@@ -286,18 +287,34 @@ def _source_rows(folder: Path) -> dict[str, tuple[str, str, str]]:
     return out
 
 
+_FORK = "vjelic/HIPIFY-glog-fork"
+_UPSTREAM = "ROCm/HIPIFY"
+"""The staged fork carries ROCm/HIPIFY's branches; its commits up to the one cited are
+upstream commits (authored in ROCm/HIPIFY), so they are cited in ROCm/HIPIFY, where a user
+can open them."""
+_LAST_CHANGE = " (last change)"
+_NOT_USER_FACING = ("not in any git snapshot; ", "commit date unknown; ", "content dates it to ",
+                    "content: ", "content ")
+
+
 def citation_for(file: str, repo: str, commit: str, date_cell: str) -> Citation:
     """The citation of one table: ``owner/repo@commit:docs/reference/tables/<file>`` and the
-    date that commit carries. ``date_cell`` is the provenance note for the file: a date is
-    taken when the note starts with one (``2025-08-04 (commit date; ...)``) or names the
-    snapshot commit's (``2025-04-28 (last change) / 2025-08-04 (snapshot commit)``: the cited
-    commit is the snapshot); a range, an estimate or "not in any git snapshot" gives
-    ``published_unknown`` with the note's words.
+    date that file carries at that commit.
+
+    ``date_cell`` is the provenance note for the file. A fork commit of ``vjelic/HIPIFY-glog-fork``
+    is cited as the ROCm/HIPIFY commit it is. The date is the file's last change when the note
+    names one (``2025-04-28 (last change) / 2025-08-04 (snapshot commit)``: the file at the
+    cited commit is the one changed on 2025-04-28, the date GitHub shows for it), else the
+    date the note starts with (``2025-08-04 (commit date; ...)``). A range or an estimate gives
+    ``published_unknown``: the table carries no date, and the reason says what its content
+    points to, which a user can check against the table and the commit on GitHub.
     """
+    if repo == _FORK:
+        repo = _UPSTREAM
     source = f"{repo}@{commit}:{REPO_PATH}/{file}"
-    snapshot = date_cell.find(" (snapshot commit)")
-    if snapshot >= 10:
-        day = date_cell[snapshot - 10:snapshot]
+    last = date_cell.find(_LAST_CHANGE)
+    if last >= 10:
+        day = date_cell[last - 10:last]
     else:
         start = _DATE.match(date_cell)
         day = start.group(1) if start else ""
@@ -306,7 +323,24 @@ def citation_for(file: str, repo: str, commit: str, date_cell: str) -> Citation:
             return Citation(source=source, published=dt.date.fromisoformat(day))
         except ValueError:
             pass
-    return Citation(source=source, published_unknown=f"commit date not known: {date_cell}")
+    return Citation(source=source, published_unknown=_undated_reason(date_cell))
+
+
+def _undated_reason(date_cell: str) -> str:
+    """Why a table has no date, in terms a user can check: the table carries none, and what
+    its content (CUDA / HIP versions, columns, pull requests) points to.
+    """
+    rest = date_cell.strip()
+    changed = True
+    while changed:
+        changed = False
+        for prefix in _NOT_USER_FACING:
+            if rest.startswith(prefix):
+                rest = rest[len(prefix):].lstrip()
+                changed = True
+    rest = rest.replace("U column", "\"U\" (unsupported CUDA versions) column")
+    return ("the table carries no date (GitHub shows the cited commit's date); its content "
+            f"points to: {rest}")
 
 
 def import_tables(folder: Path) -> dict[str, Any]:

@@ -29,8 +29,9 @@ the first occurrence, ``lines`` all of them):
   CUDA's namespaces are looked up (``cuda*``, ``cu[A-Z]*``, ``cublas*`` ... ``CU*``,
   ``nvrtc*``, ``make_cu*``, ``__*``): the tables also list bare device names (``umax``,
   ``saturate``, ``fdivide``) that collide with user code and are left out.
-* What HIPIFY does not catch (HIP's porting guide and FAQ): inline PTX, 32-bit lane masks and
-  hard-coded warp size 32 (wrong results on wave64 GPUs), tensor-core intrinsics,
+* What HIPIFY does not catch (HIP's porting guide, FAQ and kernel language reference, AMD's GPU
+  specifications, the rocWMMA and Composable Kernel documentation): inline PTX, 32-bit lane
+  masks and hard-coded warp size 32 (wrong results on wave64 GPUs), tensor-core intrinsics,
   ``__CUDA_ARCH__``, ``--maxregcount``, CUDA libraries with and without a ROCm equivalent,
   dynamic parallelism (a launch inside a ``__global__`` function).
 * CMake: the CUDA language, FindCUDA / CUDAToolkit, ``CUDA_ARCHITECTURES``, ``-arch=sm_XX`` /
@@ -41,6 +42,7 @@ Every pattern here is linear (checked by ``tests/unit/util/test_regex.py``).
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import re
 from collections.abc import Callable
@@ -70,8 +72,39 @@ functions like ballot and shuffle from 32-bit integers to 64-bit integers"."""
 KERNEL_LANGUAGE = Citation(
     source="ROCm/HIP@814ac15c86e21fb2b1fed499ce797633842ec3a8:docs/reference/kernel_language.rst",
     published_unknown=_UNDATED)
-"""HIP's kernel language reference: ``warpSize`` is 64 on gfx9 (CDNA: MI200/MI300) and 32 on
-gfx10 and later."""
+"""HIP's kernel language reference: ``warpSize`` ("AMD devices return 64 for gfx9 and 32 for
+gfx10 and above"); warp cross-lane functions: "All mask values either returned or accepted by
+these builtins are 64-bit unsigned integer values", the ``_sync`` variants "are made available
+in ROCm 6.2, but disabled by default" (``HIP_ENABLE_WARP_SYNC_BUILTINS``), "enabled
+unconditionally in ROCm 6.3", with a static assert on the mask type; ``__ballot`` and
+``__activemask`` return 64 bits; "HIP does not support kernel language warp matrix types or
+functions"; no dynamic parallelism."""
+GPU_SPECS = Citation(
+    source="https://rocmdocs.amd.com/en/develop/reference/gpu-arch-specs.html",
+    published=dt.date(2026, 2, 20))
+"""AMD's GPU hardware specifications table: wavefront size 64 for MI355X / MI350X (CDNA4,
+gfx950), MI325X / MI300X / MI300A (CDNA3, gfx942) and MI250X / MI250 / MI210 (CDNA2, gfx90a).
+The page shows the date 2026-02-20."""
+ROCWMMA = Citation(
+    source="https://rocm.docs.amd.com/projects/rocWMMA/en/docs-6.3.2/what-is-rocwmma.html",
+    published_unknown="the versioned page (rocWMMA documentation for ROCm 6.3.2) carries no "
+                      "date")
+"""rocWMMA: a C++ header library for mixed-precision matrix multiply-accumulate on AMD's GPU
+matrix cores, "portable with the Nvidia nvcuda::wmma library, allowing those users to easily
+migrate to the AMD platform"."""
+COMPOSABLE_KERNEL = Citation(
+    source="https://rocm.docs.amd.com/projects/composable_kernel/en/docs-6.0.2/what-is-ck.html",
+    published_unknown="the versioned page (Composable Kernel documentation for ROCm 6.0.2) "
+                      "carries no date")
+"""Composable Kernel: "a programming model for writing performance critical kernels for
+machine learning workloads across multiple architectures including GPUs and CPUs, through
+general purpose kernel languages like HIP C++" (tile-based)."""
+HIPIFY_DRIVER = Citation(
+    source="ROCm/HIPIFY@c62f16a4dc051be4532c3d41aaf08d43ddff3a01:"
+           "docs/reference/tables/CUDA_Driver_API_functions_supported_by_HIP.md",
+    published=dt.date(2025, 8, 4))
+"""HIPIFY's Driver API table: the ``cuTensorMapEncode*`` rows have an empty HIP cell (no HIP
+equivalent). Used when the shipped HIPIFY data has no row for the identifier."""
 ROCM_LIBRARIES = Citation(
     source="https://rocm.docs.amd.com/en/docs-7.1.0/reference/api-libraries.html",
     published_unknown="a versioned documentation page (ROCm 7.1.0) that carries no date")
@@ -212,53 +245,60 @@ class _Hits:
 
 # -- fixed rules -------------------------------------------------------------------------------
 
-_WAVE64 = ("AMD Instinct GPUs (gfx9: MI200, MI300, MI350) run 64-lane wavefronts, so code "
-           "that assumes 32 lanes computes wrong results there")
+_WAVE64 = ("AMD Instinct MI200, MI300 and MI350 GPUs (gfx90a, gfx942, gfx950) have a "
+           "wavefront size of 64, so code that assumes 32 lanes computes wrong results there")
+_GFX9 = ("HIP's warpSize is 64 on gfx9 targets (gfx90a, gfx942, gfx950) and its lane masks are "
+         "64-bit")
 INLINE_PTX = _Rule(
     "kernel.inline-ptx", Kind.INLINE_PTX, Verdict.BLOCKED,
     "Inline PTX assembly is not supported by HIP-Clang (it takes inline GCN assembly only).",
     "Rewrite the asm block with HIP intrinsics, plain C++ or AMDGPU inline assembly.", FAQ)
 WARP_MASK = _Rule(
     "kernel.warp-mask", Kind.WARP_SIZE, Verdict.PORT,
-    f"A 32-bit lane mask covers only half a wavefront: {_WAVE64}.",
-    "Pass a 64-bit mask (__activemask(), or ~0ull / 0xffffffffffffffff) to the *_sync "
-    "function; HIP's *_sync functions take 64-bit masks.", FAQ)
+    f"A 32-bit lane mask passed to a *_sync function: {_GFX9}, so the mask leaves out "
+    "lanes 32-63.",
+    "Pass a 64-bit mask (__activemask(), or ~0ull / 0xffffffffffffffff): HIP's *_sync "
+    "functions take an unsigned long long mask (ROCm 6.2 needs HIP_ENABLE_WARP_SYNC_BUILTINS; "
+    "ROCm 6.3 and later enable them).", KERNEL_LANGUAGE)
 WARP_MASK_STORE = _Rule(
     "kernel.warp-mask-store", Kind.WARP_SIZE, Verdict.PORT,
-    f"A ballot / active mask kept in or compared with 32 bits loses lanes 32-63: {_WAVE64}.",
+    f"A ballot / active mask kept in or compared with 32 bits loses lanes 32-63: {_GFX9} "
+    "(__ballot and __activemask return 64 bits).",
     "Keep lane masks in unsigned long long (uint64_t) and compare with 64-bit constants.",
-    FAQ)
+    KERNEL_LANGUAGE)
 WARP_SIZE = _Rule(
     "kernel.warp-size", Kind.WARP_SIZE, Verdict.PORT,
     f"A hard-coded warp size of 32: {_WAVE64}.",
     "Use the warpSize built-in in device code (query it from the device properties on the "
-    "host) instead of the constant 32.", PORTING_GUIDE)
+    "host) instead of the constant 32.", GPU_SPECS)
 LANE_ARITH = _Rule(
     "kernel.lane-arith", Kind.WARP_SIZE, Verdict.PORT,
     f"Lane / warp index arithmetic that assumes 32 lanes (& 31, % 32, / 32, >> 5): {_WAVE64}.",
     "Compute lane and warp ids from warpSize (tid % warpSize, tid / warpSize).",
-    PORTING_GUIDE)
+    GPU_SPECS)
 WARP_LOOP = _Rule(
     "kernel.warp-loop", Kind.WARP_SIZE, Verdict.PORT,
     f"A shuffle-reduction loop starting at offset 16 covers 32 lanes only: {_WAVE64}.",
-    "Start the loop at warpSize / 2.", PORTING_GUIDE)
+    "Start the loop at warpSize / 2.", GPU_SPECS)
 WMMA = _Rule(
     "kernel.tensor-core.wmma", Kind.TENSOR_CORE, Verdict.PORT,
-    "CUDA's warp matrix (wmma) API has no HIP translation.",
-    "Port to rocWMMA (a wmma-like API for AMD matrix cores) or Composable Kernel, and retune "
-    "the tile shapes for the target's matrix cores.", FAQ, replacement="rocWMMA")
+    "nvcuda::wmma is CUDA's warp matrix API; on AMD GPUs the matrix cores are reached through "
+    "rocWMMA, a library portable with nvcuda::wmma.",
+    "Port the fragments to rocWMMA and retune the tile shapes for the target's matrix cores.",
+    ROCWMMA, replacement="rocWMMA")
 TENSOR_PTX = _Rule(
     "kernel.tensor-core.ptx", Kind.TENSOR_CORE, Verdict.BLOCKED,
-    "Tensor-core PTX (mma.sync, wgmma, cp.async, TMA bulk copies) is NVIDIA-only inline "
-    "assembly with no HIP translation.",
-    "Rewrite the kernel on AMD matrix cores (rocWMMA, Composable Kernel) or use a library "
-    "kernel.", FAQ, replacement="Composable Kernel")
+    "Tensor-core PTX (mma.sync, wgmma, cp.async) lives in an inline PTX block (see "
+    "kernel.inline-ptx); on AMD GPUs such kernels are written in HIP C++, e.g. on Composable "
+    "Kernel.",
+    "Rewrite the kernel in HIP C++ on Composable Kernel (tile-based kernels) or rocWMMA, or "
+    "call a library kernel.", COMPOSABLE_KERNEL, replacement="Composable Kernel")
 TMA = _Rule(
     "kernel.tensor-core.tma", Kind.TENSOR_CORE, Verdict.BLOCKED,
     "Tensor Memory Accelerator descriptors (cuTensorMapEncode*) have no HIP equivalent "
     "(HIPIFY's driver API table leaves the HIP cell empty).",
-    "Rewrite the data movement without TMA (plain or buffer loads; Composable Kernel).",
-    FAQ, replacement="Composable Kernel")
+    "Rewrite the data movement without TMA (plain loads, or Composable Kernel's tile loads).",
+    HIPIFY_DRIVER, replacement="Composable Kernel")
 ARCH_MACRO = _Rule(
     "kernel.arch-macro", Kind.ARCH_MACRO, Verdict.PORT,
     "__CUDA_ARCH__ is undefined under HIP-Clang, so code guarded by it silently takes the "

@@ -137,7 +137,9 @@ def _source_problem(source: str) -> str | None:
     for bad in _FORBIDDEN_SOURCES:
         if bad in lowered:
             return f"names {bad!r}: cite the public source, never pin's own notes"
-    if _FORBIDDEN_SEGMENT in lowered.split("/"):
+    # ``owner/repo@commit:shared/x`` and ``shared\x`` name the folder too, not only ``a/shared/b``.
+    segments = lowered.replace("\\", "/").replace(":", "/").replace("@", "/").split("/")
+    if _FORBIDDEN_SEGMENT in segments:
         return f"names a {_FORBIDDEN_SEGMENT!r} folder: cite the public source, never pin's " \
             "own notes"
     if any(c.isspace() for c in source):

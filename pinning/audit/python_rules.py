@@ -49,13 +49,12 @@ __all__ = [
 
 _HIP_NOTES = Citation(
     source="pytorch/pytorch@01800550d10752100a876246666bc1f4a60bc970:docs/source/notes/hip.rst",
-    published_unknown="the page carries no date; the commit was read from a code index "
-                      "without its commit date")
+    published_unknown="the page carries no date (GitHub shows the cited commit's date)")
 _CPP_EXTENSION = Citation(
     source="pytorch/pytorch@0011ec5c5d6171a395bb339b873343a4cdfebd18:"
            "torch/utils/cpp_extension.py",
-    published_unknown="the source file carries no date; the commit was read from a code "
-                      "index without its commit date")
+    published_unknown="the source file carries no date (GitHub shows the cited commit's "
+                      "date)")
 _AMDSMI_PY = Citation(
     source="https://rocm.docs.amd.com/projects/amdsmi/en/docs-7.14.0/reference/"
            "amdsmi-py-api.html",
@@ -65,14 +64,16 @@ _AMDSMI_CLI = Citation(
            "amdsmi-cli-tool.html",
     published_unknown="the page (AMD SMI documentation for ROCm 7.14.0) carries no date")
 _CUPY_ROCM = Citation(
-    source="cupy/cupy:docs/source/install.rst (Using CuPy on AMD GPU (experimental), "
-           "Limitations; https://docs.cupy.dev/en/stable/install.html)",
-    published_unknown="the page carries no date; the commit of the copy read was not recorded")
-_NUMBA_ROCM = Citation(
-    source="numba/numba#6991 (Move ROCm target status to \"unmaintained\": removes the ROCm "
-           "target code)",
-    published_unknown="the pull request's merge date was not recorded; its description is "
-                      "dated 2021-05-03")
+    source="https://docs.cupy.dev/en/stable/install.html#using-cupy-on-amd-gpu-experimental",
+    published_unknown="the page carries no date; `stable` is the documentation of CuPy's "
+                      "latest release")
+"""CuPy's install guide, "Using CuPy on AMD GPU (experimental)", Limitations: "Several options
+in RawKernel/RawModule APIs: Jitify, dynamic parallelism" are not available."""
+_NUMBA_HIP = Citation(
+    source="https://github.com/ROCm/numba-hip",
+    published_unknown="the repository's README carries no date")
+"""ROCm's numba-hip: "a ROCm(TM) HIP backend for Numba", an "Experimental project" that "has
+only been used and tested with AMD MI series GPUs on Linux systems"."""
 _PYCUDA = Citation(
     source="https://pypi.org/project/pycuda/ (\"PyCUDA lets you access Nvidia's CUDA "
            "parallel computation API from Python\")",
@@ -162,10 +163,11 @@ RULES: dict[str, _Rule] = {
         "assumes (warp size 32, PTX, CUDA-only headers).", _CUPY_ROCM),
     "python.numba-cuda": _Rule(
         Kind.EMBEDDED_KERNEL, Verdict.PORT,
-        "Numba compiles @cuda.jit kernels for NVIDIA GPUs only; its ROCm target was removed, "
-        "so the kernel does not run on an AMD GPU.",
-        "Rewrite the kernel (for example in Triton, a CuPy RawKernel or a HIP extension).",
-        _NUMBA_ROCM),
+        "Numba's @cuda.jit targets NVIDIA GPUs; on AMD GPUs the Numba route is ROCm's "
+        "numba-hip, an experimental HIP backend used and tested on AMD Instinct MI series GPUs "
+        "on Linux only.",
+        "Try the kernel on numba-hip (experimental; MI series on Linux) or rewrite it (for "
+        "example in Triton, a CuPy RawKernel or a HIP extension).", _NUMBA_HIP, "numba-hip"),
     "python.pycuda": _Rule(
         Kind.EMBEDDED_KERNEL, Verdict.BLOCKED,
         "PyCUDA is a wrapper of NVIDIA's CUDA API and compiles SourceModule with nvcc; it "

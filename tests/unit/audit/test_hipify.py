@@ -72,7 +72,9 @@ def test_runtime_row_with_a_hip_equivalent() -> None:
     assert e.citation.source == RUNTIME_SOURCE
     assert e.citation.published is None
     assert e.citation.published_unknown is not None
-    assert "not in any git snapshot" in e.citation.published_unknown
+    assert e.citation.published_unknown.startswith("the table carries no date")
+    assert "CUDA 13.2" in e.citation.published_unknown
+    assert "snapshot" not in e.citation.published_unknown
 
 
 def test_runtime_row_without_hip_equivalent() -> None:
@@ -150,15 +152,25 @@ def test_cudnn_to_miopen_row() -> None:
     assert (e.table, e.section) == ("CUDNN_API_supported_by_MIOPEN.md", "CUDNN Functions")
 
 
-def test_fork_sourced_table_cites_the_fork_commit_and_its_date() -> None:
+def test_fork_sourced_table_cites_the_upstream_commit_and_its_date() -> None:
     # |`CUDA_ARRAY3D_CUBEMAP`| | | | |`hipArrayCubemap`|1.7.0| | | | |
     e = lookup("CUDA_ARRAY3D_CUBEMAP")
     assert e is not None
     assert (e.hip, e.hip_added) == ("hipArrayCubemap", "1.7.0")
     assert e.citation.source == (
-        "vjelic/HIPIFY-glog-fork@c62f16a4dc051be4532c3d41aaf08d43ddff3a01:"
+        "ROCm/HIPIFY@c62f16a4dc051be4532c3d41aaf08d43ddff3a01:"
         "docs/reference/tables/CUDA_Driver_API_functions_supported_by_HIP.md")
     assert e.citation.published == dt.date(2025, 8, 4)
+
+
+def test_unchanged_fork_blob_is_dated_by_its_last_change() -> None:
+    # |`cuComplex`| | | | |`hipComplex`|1.6.0| | | | |
+    e = lookup("cuComplex")
+    assert e is not None and e.hip == "hipComplex"
+    assert e.citation.source == (
+        "ROCm/HIPIFY@c62f16a4dc051be4532c3d41aaf08d43ddff3a01:"
+        "docs/reference/tables/cuComplex_API_supported_by_HIP.md")
+    assert e.citation.published == dt.date(2025, 4, 28)
 
 
 def test_identifier_in_two_tables_answers_with_the_runtime_row_first() -> None:
@@ -183,7 +195,7 @@ def test_unknown_identifier_and_hip_names_are_not_listed() -> None:
 @pytest.mark.parametrize(("cell", "published"), [
     ("2025-08-04 (commit date; last upstream commit before the fork's own commits)",
      dt.date(2025, 8, 4)),
-    ("2025-04-28 (last change) / 2025-08-04 (snapshot commit)", dt.date(2025, 8, 4)),
+    ("2025-04-28 (last change) / 2025-08-04 (snapshot commit)", dt.date(2025, 4, 28)),
 ])
 def test_citation_takes_the_date_of_the_cited_commit(cell: str, published: dt.date) -> None:
     c = citation_for("X_supported_by_HIP.md", "o/r", "a" * 40, cell)
@@ -191,16 +203,33 @@ def test_citation_takes_the_date_of_the_cited_commit(cell: str, published: dt.da
     assert c.source == f"o/r@{'a' * 40}:docs/reference/tables/X_supported_by_HIP.md"
 
 
-@pytest.mark.parametrize("cell", [
-    "not in any git snapshot; content: cuDNN up to 9.14.0",
-    "~2025-10-06..2025-10-20 (has CUDA 13.0 nvRTC sync)",
-    "2026-07-31..2026-08-05 (has cuSPARSELt 0.3.0 support)",
-    "~Aug-Oct 2025 (CUDA 13.0, no U column)",
+_NO_DATE = "the table carries no date (GitHub shows the cited commit's date); "
+
+
+@pytest.mark.parametrize(("cell", "reason"), [
+    ("not in any git snapshot; content: cuDNN up to 9.14.0",
+     "its content points to: cuDNN up to 9.14.0"),
+    ("~2025-10-06..2025-10-20 (has CUDA 13.0 nvRTC sync)",
+     "its content points to: ~2025-10-06..2025-10-20 (has CUDA 13.0 nvRTC sync)"),
+    ("2026-07-31..2026-08-05 (has cuSPARSELt 0.3.0 support)",
+     "its content points to: 2026-07-31..2026-08-05 (has cuSPARSELt 0.3.0 support)"),
+    ("not in any git snapshot; commit date unknown; content (CUDA 13.2) dates it to 2026",
+     "its content points to: (CUDA 13.2) dates it to 2026"),
+    ("~Aug-Oct 2025 (CUDA 13.0, no U column)",
+     'its content points to: ~Aug-Oct 2025 (CUDA 13.0, no "U" (unsupported CUDA versions) '
+     "column)"),
 ])
-def test_citation_without_a_commit_date_says_why(cell: str) -> None:
+def test_citation_without_a_date_says_what_a_user_can_check(cell: str, reason: str) -> None:
     c = citation_for("X_supported_by_HIP.md", "o/r", "a" * 40, cell)
     assert c.published is None
-    assert c.published_unknown == f"commit date not known: {cell}"
+    assert c.published_unknown == _NO_DATE + reason
+
+
+def test_fork_commit_is_cited_in_rocm_hipify() -> None:
+    c = citation_for("X_supported_by_HIP.md", "vjelic/HIPIFY-glog-fork", "c" * 40,
+                     "2025-08-04 (commit date)")
+    assert c.source == f"ROCm/HIPIFY@{'c' * 40}:docs/reference/tables/X_supported_by_HIP.md"
+    assert c.published == dt.date(2025, 8, 4)
 
 
 # -- malformed input is refused, naming file and line ----------------------------------------

@@ -3,6 +3,7 @@ asserted, API identifiers classified with HIPIFY's real tables."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,9 @@ def test_inline_ptx_is_blocked_and_tensor_core_ptx_named() -> None:
     tensor = _by_rule(scan, "kernel.tensor-core.ptx")
     assert [(f.subject, f.line, f.kind) for f in tensor] == [
         ("mma.sync", 2, Kind.TENSOR_CORE), ("cp.async", 4, Kind.TENSOR_CORE)]
+    assert tensor[0].citation.source == (
+        "https://rocm.docs.amd.com/projects/composable_kernel/en/docs-6.0.2/what-is-ck.html")
+    assert tensor[0].replacement == "Composable Kernel"
 
 
 def test_asm_volatile_in_a_comment_or_a_name_is_not_inline_ptx() -> None:
@@ -117,6 +121,8 @@ def test_wmma_is_a_port_to_rocwmma() -> None:
              "__global__ void k() {\n  wmma::fragment<wmma::matrix_a, 16, 16, 16, half> a;\n}\n",
              "kernel.tensor-core.wmma")
     assert (f.line, f.verdict, f.replacement) == (4, Verdict.PORT, "rocWMMA")
+    assert f.citation.source == (
+        "https://rocm.docs.amd.com/projects/rocWMMA/en/docs-6.3.2/what-is-rocwmma.html")
     _none("int my_wmma = 0; // wmma::fragment\n", "kernel.tensor-core.wmma")
 
 
@@ -124,6 +130,10 @@ def test_tma_descriptor_is_blocked() -> None:
     f = _one("CUtensorMap m;\ncuTensorMapEncodeTiled(&m, 0, 2, p, 0, 0, 0, 0, 0, 0, 0, 0, 0);\n",
              "kernel.tensor-core.tma")
     assert (f.subject, f.line, f.verdict) == ("cuTensorMapEncodeTiled", 2, Verdict.BLOCKED)
+    assert f.citation.source == (
+        "ROCm/HIPIFY@c62f16a4dc051be4532c3d41aaf08d43ddff3a01:"
+        "docs/reference/tables/CUDA_Driver_API_functions_supported_by_HIP.md")
+    assert f.citation.published == dt.date(2025, 8, 4)
     _none("CUtensorMap m;\n", "kernel.tensor-core.tma")
 
 
@@ -135,6 +145,9 @@ def test_32_bit_mask_in_shfl_sync_is_flagged() -> None:
              "kernel.warp-mask")
     assert (f.subject, f.line, f.column, f.verdict, f.kind) == (
         "32-bit mask in __shfl_down_sync", 2, 8, Verdict.PORT, Kind.WARP_SIZE)
+    assert f.citation.source == (
+        "ROCm/HIP@814ac15c86e21fb2b1fed499ce797633842ec3a8:docs/reference/kernel_language.rst")
+    assert "64-bit" in f.why and "HIP_ENABLE_WARP_SYNC_BUILTINS" in f.todo
 
 
 @pytest.mark.parametrize("mask", ["0xFFFFFFFF", "0xffffffffu", "~0u", "(unsigned)-1",
@@ -154,6 +167,7 @@ def test_active_mask_kept_in_32_bits() -> None:
     f = _one("__device__ void f() {\n  unsigned m = __activemask();\n"
              "  bool all = __activemask() == 0xffffffff;\n}\n", "kernel.warp-mask-store")
     assert (f.line, f.lines) == (2, [2, 3])
+    assert f.citation.source.endswith("docs/reference/kernel_language.rst")
     _none("__device__ void f() {\n  unsigned long long m = __activemask();\n"
           "  uint64_t b = __ballot_sync(__activemask(), 1);\n}\n", "kernel.warp-mask-store")
 
@@ -163,6 +177,9 @@ def test_hard_coded_warp_size() -> None:
                  "__device__ bool w() { return warpSize == 32; }\n")
     assert [(f.subject, f.line) for f in _by_rule(scan, "kernel.warp-size")] == [
         ("WARP_SIZE 32", 1), ("kWarpSize = 32", 2), ("warpSize == 32", 3)]
+    cited = _by_rule(scan, "kernel.warp-size")[0].citation
+    assert (cited.source, cited.published) == (
+        "https://rocmdocs.amd.com/en/develop/reference/gpu-arch-specs.html", dt.date(2026, 2, 20))
     _none("#define WARP_SIZE 64\nint n = x % warpSize; int w = warp_size * 2;\n",
           "kernel.warp-size")
 
@@ -181,7 +198,9 @@ def test_32_lane_shuffle_loop() -> None:
     scan = _scan("__device__ float r(float v) {\n"
                  "  for (int offset = 16; offset > 0; offset /= 2) v += 1;\n"
                  "  for (int mask = 16; mask >= 1; mask >>= 1) v += 2;\n  return v;\n}\n")
-    assert _by_rule(scan, "kernel.warp-loop")[0].lines == [2, 3]
+    loop = _by_rule(scan, "kernel.warp-loop")[0]
+    assert loop.lines == [2, 3]
+    assert "gfx942" in loop.why and loop.citation.source.endswith("gpu-arch-specs.html")
     _none("__device__ void r() {\n"
           "  for (int offset = warpSize / 2; offset > 0; offset /= 2) {}\n"
           "  int x = 16;\n  for (int i = 16; i < n; ++i) {}\n}\n", "kernel.warp-loop")

@@ -132,8 +132,9 @@ def test_port_for_a_source_build_package(knowledge: Knowledge) -> None:
     f = knowledge.classify(pkg("flash-attn==2.7.4", "flash-attn", version="2.7.4"),
                            Context())
     assert (f.rule, f.verdict) == ("package.flash-attn", Verdict.PORT)
-    assert f.todo.endswith("Limited to gfx942, gfx950.")
-    assert f.citation.source == "Dao-AILab/flash-attention@0251105:README.md"
+    assert f.todo.endswith("Limited to gfx90a, gfx942, gfx950.")
+    assert f.citation.source == "https://github.com/Dao-AILab/flash-attention"
+    assert f.citation.published is None and f.citation.published_unknown is not None
 
 
 def test_blocked_for_an_nvidia_only_package(knowledge: Knowledge) -> None:
@@ -161,19 +162,24 @@ def test_unknown_package_is_no_data_with_pins_own_file_cited(knowledge: Knowledg
 
 
 @pytest.mark.parametrize(("raw", "kw", "rule", "verdict"), [
-    ("bitsandbytes==0.43.3", {"version": "0.43.3"}, "bitsandbytes-cuda-only", Verdict.PORT),
-    ("bitsandbytes==0.44.1", {"version": "0.44.1"}, "bitsandbytes-cuda-only", Verdict.PORT),
-    ("bitsandbytes==0.45.0", {"version": "0.45.0"}, "bitsandbytes-alpha", Verdict.PORT),
-    ("bitsandbytes==0.47.0", {"version": "0.47.0"}, "bitsandbytes-alpha", Verdict.PORT),
+    ("bitsandbytes==0.43.3", {"version": "0.43.3"}, "bitsandbytes-pre-rocm", Verdict.PORT),
+    ("bitsandbytes==0.44.1", {"version": "0.44.1"}, "bitsandbytes-pre-rocm", Verdict.PORT),
+    ("bitsandbytes==0.45.0", {"version": "0.45.0"}, "bitsandbytes-pre-rocm", Verdict.PORT),
+    ("bitsandbytes==0.47.0", {"version": "0.47.0"}, "bitsandbytes-pre-rocm", Verdict.PORT),
     ("bitsandbytes==0.48.1", {"version": "0.48.1"}, "bitsandbytes-experimental",
      Verdict.SWAP),
+    ("bitsandbytes==0.49.0", {"version": "0.49.0"}, "bitsandbytes-rocm-wheels", Verdict.SWAP),
+    ("bitsandbytes==0.49.2", {"version": "0.49.2"}, "bitsandbytes-rocm-wheels", Verdict.SWAP),
+    ("bitsandbytes==0.50.0", {"version": "0.50.0"}, "bitsandbytes-official", Verdict.READY),
     ("bitsandbytes==0.50.2", {"version": "0.50.2"}, "bitsandbytes-official", Verdict.READY),
     ("bitsandbytes==0.51.0.dev1", {"version": "0.51.0.dev1"}, "bitsandbytes-official",
      Verdict.READY),
     ("bitsandbytes", {}, "bitsandbytes-official", Verdict.READY),
-    ("bitsandbytes<0.45", {"specifier": "<0.45"}, "bitsandbytes-cuda-only", Verdict.PORT),
-    ("bitsandbytes>=0.46,<0.48", {"specifier": ">=0.46,<0.48"}, "bitsandbytes-alpha",
+    ("bitsandbytes<0.45", {"specifier": "<0.45"}, "bitsandbytes-pre-rocm", Verdict.PORT),
+    ("bitsandbytes>=0.46,<0.48", {"specifier": ">=0.46,<0.48"}, "bitsandbytes-pre-rocm",
      Verdict.PORT),
+    ("bitsandbytes~=0.49.1", {"specifier": "~=0.49.1"}, "bitsandbytes-rocm-wheels",
+     Verdict.SWAP),
     ("bitsandbytes~=0.48.0", {"specifier": "~=0.48.0"}, "bitsandbytes-experimental",
      Verdict.SWAP),
     ("bitsandbytes>=0.42", {"specifier": ">=0.42"}, "bitsandbytes-official", Verdict.READY),
@@ -215,9 +221,9 @@ def test_hostile_declarations_never_raise(knowledge: Knowledge, kw: dict[str, ob
     ("some-kernels-cu11", "cuda-major-suffix", Verdict.BLOCKED, None),
     ("some-kernels-cu12", "cuda12-suffix", Verdict.BLOCKED, None),
     ("some-kernels-cu13", "cuda13-suffix", Verdict.BLOCKED, None),
-    ("cupy-cuda12x", "cupy-cuda", Verdict.PORT, "cupy-rocm-X-Y or a ROCm source build of cupy"),
+    ("cupy-cuda12x", "cupy-cuda", Verdict.SWAP, "cupy-rocm-7-0"),
     ("cupy-rocm-5-0", "cupy-rocm", Verdict.READY, None),
-    ("jax-cuda12-plugin", "jax-cuda-plugin", Verdict.SWAP, "jax-rocm7-plugin + jax-rocm7-pjrt"),
+    ("jax-cuda12-plugin", "jax-cuda-plugin", Verdict.SWAP, "jax-rocmN-plugin + jax-rocmN-pjrt"),
     ("jax-rocm7-pjrt", "jax-rocm-plugin", Verdict.READY, None),
 ])
 def test_name_patterns(knowledge: Knowledge, name: str, rule: str, verdict: Verdict,
@@ -279,8 +285,10 @@ def test_limited_row_on_another_gpu_says_so(knowledge: Knowledge) -> None:
     assert (blocked.rule, blocked.verdict) == ("package.flashinfer", Verdict.BLOCKED)
     assert blocked.why.endswith("Its ROCm path covers only gfx942, gfx950; "
                                 "AMD Radeon RX 7900 XTX (gfx1100) is not among them.")
-    port = knowledge.classify(pkg("flash-attn"), Context(gfx_targets=("gfx90a",)))
-    assert port.verdict is Verdict.PORT and port.why.endswith("gfx90a is not among them.")
+    port = knowledge.classify(pkg("flash-attn"), Context(gfx_targets=("gfx908",)))
+    assert port.verdict is Verdict.PORT and port.why.endswith("gfx908 is not among them.")
+    inside = knowledge.classify(pkg("flash-attn"), Context(gfx_targets=("gfx90a",)))
+    assert inside.verdict is Verdict.PORT and "not among them" not in inside.why
 
 
 def test_ready_row_outside_its_gpus_becomes_port(knowledge: Knowledge) -> None:
@@ -348,15 +356,15 @@ def test_a_bad_status_is_refused_naming_the_row(tmp_path: Path) -> None:
     with pytest.raises(MatrixError) as err:
         load_knowledge(path)
     assert "(nvidia-cuda-runtime)" not in err.value.message
-    assert "(cupy-cuda).status" in err.value.message
+    assert "(flash-attn).status" in err.value.message
 
 
 def test_a_bad_specifier_is_refused_naming_the_row(tmp_path: Path) -> None:
-    path = _copy_with(tmp_path, 'versions = "<0.45"', 'versions = "<<0.45"')
+    path = _copy_with(tmp_path, 'versions = "<0.48"', 'versions = "<<0.48"')
     with pytest.raises(MatrixError) as err:
         load_knowledge(path)
-    assert "(bitsandbytes-cuda-only)" in err.value.message
-    assert "'<<0.45' is not a PEP 440 specifier" in err.value.message
+    assert "(bitsandbytes-pre-rocm)" in err.value.message
+    assert "'<<0.48' is not a PEP 440 specifier" in err.value.message
 
 
 def test_a_source_citing_pins_notes_is_refused(tmp_path: Path) -> None:
@@ -372,6 +380,37 @@ def test_a_source_in_a_shared_folder_is_refused(tmp_path: Path) -> None:
                       'source = "https://example.com/shared/notes.md"')
     with pytest.raises(MatrixError, match=r"\(numpy\): .*'shared' folder"):
         load_knowledge(path)
+
+
+@pytest.mark.parametrize("source", [
+    "someone/notes@0123456789abcdef0123456789abcdef01234567:shared/notes.md",
+    "https://example.com/x/SHARED/notes.md",
+])
+def test_a_repo_path_in_a_shared_folder_is_refused(tmp_path: Path, source: str) -> None:
+    path = _copy_with(tmp_path, 'source = "https://pypi.org/project/numpy/"',
+                      f'source = "{source}"')
+    with pytest.raises(MatrixError, match=r"\(numpy\): .*'shared' folder"):
+        load_knowledge(path)
+
+
+def test_a_repo_whose_name_only_contains_shared_is_accepted(tmp_path: Path) -> None:
+    path = _copy_with(tmp_path, 'source = "https://pypi.org/project/numpy/"',
+                      'source = "org/sharedlib@0123456789abcdef0123456789abcdef01234567:README.md"')
+    row = next(r for r in load_knowledge(path).rows if r.id == "numpy")
+    assert row.source.startswith("org/sharedlib@")
+
+
+def test_bitsandbytes_rows_cite_the_maintainers_threads(knowledge: Knowledge) -> None:
+    by_id = {row.id: row for row in knowledge.rows}
+    assert by_id["bitsandbytes-experimental"].published == dt.date(2026, 2, 24)
+    assert by_id["bitsandbytes-rocm-wheels"].source.endswith("/pull/1887")
+    assert by_id["bitsandbytes-rocm-wheels"].replacement == "bitsandbytes>=0.50.0"
+
+
+def test_apex_row_warns_that_the_pypi_name_is_another_project(knowledge: Knowledge) -> None:
+    f = knowledge.classify(pkg("apex==0.9.10", "apex", version="0.9.10"), Context())
+    assert (f.rule, f.verdict) == ("package.apex", Verdict.PORT)
+    assert "Pyramid" in f.why and "check which apex" in f.todo
 
 
 def test_a_row_with_two_dates_is_refused(tmp_path: Path) -> None:

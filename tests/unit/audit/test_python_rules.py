@@ -295,7 +295,14 @@ def test_embedded_kernels_cupy_numba_and_pycuda() -> None:
     # 4 non-blank lines in SRC, 1 in the elementwise operation, 1 in the SourceModule string
     assert scan.kernel_lines == 6
     assert "experimental" in RULES["python.cupy-kernel"].why
-    assert RULES["python.numba-cuda"].citation.source.startswith("numba/numba#6991")
+    assert RULES["python.cupy-kernel"].citation.source == (
+        "https://docs.cupy.dev/en/stable/install.html#using-cupy-on-amd-gpu-experimental")
+    numba_rule = RULES["python.numba-cuda"]
+    assert numba_rule.citation.source == "https://github.com/ROCm/numba-hip"
+    assert numba_rule.replacement == "numba-hip"
+    assert "numba-hip" in numba_rule.why and "experimental" in numba_rule.why
+    numba_finding = next(f for f in scan.findings if f.rule == "python.numba-cuda")
+    assert numba_finding.replacement == "numba-hip"
 
 
 def test_cpu_jit_cupy_arrays_and_a_local_sourcemodule_are_not_kernels() -> None:
