@@ -39,6 +39,7 @@ GREP_PATTERN = (
     r"|tensor|[Ff]ile|[A-Z_])[A-Za-z0-9_]*|\bC(U|u[A-Z])[A-Za-z0-9_]*|\bnvrtc|\bNVRTC"
     r"|\bmake_cu|//|/\*|\"|#[ \t]*(include|define)|<<<|>>[ \t]*5\b|&[ \t]*(31|0x1[fF])\b"
     r"|%[ \t]*32\b|/[ \t]*32\b|=[ \t]*16[ \t]*;|[wW]arp_?[sS]ize|\bwmma::|nvcuda::wmma"
+    r"|__device__|=[ \t]*(0[xX][fF]{8}|4294967295|~[ \t]*0|-[ \t]*1)"
     r"|maxregcount|'")
 
 KERNEL = """// Copyright (c) {year} Example Authors. Licensed under the Apache License 2.0.

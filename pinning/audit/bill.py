@@ -182,13 +182,16 @@ def read_effort(path: Path) -> dict[Kind, dict[Verdict, float]]:
                 raise UsageError(f"effort file {path}: {where}: {vkey!r} is not a verdict.",
                                  hint=f"Verdicts: {', '.join(verdicts)}.")
             if (isinstance(number, bool) or not isinstance(number, (int, float))
-                    or not math.isfinite(number) or number < 0):
+                    or not math.isfinite(number) or not 0 <= number <= MAX_HOURS):
                 raise UsageError(f"effort file {path}: {where} = {number!r}: hours must be a "
-                                 "number >= 0.", hint=_EFFORT_HINT)
+                                 f"number from 0 to {MAX_HOURS:,}.", hint=_EFFORT_HINT)
             table[verdicts[vkey]] = float(number)
         out[kinds[key]] = table
     return out
 
+
+MAX_HOURS = 1_000_000
+"""The most hours an effort file may give one finding (so no total overflows)."""
 
 _EFFORT_HINT = ("Example:\n  [hours]\n  inline-ptx = 16\n  warp-size = 4\n"
                 "  package = { swap = 0.5, port = 8, blocked = 40 }")

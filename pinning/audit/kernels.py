@@ -124,7 +124,7 @@ _SOURCE = re.compile(
     r"_(?<!\w.)(?:_(?:CUDA_ARCH\w*+(?P<arch>)"
     r"|(?:shfl_(?:up_|down_|xor_)?|ballot_|any_|all_|match_any_|match_all_)sync(?!\w)(?P<sync>)"
     r"|(?:activemask|ballot)(?!\w)(?P<amask>)|global__(?!\w)(?P<glob>)"
-    r"|asm(?:__)?(?!\w)(?P<asm_>)"
+    r"|asm(?:__)?(?!\w)(?P<asm_>)|device__(?!\w)(?P<dev>)"
     r"|(?!device__|host__|restrict__|shared__|forceinline__|syncthreads|launch_bounds__"
     r"|constant__|inline__|noinline__|managed__)\w*+(?P<id>))|nvrtc\w*+(?P<id_>))"
     r"|c(?<!\w.)u(?:da|blas|fft|rand|sparse|solver|dnn|tensor|[Ff]ile|[A-Z_])\w*+(?P<id__>)"
@@ -133,11 +133,12 @@ _SOURCE = re.compile(
     r"|m(?<!\w.)ake_cu\w*+(?P<id____>)"
     r"|C(?<!\w.)(?:U|u[A-Z])\w*+(?P<id_____>)"
     r"|/(?:/[^\n]*+(?P<lc>)|\*(?P<bc>)|[ \t]*+32(?![\w.])(?P<lane>))"
-    r"|=[ \t]*+16[ \t]*+;(?P<loop>)"
+    r"|=[ \t]*+(?:16[ \t]*+;(?P<loop>)|(?:0[xX][fF]{8}(?![0-9a-fA-F])[uU]?[lL]{0,2}"
+    r"|4294967295[uU]?|~[ \t]*+0[uU]?|-[ \t]*+1[uU]?)(?![\w.])(?P<mval>))"
     r'|"(?:[^"\\\n]|\\(?s:.))*+"?(?P<str>)'
     r"|\#[ \t]*+(?:include[ \t]*+[<\"][^>\"\n]{1,200}(?P<inc>)"
     r"|define[ \t]++\w++[ \t]++\(?(?:0x[fF]{8}[uU]?(?![0-9a-fA-F])|~0[uU]\b)(?P<mdef>))"
-    r"|<<<(?P<launch>)"
+    r"|<<<++(?P<launch>)"
     r"|>>[ \t]*+5(?![\w.])(?P<lane_>)"
     r"|w(?:arp_?[sS]ize\w*+(?P<ws>)|(?<!\w.)mma::(?P<wmma_>))"
     r"|W(?i:arp_?size)\w*+(?P<ws_>)"
@@ -167,10 +168,14 @@ _CMAKE = re.compile(
 
 # Secondary patterns, each tried with ``.match`` at one position a master match gave.
 _MASK_ARG = re.compile(
-    r"[ \t]*+\([ \t\r\n]*+(0x[fF]{8}(?![0-9a-fA-F])[uU]?[lL]{0,2}|~0[uU](?![lL])|4294967295[uU]?"
-    r"|\([ \t]*+(?:unsigned(?:[ \t]++int)?|uint32_t)[ \t]*+\)[ \t]*+-1|uint32_t\(-1\)"
+    r"[ \t]*+\([ \t\r\n]*+(?:0x[fF]{8}(?![0-9a-fA-F])[uU]?[lL]{0,2}|~[ \t]*+0[uU]?(?![\w.])"
+    r"|4294967295[uU]?|-[ \t]*+1[uU]?(?![\w.])"
+    r"|\([ \t]*+(?:unsigned(?:[ \t]++int)?|(?:std::)?uint32_t)[ \t]*+\)[ \t]*+-[ \t]*+1"
+    r"|(?:std::)?uint32_t\([ \t]*+-[ \t]*+1[ \t]*+\)"
+    r"|static_cast[ \t]*+<[ \t]*+(?:unsigned(?:[ \t]++int)?|(?:std::)?uint32_t)[ \t]*+>"
+    r"[ \t]*+\([ \t]*+-[ \t]*+1[ \t]*+\)"
     r"|(?P<name>[A-Za-z_]\w*+))[ \t\r\n]*+,")
-_WS_TAIL = re.compile(r"[ \t]*+(?:==?)?[ \t]*+\(?32(?![\w.])")
+_WS_TAIL = re.compile(r"[ \t]*+(?:[=!]=|=)?[ \t]*+\(?32(?![\w.])")
 _AMASK_COMPARE = re.compile(
     r"[ \t]*+\([ \t]*+\)[ \t]*+[=!]=[ \t]*+(?:0x[fF]{8}[uU]?(?![0-9a-fA-F])|~0[uU]\b)")
 _ASM_QUALIFIERS = re.compile(
@@ -181,9 +186,25 @@ _PTX_TENSOR = re.compile(r"\b(?:wgmma\.\w++|mma\.sync|cp\.async(?:\.bulk(?:\.ten
 _LOOP_TAIL = re.compile(r"[^;)\n]{0,80};[^)\n]{0,80}(?:/=[ \t]*+2\b|>>=[ \t]*+1\b)")
 _BLANK_LINE = re.compile(r"\n[ \t\r\f\v]*+(?=\n)")
 _BRACES = re.compile(r"[{}/\"']")
+_HEAD_END = re.compile(r"[{;]")
+_REV_OPERAND = re.compile(r"[ \t]*+(?:\)([^(]{0,160})\(|([\w.]++))")
+"""The operand left of an operator, read in the reversed text: a parenthesised expression
+(group 1) or a word with its member accesses (group 2), both reversed."""
+_LANE_WORD = re.compile(r"enal|dit|di_?daerht|sdaerht|midkcolb", re.IGNORECASE)
+"""Operand words of lane / warp arithmetic, reversed (searched in a reversed operand): a lane
+or thread index (``lane``, ``tid``, ``threadIdx``, ``thread_id``), and thread counts
+(``threads``, ``blockDim``: ``kNThreads / 32`` is a warp count that assumes 32 lanes)."""
+_ASM_TOKENS = re.compile(r'[();]|"(?:[^"\\\n]|\\(?s:.))*+"?')
+_LITERAL_REST = {'"': re.compile(r'(?:[^"\\\n]|\\(?s:.))*+"?'),
+                 "'": re.compile(r"(?:[^'\\\n]|\\(?s:.))*+'?")}
 
 _ASM_EXTENT = 4000
-"""How far an ``asm`` statement is read for its PTX (characters, to the first ``;``)."""
+"""How far an ``asm`` statement is read for its PTX (characters): to the ``)`` that closes
+it, or to a ``;`` outside its strings (an unclosed statement), or this far."""
+_LOOK_BACK = 200
+"""How far a rule looks left of a match (characters): the declaration before ``=``, the
+operand before ``& 31``, the ``for (`` before ``= 16;``. Bounded so that every handler costs
+a constant and a file's scan stays linear in its size."""
 _CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
 
 
@@ -221,11 +242,14 @@ class _Hits:
     def _positions(self) -> dict[int, tuple[int, int]]:
         text = self.text
         out: dict[int, tuple[int, int]] = {}
-        line, last = 1 + self.offset, 0
+        line, last, line_start = 1 + self.offset, 0, 0
         for offset in sorted({o for _, offsets in self.found.values() for o in offsets}):
-            line += text.count("\n", last, offset)
+            newlines = text.count("\n", last, offset)
+            if newlines:
+                line += newlines
+                line_start = text.rfind("\n", last, offset) + 1
             last = offset
-            out[offset] = (line, offset - text.rfind("\n", 0, offset))
+            out[offset] = (line, offset - line_start + 1)
         return out
 
     def findings(self) -> list[Finding]:
@@ -449,38 +473,38 @@ def _api_rule(identifier: str) -> _Rule | None:
 
 # -- the scan ----------------------------------------------------------------------------------
 
-_LANE_WORDS = ("lane", "tid", "threadidx", "thread_id", "threadid", "thread_idx", "threads",
-               "blockdim")
-"""Operand words of lane / warp arithmetic: a lane or thread index, and thread counts
-(``kNThreads / 32`` is a warp count that assumes 32 lanes)."""
 _MASK32_TYPES = frozenset({"unsigned", "int", "uint32_t", "uint", "unsigned int", "int32_t",
                            "const unsigned", "const int", "const uint32_t", "auto32"})
+_DECL_QUALIFIERS = frozenset({"const", "constexpr", "static", "inline", "volatile", "register",
+                              "__device__", "__host__", "__constant__", "__shared__"})
+_DECL_32_BITS = frozenset({"unsigned", "unsigned int", "int", "signed", "signed int", "uint",
+                           "uint32_t", "std::uint32_t", "int32_t", "std::int32_t", "auto"})
+"""Declared types of a 32-bit integer (after qualifiers are dropped): ``-1`` or ``~0`` stored
+in one of them is a 32-lane mask."""
+
+
+def _left(text: str, start: int) -> str:
+    """At most :data:`_LOOK_BACK` characters of ``start``'s line left of it."""
+    low = max(0, start - _LOOK_BACK)
+    nl = text.rfind("\n", low, start)
+    return text[low if nl < 0 else nl + 1:start]
 
 
 def _lane_operand(text: str, start: int) -> bool:
     """Whether the operand left of ``start`` is a lane / thread index (``tid``, ``lane_id``,
-    ``threadIdx.x``, or a parenthesised expression holding one).
+    ``threadIdx.x``, or a parenthesised expression holding one). Reads at most
+    :data:`_LOOK_BACK` characters back (reversed, so that one ``match`` finds the operand).
     """
-    i = start - 1
-    while i >= 0 and text[i] in " \t":
-        i -= 1
-    if i < 0:
-        return False
-    if text[i] == ")":
-        open_at = text.rfind("(", max(0, i - 160), i)
-        inner = text[open_at + 1:i].lower() if open_at >= 0 else ""
-        return any(w in inner for w in _LANE_WORDS)
-    j = i
-    while j >= 0 and (text[j].isalnum() or text[j] in "_."):
-        j -= 1
-    word = text[j + 1:i + 1].lower()
-    return bool(word) and any(w in word for w in _LANE_WORDS)
+    back = text[max(0, start - _LOOK_BACK):start][::-1]
+    m = _REV_OPERAND.match(back)
+    return m is not None and _LANE_WORD.search(m[m.lastindex or 0]) is not None
 
 
 def _stored_in_32_bits(text: str, start: int) -> bool:
-    """Whether ``<type> name = `` right before ``start`` declares a 32-bit integer."""
-    line_start = text.rfind("\n", 0, start) + 1
-    before = text[line_start:start].rstrip()
+    """Whether ``<type> name = `` right before ``start`` declares a 32-bit integer (looks at
+    most :data:`_LOOK_BACK` characters back, on the same line).
+    """
+    before = _left(text, start).rstrip()
     if not before.endswith("=") or before.endswith(("==", "!=", "<=", ">=")):
         return False
     words = before[:-1].split()
@@ -490,52 +514,92 @@ def _stored_in_32_bits(text: str, start: int) -> bool:
     return words[-2] in _MASK32_TYPES or declared in _MASK32_TYPES
 
 
-def _in_kernel(text: str, kernel_at: int, at: int) -> bool:
-    """Whether offset ``at`` lies inside the body of the ``__global__`` function declared at
-    ``kernel_at`` (brace depth from its first ``{``; braces in comments and in string or
-    character literals do not count).
+def _declared_mask(text: str, eq_at: int, value: str) -> str | None:
+    """The name that ``NAME = value`` (``=`` at ``eq_at``) makes a 32-lane mask, or ``None``.
+
+    ``0xffffffff``, ``4294967295`` and ``~0u`` / ``-1u`` are 32 lanes whatever the declared
+    type (``const unsigned long long FULL = 0xffffffff`` still leaves out lanes 32-63);
+    ``-1`` and ``~0`` are 32 lanes only in a 32-bit type (``const unsigned FULL = -1``), not
+    in a 64-bit one (``uint64_t FULL = -1``). Comparisons and compound assignments
+    (``==``, ``|=``) are not declarations.
     """
-    brace = text.find("{", kernel_at, at)
-    if brace < 0 or text.find(";", kernel_at, brace) >= 0:
-        return False
-    depth = 0
-    pos = brace
-    while pos < at:
-        m = _BRACES.search(text, pos, at)
-        if m is None:
-            break
-        ch, pos = m.group(), m.end()
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return False
-        elif ch == "/":
-            if text.startswith("/", pos):
-                nl = text.find("\n", pos)
-                pos = at if nl < 0 else nl
-            elif text.startswith("*", pos):
-                close = text.find("*/", pos + 1)
-                pos = at if close < 0 else close + 2
-        else:
-            pos = _literal_end(text, pos, ch, at)
-    return depth > 0
+    if eq_at and text[eq_at - 1] in "=!<>+-*/%&|^~":
+        return None
+    before = _left(text, eq_at)
+    cut = max(before.rfind(c) for c in ";{}(,")
+    words = before[cut + 1:].split()
+    if not words or not (words[-1].replace("_", "a").isalnum() and not words[-1][0].isdigit()):
+        return None
+    value = "".join(value.split())
+    if value[-1] in "uU" or value.startswith(("0", "4")):
+        return words[-1]
+    declared = " ".join(w for w in words[:-1] if w not in _DECL_QUALIFIERS)
+    return words[-1] if declared in _DECL_32_BITS else None
 
 
-def _literal_end(text: str, pos: int, quote: str, limit: int) -> int:
-    """The offset after the string or character literal whose opening ``quote`` ends at
-    ``pos`` (backslash escapes honoured; an unclosed literal ends at the line's end).
+class _Region:
+    """Whether offsets of one text lie inside the body of the function declared at the last
+    marker (``__global__``, or ``__device__`` too): the first ``{`` after the marker opens
+    the body unless a ``;`` comes first (a declaration); braces are counted from there, those
+    in comments and string or character literals not counted, until the body closes.
+
+    Linear overall: :meth:`inside` is asked with offsets that only grow, and each call reads
+    on from where the last one stopped (the brace depth is kept), never from the marker again.
     """
-    while pos < limit:
-        ch = text[pos]
-        if ch == "\\":
-            pos += 2
-        elif ch == quote or ch == "\n":
-            return pos + 1
-        else:
-            pos += 1
-    return limit
+
+    _NONE, _HEAD, _BODY = 0, 1, 2
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.phase = self._NONE
+        self.pos = 0
+        self.depth = 0
+
+    def start(self, at: int) -> None:
+        """A marker at offset ``at``: a new function head begins there."""
+        self.phase, self.pos, self.depth = self._HEAD, at, 0
+
+    def inside(self, at: int) -> bool:
+        """Whether offset ``at`` (not before the last offset asked) is inside the body."""
+        if self.phase != self._NONE and self.pos < at:
+            self._advance(at)
+        return self.phase == self._BODY
+
+    def _advance(self, at: int) -> None:
+        text, pos = self.text, self.pos
+        if self.phase == self._HEAD:
+            end = _HEAD_END.search(text, pos, at)
+            if end is None or end.group() == ";":
+                self.pos = at
+                if end is not None:
+                    self.phase = self._NONE
+                return
+            self.phase, self.depth, pos = self._BODY, 1, end.end()
+        depth = self.depth
+        while pos < at:
+            m = _BRACES.search(text, pos, at)
+            if m is None:
+                pos = at
+                break
+            ch, pos = m.group(), m.end()
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    self.phase = self._NONE
+                    break
+            elif ch == "/":
+                if text.startswith("/", pos, at):
+                    nl = text.find("\n", pos, at)
+                    pos = at if nl < 0 else nl
+                elif text.startswith("*", pos, at):
+                    close = text.find("*/", pos + 1, at)
+                    pos = at if close < 0 else close + 2
+            else:
+                rest = _LITERAL_REST[ch].match(text, pos, at)
+                pos = rest.end() if rest is not None else at
+        self.pos, self.depth = max(pos, self.pos), depth
 
 
 def _non_blank_lines(text: str) -> int:
@@ -566,8 +630,10 @@ def scan_cuda_text(text: str, display: str, ctx: Context, *, line_offset: int = 
 def scan_source(path: Path, display: str, ctx: Context) -> FileScan:
     """Scan one C/C++/CUDA source or header (``.cu .cuh .c .cc .cpp .cxx .h .hh .hpp .hxx
     .inl`` ...). ``kernel_lines`` counts the non-blank lines of ``.cu`` / ``.cuh`` files (0 for
-    other C++). Raises :class:`~pinning.audit.model.Skip` for a file that cannot be read
-    (through :func:`pinning.audit.files.read_text`), nothing else for bad input.
+    other C++). In other C++ the lane / warp-size rules (``kernel.lane-arith``,
+    ``kernel.warp-size``, ``kernel.warp-loop``) apply only inside ``__global__`` /
+    ``__device__`` function bodies. Raises :class:`~pinning.audit.model.Skip` for a file that
+    cannot be read (through :func:`pinning.audit.files.read_text`), nothing else for bad input.
     """
     text = read_text(path)
     cuda = path.suffix.lower() in _CUDA_SUFFIXES
@@ -585,11 +651,19 @@ class _State:
         self.cuda = cuda
         self.hits = _Hits(text, display, line_offset)
         self.pos = 0
-        self.kernel_at = -1
+        self.kernel = _Region(text)
+        self.device = _Region(text)
         self.mask_macros: set[str] = set()
 
     def add(self, rule: _Rule, subject: str, offset: int) -> None:
         self.hits.add(rule, subject, offset)
+
+    def device_code(self, at: int) -> bool:
+        """Whether lane / warp-size rules apply at offset ``at``: anywhere in CUDA text, only
+        inside ``__global__`` / ``__device__`` function bodies in other C/C++ (host-only C++
+        may well compute ``tid % 32`` for its own reasons).
+        """
+        return self.cuda or self.device.inside(at)
 
 
 def _on_block_comment(s: _State, m: re.Match[str]) -> None:
@@ -617,39 +691,42 @@ def _on_include(s: _State, m: re.Match[str]) -> None:
 
 def _asm_body_end(text: str, open_at: int) -> int:
     """The offset of the ``)`` that closes the ``asm(`` whose ``(`` is at ``open_at``
-    (parentheses inside string literals do not count, nor do ``;`` inside the PTX text);
-    at most :data:`_ASM_EXTENT` characters are looked at.
+    (parentheses and ``;`` inside string literals do not count); for an unclosed statement
+    the offset of the first ``;`` outside a string, else ``open_at`` + :data:`_ASM_EXTENT`
+    (or the text's end).
     """
     limit = min(len(text), open_at + _ASM_EXTENT)
     depth = 0
-    pos = open_at
-    while pos < limit:
-        ch = text[pos]
+    for token in _ASM_TOKENS.finditer(text, open_at, limit):
+        ch = token.group()
         if ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
             if depth == 0:
-                return pos
-        elif ch == '"':
-            pos = _literal_end(text, pos + 1, '"', limit) - 1
-        pos += 1
+                return token.start()
+        elif ch == ";":
+            return token.start()
     return limit
 
 
 def _on_asm(s: _State, m: re.Match[str]) -> None:
     """An ``asm`` statement (and the tensor-core PTX in its strings); host asm in non-CUDA
-    files (no PTX mnemonic in it) is left alone.
+    files (no PTX mnemonic in it) is left alone. The search goes on after the statement, so
+    each character is read once.
     """
     text = s.text
     head = _ASM_QUALIFIERS.match(text, s.pos)
     if head is None:
         return
     body_at = head.end()
-    body = text[body_at:_asm_body_end(text, body_at - 1)]
+    end = _asm_body_end(text, body_at - 1)
+    body = text[body_at:end]
+    s.pos = max(s.pos, end)
     if not s.cuda and _PTX_HINT.search(body) is None:
         return
-    s.add(INLINE_PTX, " ".join(text[m.start():body_at - 1].split()), m.start())
+    s.add(INLINE_PTX, " ".join(text[m.start():min(body_at - 1, m.start() + 60)].split()),
+          m.start())
     for op in _PTX_TENSOR.finditer(body):
         s.add(TENSOR_PTX, op.group(), body_at + op.start())
 
@@ -671,6 +748,12 @@ def _on_mask_define(s: _State, m: re.Match[str]) -> None:
     s.mask_macros.add(m.group().replace("#", " ").split()[1])
 
 
+def _on_mask_value(s: _State, m: re.Match[str]) -> None:
+    name = _declared_mask(s.text, m.start(), m.group()[1:])
+    if name is not None:
+        s.mask_macros.add(name)
+
+
 def _on_arch(s: _State, m: re.Match[str]) -> None:
     s.add(ARCH_MACRO, m.group(), m.start())
 
@@ -681,21 +764,26 @@ def _on_warp_size(s: _State, m: re.Match[str]) -> None:
     if tail is None:
         return
     word = m.start()
-    while word > 0 and (text[word - 1].isalnum() or text[word - 1] == "_"):
+    low = max(0, word - _LOOK_BACK)
+    while word > low and (text[word - 1].isalnum() or text[word - 1] == "_"):
         word -= 1
-    s.add(WARP_SIZE, " ".join(text[word:tail.end()].split()), word)
     s.pos = tail.end()
+    if s.device_code(word):
+        s.add(WARP_SIZE, " ".join(text[word:tail.end()].split()), word)
 
 
 def _on_lane(s: _State, m: re.Match[str]) -> None:
-    if _lane_operand(s.text, m.start()):
-        s.add(LANE_ARITH, " ".join(m.group().split()), m.start())
+    at = m.start()
+    if _lane_operand(s.text, at) and (s.cuda or s.device.inside(at)):
+        found = m.group()
+        s.hits.add(LANE_ARITH, found if len(found) == 3 else " ".join(found.split()), at)
 
 
 def _on_loop(s: _State, m: re.Match[str]) -> None:
     text, start = s.text, m.start()
-    head = text[text.rfind("\n", 0, start) + 1:start]
-    if "for" in head and "(" in head and _LOOP_TAIL.match(text, s.pos):
+    head = _left(text, start)
+    if ("for" in head and "(" in head and _LOOP_TAIL.match(text, s.pos)
+            and s.device_code(start)):
         s.add(WARP_LOOP, "loop from offset 16", start)
 
 
@@ -704,11 +792,18 @@ def _on_wmma(s: _State, m: re.Match[str]) -> None:
 
 
 def _on_kernel(s: _State, m: re.Match[str]) -> None:
-    s.kernel_at = m.start()
+    s.kernel.start(m.start())
+    if not s.cuda:
+        s.device.start(m.start())
+
+
+def _on_device(s: _State, m: re.Match[str]) -> None:
+    if not s.cuda:
+        s.device.start(m.start())
 
 
 def _on_launch(s: _State, m: re.Match[str]) -> None:
-    if s.kernel_at >= 0 and _in_kernel(s.text, s.kernel_at, m.start()):
+    if s.kernel.inside(m.start()):
         s.add(DYNAMIC_PARALLELISM, "<<<...>>> in a __global__ function", m.start())
 
 
@@ -725,7 +820,8 @@ _HANDLER_BY_RULE: dict[str, Callable[[_State, re.Match[str]], None]] = {
     "inc": _on_include, "asm": _on_asm,
     "sync": _on_sync, "amask": _on_active_mask, "mdef": _on_mask_define, "arch": _on_arch,
     "ws": _on_warp_size, "lane": _on_lane, "loop": _on_loop, "wmma": _on_wmma,
-    "glob": _on_kernel, "launch": _on_launch, "mrc": _on_maxregcount,
+    "glob": _on_kernel, "dev": _on_device, "launch": _on_launch, "mrc": _on_maxregcount,
+    "mval": _on_mask_value,
 }
 _SKIPPED = frozenset({"lc", "str", "chr"})
 _HANDLERS = {name: _HANDLER_BY_RULE[name.rstrip("_")] for name in _SOURCE.groupindex}

@@ -167,11 +167,28 @@ class DeclaredPackage:
 @dataclass(frozen=True)
 class Context:
     """What every scanner may consult: the GPU targets the move is for (``gfx942`` ...;
-    empty when no ``--gpu``) and that GPU's name for messages (``None`` without ``--gpu``).
+    empty when no ``--gpu``), that GPU's name for messages (``None`` without ``--gpu``) and
+    the audited folders (:attr:`roots`).
     """
 
     gfx_targets: tuple[str, ...] = ()
     gpu_name: str | None = None
+    roots: tuple[Path, ...] = ()
+    """The folders being audited, resolved (symbolic links followed). A scanner that follows a
+    reference to another file (a requirements ``-r`` include) reads it only when it lies under
+    one of them; empty means no limit (a scanner called on its own)."""
+
+    def inside(self, path: Path) -> bool:
+        """Whether ``path`` (resolved, links followed) lies under one of :attr:`roots`;
+        always true when no roots are set.
+        """
+        if not self.roots:
+            return True
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            return False
+        return any(real == root or real.is_relative_to(root) for root in self.roots)
 
 
 class Skip(Exception):

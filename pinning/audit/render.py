@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pinning.audit.bill import AuditReport
-from pinning.audit.model import VERDICTS_SHOWN, Finding, Verdict
+from pinning.audit.model import VERDICTS_SHOWN, Finding, Kind, Verdict
 from pinning.util.text import printable
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -35,12 +35,18 @@ def _where(f: Finding) -> str:
 
 
 def _findings_text(report: AuditReport) -> list[str]:
+    """Every finding but ready packages, by verdict: ready code findings (a TF32 switch: it
+    runs, with other numerics) are listed last as notes.
+    """
     lines: list[str] = []
     for verdict in VERDICTS_SHOWN:
-        group = [f for f in report.findings if f.verdict is verdict]
-        if verdict is Verdict.READY or not group:
+        group = [f for f in report.findings if f.verdict is verdict
+                 and not (verdict is Verdict.READY and f.kind is Kind.PACKAGE)]
+        if not group:
             continue
-        lines += ["", f"{verdict.value.upper().replace('-', ' ')} ({len(group)})"]
+        title = ("READY, WITH A NOTE" if verdict is Verdict.READY
+                 else verdict.value.upper().replace("-", " "))
+        lines += ["", f"{title} ({len(group)})"]
         for f in group:
             lines.append(printable(f"  {_where(f)}  [{f.kind.value}] {f.subject}: {f.why}",
                                    newlines=False))
@@ -119,8 +125,13 @@ def render_text(report: AuditReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _uri(path: str) -> str:
-    return quote(path, safe="/")
+def _artifact(path: str) -> dict[str, str]:
+    """A SARIF artifactLocation for a path as pin printed it: relative paths are relative to
+    the folder pin ran in (``%SRCROOT%``); an absolute path is a ``file://`` URI.
+    """
+    if path.startswith("/"):
+        return {"uri": "file://" + quote(path, safe="/")}
+    return {"uri": quote(path, safe="/"), "uriBaseId": "%SRCROOT%"}
 
 
 def render_sarif(report: AuditReport, *, version: str) -> dict[str, Any]:
@@ -164,8 +175,7 @@ def render_sarif(report: AuditReport, *, version: str) -> dict[str, Any]:
         # One result per occurrence, so a code-scanning view marks every line.
         occurrences: list[int | None] = list(f.lines) or [f.line]
         for line in occurrences:
-            physical: dict[str, Any] = {
-                "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "%SRCROOT%"}}
+            physical: dict[str, Any] = {"artifactLocation": _artifact(f.path)}
             if line:
                 region: dict[str, Any] = {"startLine": line}
                 if f.column and line == f.line:
@@ -182,7 +192,8 @@ def render_sarif(report: AuditReport, *, version: str) -> dict[str, Any]:
             }},
             "columnKind": "unicodeCodePoints",
             "originalUriBaseIds": {"%SRCROOT%": {"description": {
-                "text": "The folder pin audit was given."}}},
+                "text": "The folder pin audit ran in: relative paths are as given on its command "
+                         "line."}}},
             "results": results,
             "invocations": [{"executionSuccessful": True,
                              "toolExecutionNotifications": [

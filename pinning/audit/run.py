@@ -140,11 +140,14 @@ def _display(root: str, rel: str) -> str:
     return posixpath.normpath(joined).removeprefix("./")
 
 
-def walk(root: Path, skipped: list[Skipped]) -> Iterator[tuple[Path, str]]:
+def walk(root: Path, skipped: list[Skipped],
+         ctx: Context | None = None) -> Iterator[tuple[Path, str]]:
     """``(path, path relative to root)`` for every file under the folder ``root`` pin reads,
     sorted, without recursion (any depth is safe) and without following links to folders
-    (no loops). Folders that cannot be listed and folders deeper than :data:`MAX_DEPTH` are
-    added to ``skipped``.
+    (no loops). A link to a file outside the audited folders (``ctx.roots``) is not followed:
+    a ``requirements.txt`` that points at a credentials file must not put its lines in the
+    report. Folders that cannot be listed, such links and folders deeper than
+    :data:`MAX_DEPTH` are added to ``skipped``.
     """
     stack: list[tuple[str, str, int]] = [(str(root), "", 0)]
     while stack:
@@ -169,6 +172,11 @@ def walk(root: Path, skipped: list[Skipped]) -> Iterator[tuple[Path, str]]:
             elif entry.is_symlink() and _is_dir_link(entry.path):
                 skipped.append(Skipped(path=child, reason="a link to a folder; not followed"))
             elif scanners_for(entry.name):
+                if (ctx is not None and entry.is_symlink()
+                        and not ctx.inside(Path(entry.path))):
+                    skipped.append(Skipped(path=child, reason="a link to a file outside the "
+                                           "audited folders; not followed"))
+                    continue
                 yield Path(entry.path), child
         if dirs and depth >= MAX_DEPTH:
             skipped.append(Skipped(path=rel or ".", reason=f"folders below it are more than "
@@ -247,7 +255,7 @@ def _scan_paths(typed_paths: list[str], ctx: Context, out: _Collector,
         root = Path(typed)
         if root.is_dir():
             say(f"scanning {typed}")
-            for path, rel in walk(root, out.skipped):
+            for path, rel in walk(root, out.skipped, ctx):
                 if out.files >= MAX_FILES:
                     out.skipped.append(Skipped(path=_display(typed, rel), reason=f"more than "
                                                f"{MAX_FILES} files; the rest not scanned"))
@@ -273,19 +281,54 @@ def _scan_paths(typed_paths: list[str], ctx: Context, out: _Collector,
 def _scan_environments(request: AuditRequest, ctx: Context, out: _Collector,
                        say: Callable[[str], None]) -> None:
     """Add an installed environment and a ``--requirement`` closure to ``out``."""
+    from pinning.errors import UsageError
+
     if request.site_packages:
         from pinning.audit.installed import scan_site_packages
         say(f"reading installed distributions in {request.site_packages}")
-        out.add(request.site_packages, scan_site_packages(Path(request.site_packages), ctx))
+        try:
+            scan = scan_site_packages(Path(request.site_packages), ctx)
+        except Skip as exc:
+            raise UsageError(f"--site-packages {request.site_packages}: {exc.reason}.",
+                             hint="Name a site-packages folder (python -c 'import site; "
+                                  "print(site.getsitepackages())').") from None
+        out.add(request.site_packages, scan)
     if request.host:
         from pinning.audit.installed import scan_host_snapshot
-        out.add(request.host, scan_host_snapshot(Path(request.host), ctx))
+        try:
+            scan = scan_host_snapshot(Path(request.host), ctx)
+        except Skip as exc:
+            raise UsageError(f"--host {request.host}: {exc.reason}.",
+                             hint="Write a snapshot with: pin probe -o host.json") from None
+        out.add(request.host, scan)
     if request.requirements:
         from pinning.audit.closure import resolve_closure
         say("resolving the dependency closure with uv")
         packages, skipped = resolve_closure(request.requirements,
                                             index_urls=request.index_urls)
         out.add("closure", FileScan(packages=packages, skipped=skipped))
+
+
+def _roots(typed_paths: list[str]) -> tuple[Path, ...]:
+    """The audited folders, resolved: each folder given, and the folder of each file given."""
+    roots: list[Path] = []
+    for typed in typed_paths:
+        path = Path(typed)
+        try:
+            roots.append((path if path.is_dir() else path.parent).resolve())
+        except (OSError, RuntimeError):
+            continue
+    return tuple(dict.fromkeys(roots))
+
+
+SUBJECT_MAX = 200
+"""The longest subject a report shows (characters); longer ones are cut, marked with ``...``."""
+
+
+def _bounded(finding: Finding) -> Finding:
+    if len(finding.subject) <= SUBJECT_MAX:
+        return finding
+    return finding.model_copy(update={"subject": finding.subject[:SUBJECT_MAX] + "..."})
 
 
 def audit(request: AuditRequest) -> AuditReport:
@@ -296,7 +339,7 @@ def audit(request: AuditRequest) -> AuditReport:
     wrong with a file inside the inputs is a skipped entry.
     """
     gpu_name, targets = _gpu_targets(request.gpu)
-    ctx = Context(gfx_targets=targets, gpu_name=gpu_name)
+    ctx = Context(gfx_targets=targets, gpu_name=gpu_name, roots=_roots(request.paths))
     out = _Collector()
     say = request.progress or (lambda _line: None)
     cuda_files = _scan_paths(request.paths, ctx, out, say)
@@ -317,6 +360,8 @@ def audit(request: AuditRequest) -> AuditReport:
         effort = estimate(out.findings, hours, source)
     return build_report(
         inputs=list(request.paths), requirements=list(request.requirements),
-        gpu=gpu_name, gfx_targets=list(targets), findings=out.findings,
-        skipped=out.skipped, files_scanned=out.files, kernel_lines=out.kernel_lines,
+        gpu=gpu_name, gfx_targets=list(targets),
+        findings=[_bounded(f) for f in out.findings],
+        skipped=list(dict.fromkeys(out.skipped)), files_scanned=out.files,
+        kernel_lines=out.kernel_lines,
         fail_on=request.fail_on, effort=effort, hipify_perl=hipify)

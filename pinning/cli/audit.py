@@ -31,10 +31,10 @@ _FAIL_ON = ("swap", "port", "blocked")
               help="Index for --requirement (default: uv's, PyPI). Repeatable: the first is "
                    "the index, the others extra indexes.")
 @click.option("--site-packages", metavar="DIR", callback=path_given,
-              type=click.Path(file_okay=False),
+              type=click.Path(exists=True, file_okay=False),
               help="An installed environment: its distributions and compiled extensions.")
 @click.option("--host", "host_file", metavar="SNAPSHOT", callback=path_given,
-              type=click.Path(dir_okay=False),
+              type=click.Path(exists=True, dir_okay=False),
               help="A host snapshot (pin probe -o FILE): its Python distributions.")
 @click.option("--gpu", metavar="GPU",
               help="The GPU the move is for (mi300x, gfx942, MI355X): code objects and "
@@ -93,6 +93,8 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
     if index_urls and not requirements:
         raise UsageError("--index-url is for --requirement; index URLs in requirements files "
                          "and pyproject.toml are read from the files themselves.")
+    if output is not None and output != "-":
+        _refuse_overwriting_an_input(output, paths)
     effort = None
     if effort_file:
         effort = (effort_file, read_effort(cli_path(effort_file)))
@@ -127,6 +129,26 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
                           f"{fail_on}: {summary}",
                           hint="Read the bill (blocked and port first); --fail-on sets the "
                                "threshold.")
+
+
+def _refuse_overwriting_an_input(output: str, paths: tuple[str, ...]) -> None:
+    """Raise ``UsageError`` (exit 2) when ``-o`` names a file the audit reads: one of the
+    PATHs, or a file of a kind pin audits inside one of the PATH folders (the bill would
+    replace the project's own file, and be audited next time).
+    """
+    from pinning.audit.run import scanners_for
+
+    target = cli_path(output).resolve()
+    for typed in paths:
+        root = cli_path(typed).resolve()
+        if target == root:
+            raise UsageError(f"-o {output} is one of the inputs ({typed}); the bill would "
+                             "replace it.", hint="Write the bill to another file.")
+        if root.is_dir() and target.is_relative_to(root) and scanners_for(target.name):
+            raise UsageError(f"-o {output}: a file of a kind pin audits, inside the audited "
+                             f"folder {typed}; the bill would replace or join the project's "
+                             "files.", hint="Name the bill audit.sarif, audit.json or "
+                                            "audit.txt, or write it outside the folder.")
 
 
 def _summary(report: object) -> str:

@@ -44,6 +44,8 @@ from pinning.audit.sources.requirements import (
     ROCM_INDEX,
     index_findings,
     parse_lines,
+    shown,
+    valid_name,
 )
 
 __all__ = ["RULE_CHANNEL", "RULE_PACKAGE", "scan_environment_yml"]
@@ -59,6 +61,9 @@ CUDA_CONDA_PACKAGES = frozenset({"pytorch-cuda", "cudatoolkit"})
 install-command page, :data:`PYTORCH_INDEXES`)."""
 
 _NAME_END = " =<>!~"
+_STR_TAG = "tag:yaml.org,2002:str"
+NOT_A_STRING = "an entry is not a string"
+"""The reason for a dependency that YAML reads as a number, boolean, null or list."""
 _TODO = ("PyTorch lists ROCm builds only as pip wheels: drop the nvidia channel, pytorch-cuda "
          "and cudatoolkit, and install torch in this file's pip: list with "
          f"--index-url {ROCM_INDEX} for the ROCm release you target.")
@@ -103,6 +108,13 @@ def _line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 
 
+def _is_string(node: yaml.Node) -> bool:
+    """Whether ``node`` is a YAML string (quoted, or plain and not a number, boolean or
+    null): ``5``, ``1.5``, ``true`` and ``~`` are no package names.
+    """
+    return isinstance(node, yaml.ScalarNode) and node.tag == _STR_TAG
+
+
 def _spec(text: str, line: int, scan: _Scan) -> None:
     """One conda match spec: a package (and a finding for a CUDA-only one)."""
     spec = text.strip()
@@ -114,9 +126,9 @@ def _spec(text: str, line: int, scan: _Scan) -> None:
     rest = rest.strip()
     cut = next((i for i, c in enumerate(rest) if c in _NAME_END), len(rest))
     name, constraint = rest[:cut], rest[cut:].strip()
-    if not name or not all(c.isalnum() or c in "._-" for c in name):
-        scan.skipped.append(Skipped(path=f"{scan.display}:{line}",
-                                    reason=f"not a conda package spec: {spec[:200]!r}"))
+    if not valid_name(name.lstrip("_")):
+        scan.skipped.append(Skipped(path=f"{scan.display}:{line}", reason=(
+            "dependencies: not a conda package spec (no valid package name)")))
         return
     exact = constraint[2:].strip() if constraint.startswith("==") else None
     version = exact if exact and "*" not in exact and " " not in exact else None
@@ -137,8 +149,13 @@ def _pip(node: yaml.Node, scan: _Scan) -> None:
         scan.skipped.append(Skipped(path=f"{scan.display}:{_line(node)}",
                                     reason="pip: is not a list"))
         return
-    lines = [(_line(item), str(item.value).strip()) for item in node.value
-             if isinstance(item, yaml.ScalarNode) and str(item.value).strip()]
+    lines: list[tuple[int, str]] = []
+    for item in node.value:
+        if not _is_string(item):
+            scan.skipped.append(Skipped(path=f"{scan.display}:{_line(item)}",
+                                        reason=f"pip: {NOT_A_STRING}"))
+        elif str(item.value).strip():
+            lines.append((_line(item), str(item.value).strip()))
     parsed = parse_lines(lines, scan.display, origin="conda")
     urls = tuple(dict.fromkeys(url for url, _line in parsed.indexes))
     scan.packages += [replace(p, index_urls=urls) for p in parsed.packages]
@@ -146,7 +163,7 @@ def _pip(node: yaml.Node, scan: _Scan) -> None:
     scan.indexes += [(url, scan.display, line) for url, line in parsed.indexes]
     for target, line, _constraint in parsed.includes:
         scan.skipped.append(Skipped(path=f"{scan.display}:{line}", reason=(
-            f"pip include {target[:200]!r} in an environment file is not followed; "
+            f"pip include '{shown(target)}' in an environment file is not followed; "
             "scan that file itself")))
 
 
@@ -156,10 +173,13 @@ def _dependencies(node: yaml.Node, scan: _Scan) -> None:
                                     reason="dependencies is not a list"))
         return
     for item in node.value:
-        if isinstance(item, yaml.ScalarNode):
+        if _is_string(item):
             _spec(str(item.value), _line(item), scan)
         elif "pip" in _mapping(item):
             _pip(_mapping(item)["pip"], scan)
+        elif not isinstance(item, yaml.MappingNode):
+            scan.skipped.append(Skipped(path=f"{scan.display}:{_line(item)}",
+                                        reason=f"dependencies: {NOT_A_STRING}"))
         else:
             scan.skipped.append(Skipped(path=f"{scan.display}:{_line(item)}",
                                         reason="a dependency that is neither a spec nor pip:"))
@@ -169,7 +189,7 @@ def _channels(node: yaml.Node | None, scan: _Scan) -> None:
     if not isinstance(node, yaml.SequenceNode):
         return
     for item in node.value:
-        if isinstance(item, yaml.ScalarNode) and _is_nvidia(str(item.value)):
+        if _is_string(item) and _is_nvidia(str(item.value)):
             scan.channel_lines.append(_line(item))
 
 

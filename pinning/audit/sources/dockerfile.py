@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,7 +41,27 @@ _CPP_EXTENSION = Citation(
                       "index without its commit date")
 
 _DIRECTIVE = re.compile(r"^#[ \t]*([A-Za-z]+)[ \t]*=[ \t]*(\S*)")
-_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-+]([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_SHELL_SPECIAL = re.compile(r"[\s'\"\\]")
+_NOT_SPACE = re.compile(r"\S")
+_BRACE = re.compile(r"[{}]")
+_QUOTED_SPECIAL = re.compile(r'["\\]')
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_CHARS = _NAME_START | frozenset("0123456789")
+_SIMPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+MAX_ARG_VALUE = 4 * 1024
+"""The longest ARG value substituted into a ``FROM`` (4 KiB); a longer one stops it."""
+
+MAX_SUBSTITUTED = 64 * 1024
+"""The longest ``FROM`` image after ARG substitution (64 KiB); a longer one stops it."""
+
+MAX_NESTING = 8
+"""The deepest ``${A:-${B:-...}}`` nesting substituted."""
+
+MAX_REQUIREMENTS = 10_000
+"""The most ``pip install`` words judged per Dockerfile (requirements and skipped words);
+the rest are one :class:`Skipped` entry."""
+
 _UBUNTU = re.compile(r"ubuntu(\d\d\.\d\d)")
 _CUDA_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/|test/)?(cu\d+)"
                          r"|(pypi\.nvidia\.com)|(pypi\.ngc\.nvidia\.com)")
@@ -93,21 +112,122 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, " ".join(p.strip() for p in parts)
 
 
-def _substitute(text: str, args: dict[str, str]) -> tuple[str, bool]:
-    """``text`` with known ARG values substituted; ``False`` when one is unknown."""
-    known = True
+class _Stop(Exception):
+    """Substitution given up: the reason, one line."""
 
-    def one(m: re.Match[str]) -> str:
-        nonlocal known
-        name = m.group(1) or m.group(3)
-        if name in args:
-            return args[name]
-        if m.group(2) is not None:
-            return m.group(2)
-        known = False
-        return m.group(0)
 
-    return _VAR.sub(one, text), known
+def _name_end(text: str, start: int) -> int:
+    """The end of the variable name starting at ``text[start]`` (``start`` when none)."""
+    if start >= len(text) or text[start] not in _NAME_START:
+        return start
+    end = start + 1
+    while end < len(text) and text[end] in _NAME_CHARS:
+        end += 1
+    return end
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the ``}`` closing a ``${`` whose word starts at ``start`` (nested
+    ``${...}`` counted); raises :class:`_Stop` when there is none (Docker refuses it too).
+    """
+    depth = 1
+    pos = start
+    while True:
+        m = _BRACE.search(text, pos)
+        if m is None:
+            raise _Stop("a ${ without its closing }")
+        pos = m.end()
+        if m.group(0) == "}":
+            depth -= 1
+            if depth == 0:
+                return m.start()
+        elif m.start() > 0 and text[m.start() - 1] == "$":
+            depth += 1
+
+
+class _Expansion:
+    """Running state of one substitution: characters produced, and whether an ARG was
+    unknown.
+    """
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.unknown = False
+
+    def add(self, out: list[str], piece: str, *, value: bool = False) -> None:
+        if value and len(piece) > MAX_ARG_VALUE:
+            raise _Stop(f"an ARG value longer than {MAX_ARG_VALUE // 1024} KiB")
+        self.size += len(piece)
+        if self.size > MAX_SUBSTITUTED:
+            raise _Stop(f"longer than {MAX_SUBSTITUTED // 1024} KiB after ARG substitution")
+        out.append(piece)
+
+
+def _expand(text: str, args: dict[str, str], depth: int, state: _Expansion) -> str:
+    """``text`` with ``$NAME``, ``${NAME}``, ``${NAME:-word}`` and ``${NAME:+word}`` (and the
+    forms without ``:``) substituted from ``args``; an unknown name stays as written and
+    marks ``state.unknown``. Linear in ``len(text)`` times the nesting depth.
+    """
+    out: list[str] = []
+    pos = 0
+    while True:
+        dollar = text.find("$", pos)
+        if dollar < 0:
+            state.add(out, text[pos:])
+            return "".join(out)
+        state.add(out, text[pos:dollar])
+        brace = text.startswith("{", dollar + 1)
+        start = dollar + 1 + brace
+        end = _name_end(text, start)
+        if end == start:  # a `$` not starting a variable: kept
+            state.add(out, "$")
+            pos = dollar + 1
+            continue
+        name = text[start:end]
+        known = name in args
+        value = args.get(name, "")
+        if not brace:
+            pos = end
+        elif text.startswith("}", end):
+            pos = end + 1
+        else:
+            colon = text.startswith(":", end)
+            op = text[end + colon:end + colon + 1]
+            if op not in ("-", "+"):
+                raise _Stop(f"${{{name}{text[end:end + 2]}...}}: a substitution form not "
+                            "read (only :- and :+)")
+            close = _closing(text, end + colon + 1)
+            word = text[end + colon + 1:close]
+            pos = close + 1
+            is_set = known and (not colon or value != "")
+            if op == "-" and not is_set:
+                if depth >= MAX_NESTING:
+                    raise _Stop(f"${{...}} nested deeper than {MAX_NESTING}")
+                value, known = _expand(word, args, depth + 1, state), True
+            elif op == "+" and known:
+                if depth >= MAX_NESTING:
+                    raise _Stop(f"${{...}} nested deeper than {MAX_NESTING}")
+                value = _expand(word, args, depth + 1, state) if is_set else ""
+        if known:
+            state.add(out, value, value=True)
+        else:
+            state.unknown = True
+            state.add(out, text[dollar:pos])
+
+
+def _substitute(text: str, args: dict[str, str]) -> tuple[str, str | None]:
+    """``text`` with the known ARG values substituted, and ``None``, or ``text`` and why it
+    could not be (an ARG without a default, an ARG value over :data:`MAX_ARG_VALUE`, a
+    result over :data:`MAX_SUBSTITUTED`, a malformed ``${``). Time and memory linear.
+    """
+    state = _Expansion()
+    try:
+        out = _expand(text, args, 0, state)
+    except _Stop as exc:
+        return text, str(exc)
+    if state.unknown:
+        return out, "an ARG without a default"
+    return out, None
 
 
 def scan_dockerfile(path: Path, display: str, ctx: Context) -> FileScan:
@@ -125,6 +245,7 @@ def scan_dockerfile(path: Path, display: str, ctx: Context) -> FileScan:
     scan = FileScan()
     args: dict[str, str] = {}
     stages: set[str] = set()
+    budget = [MAX_REQUIREMENTS]
     for line, text in _logical_lines(read_text(path)):
         word, _, rest = text.partition(" ")
         op = word.upper()
@@ -139,15 +260,70 @@ def scan_dockerfile(path: Path, display: str, ctx: Context) -> FileScan:
         elif op == "FROM":
             _from(scan, rest, args, stages, display, line)
         elif op == "RUN":
-            _run(scan, rest, display, line, ctx)
+            _run(scan, rest, display, line, ctx, budget)
     return scan
 
 
 def _words(text: str) -> list[str]:
-    try:
-        return shlex.split(text, comments=False)
-    except ValueError:  # unbalanced quotes: plain words are the best guess
+    """The shell words of ``text`` (POSIX quoting: ``'...'``, ``"..."`` with ``\\`` escapes
+    of ``"``, ``\\``, ``$`` and backquote, a ``\\`` outside quotes escaping the next
+    character; an unclosed quote runs to the end). Linear time: plain runs are skipped with
+    one search each.
+    """
+    if "'" not in text and '"' not in text and "\\" not in text:
         return text.split()
+    words: list[str] = []
+    cur: list[str] = []
+    in_word = False
+    pos, n = 0, len(text)
+    while pos < n:
+        m = _SHELL_SPECIAL.search(text, pos)
+        stop = m.start() if m else n
+        if stop > pos:
+            cur.append(text[pos:stop])
+            in_word = True
+        if m is None:
+            break
+        c = text[stop]
+        if c == "\\":
+            cur.append(text[stop + 1:stop + 2])
+            in_word, pos = True, stop + 2
+        elif c == "'":
+            close = text.find("'", stop + 1)
+            close = n if close < 0 else close
+            cur.append(text[stop + 1:close])
+            in_word, pos = True, close + 1
+        elif c == '"':
+            pos = _double_quoted(text, stop + 1, cur)
+            in_word = True
+        else:  # whitespace ends a word
+            if in_word:
+                words.append("".join(cur))
+                cur, in_word = [], False
+            nxt = _NOT_SPACE.search(text, stop)
+            pos = nxt.start() if nxt else n
+    if in_word:
+        words.append("".join(cur))
+    return words
+
+
+def _double_quoted(text: str, pos: int, cur: list[str]) -> int:
+    """Append the body of the ``"..."`` whose body starts at ``pos`` to ``cur``; the index
+    after its closing quote (the end of ``text`` when unclosed).
+    """
+    n = len(text)
+    while pos < n:
+        m = _QUOTED_SPECIAL.search(text, pos)
+        if m is None:
+            cur.append(text[pos:])
+            return n
+        cur.append(text[pos:m.start()])
+        if m.group(0) == '"':
+            return m.end()
+        nxt = text[m.end():m.end() + 1]
+        cur.append(nxt if nxt in '"\\$`' and nxt else "\\" + nxt)
+        pos = m.end() + 1
+    return n
 
 
 def _assignments(text: str, *, legacy: bool = False) -> list[tuple[str, str | None]]:
@@ -202,13 +378,14 @@ def _from(scan: FileScan, rest: str, args: dict[str, str], stages: set[str], dis
         return
     if len(words) >= 3 and words[1].lower() == "as":
         stages.add(words[2].lower())
-    image, known = _substitute(words[0], args)
+    shown = words[0] if len(words[0]) <= 200 else words[0][:200] + "..."
+    image, problem = _substitute(words[0], args)
+    if problem is not None:
+        scan.skipped.append(Skipped(path=f"{display}:{line}", reason=f"FROM {shown}: "
+                                    f"{problem}; the base image is not known"))
+        return
     if image.lower() in stages:
         return  # an earlier stage: judged where it was defined
-    if not known:
-        scan.skipped.append(Skipped(path=f"{display}:{line}", reason=f"FROM {words[0]}: an "
-                                    "ARG without a default; the base image is not known"))
-        return
     rocm = _rocm_image(image)
     if rocm is None:
         return
@@ -230,7 +407,11 @@ def _cuda_index(url: str) -> str | None:
     return next((g for g in m.groups() if g), None) if m else None
 
 
-def _run(scan: FileScan, rest: str, display: str, line: int, ctx: Context) -> None:
+def _run(scan: FileScan, rest: str, display: str, line: int, ctx: Context,
+         budget: list[int]) -> None:
+    """The TORCH_CUDA_ARCH_LIST assignments and pip installs of one ``RUN``; ``budget`` is
+    the one-element count of pip words still to judge in the file.
+    """
     words = _words(rest)
     for w in words:
         key, eq, value = w.partition("=")
@@ -243,7 +424,7 @@ def _run(scan: FileScan, rest: str, display: str, line: int, ctx: Context) -> No
             i += 1
             continue
         end = next((k for k in range(j, len(words)) if words[k] in _SEPARATORS), len(words))
-        _pip_args(scan, words[j:end], display, line)
+        _pip_args(scan, words[j:end], display, line, budget)
         i = end
 
 
@@ -266,7 +447,8 @@ def _pip_install_at(words: list[str], i: int) -> int | None:
     return nxt + 1 if words[nxt:nxt + 1] == ["install"] else None
 
 
-def _pip_args(scan: FileScan, args: list[str], display: str, line: int) -> None:
+def _pip_args(scan: FileScan, args: list[str], display: str, line: int,
+              budget: list[int]) -> None:
     indexes: list[str] = []
     reqs: list[str] = []
     k = 0
@@ -296,6 +478,14 @@ def _pip_args(scan: FileScan, args: list[str], display: str, line: int) -> None:
                 todo="install from the ROCm wheel index (download.pytorch.org/whl/rocmX.Y) "
                      "matching the ROCm version you lock", citation=_ROCM_PYTORCH))
     for r in reqs:
+        if budget[0] <= 0:
+            if budget[0] == 0:
+                scan.skipped.append(Skipped(path=f"{display}:{line}", reason=f"more than "
+                                            f"{MAX_REQUIREMENTS} pip install words in the "
+                                            "file; the rest were not read"))
+                budget[0] = -1
+            return
+        budget[0] -= 1
         _declare(scan, r, tuple(indexes), display, line)
 
 
@@ -307,6 +497,11 @@ def _declare(scan: FileScan, text: str, indexes: tuple[str, ...], display: str,
             or text.endswith((".whl", ".tar.gz", ".zip")):
         scan.skipped.append(Skipped(path=f"{display}:{line}", reason=f"pip install {text}: "
                                     "a path, URL or variable, not a requirement"))
+        return
+    if _SIMPLE_NAME.fullmatch(text) and text[-1].isalnum():  # a bare name: no parse
+        scan.packages.append(DeclaredPackage(
+            name=normalize_name(text), raw=text, origin="dockerfile", index_urls=indexes,
+            path=display, line=line))
         return
     try:
         req = Requirement(text)

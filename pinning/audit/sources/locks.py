@@ -31,6 +31,7 @@ from packaging.version import InvalidVersion, Version
 
 from pinning.audit.files import read_text
 from pinning.audit.model import Context, DeclaredPackage, FileScan, Skip, Skipped
+from pinning.audit.sources.requirements import valid_name
 
 __all__ = ["scan_poetry_lock", "scan_pylock", "scan_uv_lock"]
 
@@ -78,8 +79,12 @@ def _package(entry: dict[str, Any], origin: str, display: str, line: int | None,
     if not isinstance(name, str) or not name.strip():
         skipped.append(Skipped(path=where, reason="locked package without a name"))
         return None
+    if not valid_name(name):
+        skipped.append(Skipped(path=where, reason="locked package name is not a valid "
+                               "distribution name"))
+        return None
     if version is not None and not isinstance(version, str):
-        skipped.append(Skipped(path=where, reason=f"{name[:100]}: version is not text"))
+        skipped.append(Skipped(path=where, reason=f"{name}: version is not text"))
         return None
     raw = f"{name}=={version}" if version else name
     return DeclaredPackage(

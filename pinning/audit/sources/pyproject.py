@@ -34,7 +34,12 @@ from packaging.version import InvalidVersion, Version
 
 from pinning.audit.files import read_text
 from pinning.audit.model import Context, DeclaredPackage, FileScan, Skip, Skipped
-from pinning.audit.sources.requirements import index_findings, parse_requirement
+from pinning.audit.sources.requirements import (
+    index_findings,
+    parse_requirement,
+    shown,
+    valid_name,
+)
 
 __all__ = ["scan_pyproject"]
 
@@ -195,6 +200,9 @@ def _exact(constraint: str) -> str | None:
 def _poetry_dep(name: str, spec: object, table: str, scan: _Scan,
                 sources: tuple[dict[str, str], list[str]]) -> None:
     line = scan.lines.key(name)
+    if not valid_name(name):
+        scan.skip(f"{table}: a key is not a valid distribution name", line)
+        return
     if isinstance(spec, list):  # multiple-constraint dependency: one entry each
         for one in spec:
             _poetry_one(name, one, table, line, scan, sources)
@@ -213,7 +221,7 @@ def _poetry_one(name: str, spec: object, table: str, line: int | None, scan: _Sc
         scan.skip(f"{table}: {name} has a version or extras that is not text", line)
         return
     if isinstance(source, str) and source not in named:
-        scan.skip(f"{table}: {name} names source {source!r}, which no "
+        scan.skip(f"{table}: {name} names source '{shown(source)}', which no "
                   "[[tool.poetry.source]] declares", line)
     urls = (named[source],) if isinstance(source, str) and source in named else tuple(default)
     version = _exact(constraint)

@@ -6,7 +6,13 @@ whitespace starts a comment, options ``-r``/``--requirement`` and ``-c``/``--con
 include other files (relative to the including file), ``-i``/``--index-url``,
 ``--extra-index-url`` and ``-f``/``--find-links`` apply to the whole run (the file and every
 file it includes), ``--hash`` belongs to its requirement, ``-e``/``--editable`` names a path or
-URL. Nothing is fetched: a remote include is skipped with its reason.
+URL. Nothing is fetched: a remote include is skipped with its reason, and an include that
+lies outside the audited folders (:attr:`~pinning.audit.model.Context.roots`) is not read.
+
+Nothing of a line that is not a requirement is copied into the report (a requirements file
+may hold a credential by mistake): its skipped reason names the problem, not the text; text
+that is shown (an option name, an include target, a URL) goes through :func:`shown`, which
+cuts it short, escapes control characters and drops a URL's ``user:password@``.
 
 An index URL that serves CUDA wheels (``https://download.pytorch.org/whl/cu121``,
 ``https://pypi.nvidia.com``) is a finding of kind ``index`` (rule :data:`RULE_INDEX`,
@@ -26,7 +32,13 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.specifiers import InvalidSpecifier
+from packaging.utils import (
+    InvalidName,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 
 from pinning.audit.files import read_text
@@ -42,6 +54,7 @@ from pinning.audit.model import (
     Verdict,
 )
 from pinning.audit.packages import index_kind
+from pinning.util.text import printable
 
 __all__ = [
     "PYTORCH_INDEXES",
@@ -53,6 +66,8 @@ __all__ = [
     "parse_lines",
     "parse_requirement",
     "scan_requirements",
+    "shown",
+    "valid_name",
 ]
 
 RULE_INDEX = "index.cuda-wheel-index"
@@ -89,8 +104,34 @@ _INDEX_OPTIONS = {"-i": "--index-url", "--index-url": "--index-url",
 _INCLUDES = {"-r": False, "--requirement": False, "-c": True, "--constraint": True}
 _SHORT = ("-r", "-c", "-i", "-f", "-e")
 
+SHOWN_CHARS = 80
+"""At most this many characters of a file's text are quoted in a skipped reason."""
+
+_OPTION_NAME = re.compile(r"--?[a-z][a-z0-9-]{0,39}")
+_USERINFO = re.compile(r"://[^/?#@\s]*@")
 _EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
 _NVIDIA_HOSTS = frozenset({"pypi.nvidia.com", "pypi.ngc.nvidia.com"})
+
+
+def shown(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` made safe to quote in a report: a URL's ``user:password@`` dropped, cut to
+    ``limit`` characters (``...`` appended when cut) and control characters escaped
+    (:func:`pinning.util.text.printable`, one line).
+    """
+    short = _USERINFO.sub("://", text[: limit * 8])
+    cut = short[:limit] + ("..." if len(short) > limit else "")
+    return printable(cut, newlines=False)
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` is a valid distribution name (PEP 508: ASCII letters and digits,
+    with ``.``, ``_``, ``-`` inside), as :mod:`packaging` checks it.
+    """
+    try:
+        canonicalize_name(name, validate=True)
+    except InvalidName:
+        return False
+    return True
 
 
 def index_findings(indexes: Iterable[tuple[str, str, int | None]]) -> list[Finding]:
@@ -106,7 +147,8 @@ def index_findings(indexes: Iterable[tuple[str, str, int | None]]) -> list[Findi
         lines = seen.setdefault((display, url.rstrip("/")), [])
         if line is not None and line not in lines:
             lines.append(line)
-    return [_index_finding(url, display, lines) for (display, url), lines in seen.items()]
+    return [_index_finding(_USERINFO.sub("://", url), display, lines)
+            for (display, url), lines in seen.items()]
 
 
 def _index_finding(url: str, display: str, lines: list[int]) -> Finding:
@@ -150,13 +192,14 @@ def parse_requirement(text: str, origin: str, *, path: str | None = None,
                       line: int | None = None) -> DeclaredPackage | str:
     """The PEP 508 requirement ``text`` as a :class:`DeclaredPackage` (name normalised,
     exact version and local label when pinned with one ``==``/``===``, extras sorted,
-    marker kept in ``raw``), or a one-line reason why it is not one.
+    marker kept in ``raw``), or a one-line reason why it is not one: ``not a requirement
+    (<what packaging expected>)``, never the text itself (it may be a credential).
     """
     raw = text.strip()
     try:
         req = Requirement(raw)
     except InvalidRequirement as exc:
-        return f"not a PEP 508 requirement: {str(exc).splitlines()[0][:200]}"
+        return f"not a requirement ({_problem(exc)})"
     version, local = _pinned(req)
     return DeclaredPackage(
         name=canonicalize_name(req.name), raw=raw, origin=origin, version=version,
@@ -164,11 +207,25 @@ def parse_requirement(text: str, origin: str, *, path: str | None = None,
         extras=tuple(sorted(req.extras)), path=path, line=line)
 
 
+def _problem(exc: InvalidRequirement) -> str:
+    """What packaging found wrong, without the text it was given: the message of its parser
+    (``Expected end or semicolon ...``), or a fixed phrase for a bad version specifier (whose
+    message quotes the text).
+    """
+    if isinstance(exc.__cause__, InvalidSpecifier):
+        return "invalid version specifier"
+    message = getattr(exc, "message", None)
+    first = message if isinstance(message, str) else str(exc).split("\n", 1)[0]
+    return shown(first)
+
+
 def _url_requirement(target: str, origin: str, path: str, line: int) -> DeclaredPackage | str:
     """A requirement given as a URL or path: its name from ``#egg=NAME``, or name and
     version from a wheel file name; else the reason it has no name statically.
     """
     egg = _EGG.search(target)
+    if egg is not None and not valid_name(egg.group(1)):
+        return "#egg= names no valid distribution name"
     if egg is not None:
         return DeclaredPackage(name=canonicalize_name(egg.group(1)), raw=target,
                                origin=origin, path=path, line=line)
@@ -177,7 +234,7 @@ def _url_requirement(target: str, origin: str, path: str, line: int) -> Declared
         try:
             name, version, _build, _tags = parse_wheel_filename(base)
         except (InvalidWheelFilename, InvalidVersion):
-            return f"wheel file name {base!r} is not valid"
+            return f"wheel file name '{shown(base)}' is not valid"
         return DeclaredPackage(name=name, raw=target, origin=origin, version=str(version),
                                local=version.local, path=path, line=line)
     return ("a URL or path requirement without #egg=NAME: its name is only known by "
@@ -266,7 +323,7 @@ def _options(tokens: list[str], line: int, display: str, origin: str,
             continue
         if name not in _WITH_VALUE:
             out.skipped.append(Skipped(path=f"{display}:{line}",
-                                       reason=f"unknown option {name[:80]!r}"))
+                                       reason=_unknown_option(name)))
             return
         if value is None:
             if i >= len(tokens):
@@ -277,17 +334,26 @@ def _options(tokens: list[str], line: int, display: str, origin: str,
         _option(name, value, line, display, origin, out)
 
 
+def _unknown_option(name: str) -> str:
+    """The reason for an option pip does not know: its name when it looks like one
+    (``--no-deps``), else nothing of the text (it may be a credential).
+    """
+    if _OPTION_NAME.fullmatch(name):
+        return f"unknown option {name}"
+    return "unknown option (not shown)"
+
+
 def _option(name: str, value: str, line: int, display: str, origin: str,
             out: ParsedLines) -> None:
     if name in _INDEX_OPTIONS:
-        out.indexes.append((value, line))
+        out.indexes.append((_USERINFO.sub("://", value), line))
     elif name in _INCLUDES:
         out.includes.append((value, line, _INCLUDES[name]))
     elif name in ("-e", "--editable"):
         got = _url_requirement(value, origin, display, line)
         if isinstance(got, str):
             out.skipped.append(Skipped(path=f"{display}:{line}",
-                                       reason=f"editable requirement {value[:200]!r}: {got}"))
+                                       reason=f"editable requirement '{shown(value)}': {got}"))
         else:
             out.packages.append(got)
 
@@ -341,60 +407,99 @@ def parse_lines(lines: Iterable[tuple[int, str]], display: str,
 
 @dataclass
 class _Walk:
+    ctx: Context
     packages: list[DeclaredPackage] = field(default_factory=list)
     indexes: list[tuple[str, str, int]] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
 
 
-def _follow(path: Path, display: str, depth: int, active: tuple[str, ...],
+@dataclass(frozen=True)
+class _Edge:
+    """One include line: where it is (``file:line``) and what it names."""
+
+    where: str
+    target: str
+
+    def loop(self) -> Skipped:
+        """The entry for an include on a loop: the same text whichever file the walk began
+        at, so the report lists it once.
+        """
+        return Skipped(path=self.where, reason=f"include '{shown(self.target)}' is part of "
+                       "an include loop; each file is read once")
+
+
+def _child_display(path: Path, display: str, child: Path) -> str:
+    """How ``child`` (an include of ``path``, shown as ``display``) is shown: relative to
+    ``display``'s folder, as the walker of the tree shows it, so a file met directly and
+    through an include gives identical entries. An absolute target inside the tree is shown
+    relative too.
+    """
+    here = os.path.realpath(path.parent)
+    there = os.path.join(os.path.realpath(child.parent), child.name)
+    rel = os.path.relpath(there, here).replace(os.sep, "/")
+    return posixpath.normpath(posixpath.join(posixpath.dirname(display), rel))
+
+
+def _follow(path: Path, display: str, active: list[tuple[str, _Edge | None]],
             walk: _Walk) -> None:
     """Read ``path`` (raises :class:`Skip` when unreadable) and every file it includes;
-    a file already read through another include is not read again.
+    ``active`` is the chain of files being read (real path, the include that led there). A
+    file already read through another include is not read again; an include back into the
+    chain marks every include of that loop (:meth:`_Edge.loop`).
     """
     parsed = parse_lines(logical_lines(read_text(path)), display)
-    walk.done.add(active[-1])
+    walk.done.add(active[-1][0])
     walk.packages += parsed.packages
     walk.indexes += [(url, display, line) for url, line in parsed.indexes]
     walk.skipped += parsed.skipped
     for target, line, _constraint in parsed.includes:
-        where = f"{display}:{line}"
+        edge = _Edge(where=f"{display}:{line}", target=target)
         if "://" in target:
-            walk.skipped.append(Skipped(path=where, reason=f"include {target[:200]} is "
-                                        "remote; pin does not fetch it"))
+            walk.skipped.append(Skipped(path=edge.where, reason=f"include '{shown(target)}' "
+                                        "is remote; pin does not fetch it"))
             continue
         child = path.parent / target
-        real = os.path.realpath(child)
-        child_display = posixpath.normpath(posixpath.join(posixpath.dirname(display), target))
-        if real in walk.done and real not in active:
+        if not walk.ctx.inside(child):
+            walk.skipped.append(Skipped(path=edge.where, reason="include outside the audited "
+                                        "folders; not read"))
             continue
-        if real in active:
-            walk.skipped.append(Skipped(path=where, reason=f"include {target[:200]} is "
-                                        "already being read (an include loop)"))
-        elif depth + 1 > MAX_INCLUDE_DEPTH:
-            walk.skipped.append(Skipped(path=where, reason=f"include {target[:200]} is "
-                                        f"deeper than {MAX_INCLUDE_DEPTH} levels"))
+        real = os.path.realpath(child)
+        chain = [file for file, _via in active]
+        if real in chain:
+            walk.skipped += [via.loop() for _file, via in active[chain.index(real) + 1:]
+                             if via is not None]
+            walk.skipped.append(edge.loop())
+        elif real in walk.done:
+            continue
+        elif len(active) > MAX_INCLUDE_DEPTH:
+            walk.skipped.append(Skipped(path=edge.where, reason=f"include '{shown(target)}' "
+                                        f"is deeper than {MAX_INCLUDE_DEPTH} levels"))
         else:
             try:
-                _follow(child, child_display, depth + 1, (*active, real), walk)
+                _follow(child, _child_display(path, display, child), [*active, (real, edge)],
+                        walk)
             except Skip as exc:
-                walk.skipped.append(Skipped(path=where,
-                                            reason=f"include {target[:200]}: {exc.reason}"))
+                walk.skipped.append(Skipped(path=edge.where,
+                                            reason=f"include '{shown(target)}': {exc.reason}"))
 
 
 def scan_requirements(path: Path, display: str, ctx: Context) -> FileScan:
-    """Scan the requirements file ``path`` (shown as ``display``) and the files it includes.
+    """Scan the requirements file ``path`` (shown as ``display``) and the files it includes
+    that lie inside the audited folders (``ctx.inside``).
 
     Returns a :class:`FileScan` whose ``packages`` carry the display path and line of the
     file that declares them and, in ``index_urls``, every index URL of the run (pip's
     index options are global); ``findings`` are :func:`index_findings` for those URLs;
-    ``skipped`` names each line or include that could not be read (``file:line``). Raises
-    :class:`Skip` when ``path`` itself cannot be read (binary, too large, absent).
+    ``skipped`` names each line or include that could not be read (``file:line``; an
+    included file is shown relative to ``display``'s folder, so the entries for a file met
+    both directly and through an include are identical, and each include of a loop is one
+    entry whichever file the loop was entered from). Raises :class:`Skip` when ``path``
+    itself cannot be read (binary, too large, absent).
     """
-    del ctx
-    walk = _Walk()
-    _follow(path, display, 0, (os.path.realpath(path),), walk)
+    walk = _Walk(ctx=ctx)
+    _follow(path, display, [(os.path.realpath(path), None)], walk)
     urls = tuple(dict.fromkeys(url for url, _display, _line in walk.indexes))
     packages = [replace(p, index_urls=urls) for p in walk.packages]
     return FileScan(findings=index_findings(walk.indexes), packages=packages,
-                    skipped=walk.skipped)
+                    skipped=list(dict.fromkeys(walk.skipped)))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pinning.audit.files import read_text
 from pinning.audit.model import Context, DeclaredPackage, FileScan, Skip, Skipped
-from pinning.audit.sources.requirements import parse_requirement
+from pinning.audit.sources.requirements import parse_requirement, shown
 
 __all__ = ["scan_setup_cfg", "scan_setup_py"]
 
@@ -197,8 +197,8 @@ def scan_setup_cfg(path: Path, display: str, ctx: Context) -> FileScan:
         start = max(text.find(f"[{section}]"), 0)
         cursor = max(text.find(key, start), start)
         if value.strip().startswith("file:"):
-            scan.skipped.append(Skipped(path=display, reason=f"{what} reads {value.strip()!r}"
-                                        "; scan that file itself"))
+            scan.skipped.append(Skipped(path=display, reason=(
+                f"{what} reads '{shown(value.strip())}'; scan that file itself")))
             continue
         for _offset, requirement in _string_lines(value):
             at = text.find(requirement, cursor)

@@ -85,9 +85,10 @@ def test_effort_counts_a_package_once(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "words"), [
     ("[hours]\nwarp = 1\n", "'warp' is not a finding kind"),
     ("[hours]\npackage = { maybe = 1 }\n", "'maybe' is not a verdict"),
-    ("[hours]\ninline-ptx = -1\n", "hours must be a number >= 0"),
-    ("[hours]\ninline-ptx = nan\n", "hours must be a number >= 0"),
-    ("[hours]\ninline-ptx = true\n", "hours must be a number >= 0"),
+    ("[hours]\ninline-ptx = -1\n", "hours must be a number from 0 to 1,000,000"),
+    ("[hours]\ninline-ptx = nan\n", "hours must be a number from 0 to 1,000,000"),
+    ("[hours]\ninline-ptx = true\n", "hours must be a number from 0 to 1,000,000"),
+    ("[hours]\ninline-ptx = 1e308\n", "hours must be a number from 0 to 1,000,000"),
     ("hours = 3\n", "expected one [hours] table"),
     ("[hours\n", "not valid TOML"),
     ("[hours]\n[other]\n", "unknown key(s) other"),

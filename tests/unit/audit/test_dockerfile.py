@@ -88,3 +88,74 @@ def test_escape_directive_and_inline_arch_list(tmp_path: Path) -> None:
     assert "e.g. gfx942" in f.todo
     [d] = scan.packages
     assert (d.name, d.line) == ("apex", 3)
+
+
+def test_arg_substitution_forms(tmp_path: Path) -> None:
+    p = tmp_path / "Dockerfile"
+    p.write_text("ARG REPO=nvidia/cuda\nARG TAG=12.4.1-runtime-ubuntu22.04\nARG EMPTY=\n"
+                 "FROM $REPO:${TAG}\n"
+                 "FROM ${MISSING:-${REPO}}:${EMPTY:-12.1.0-base-ubuntu20.04}\n"
+                 "FROM python:3.12${EMPTY:+-never}${TAG:+-slim}\n")
+    scan = scan_dockerfile(p, "Dockerfile", Context())
+    got = [(f.line, f.subject, f.replacement) for f in scan.findings]
+    assert got == [(4, "nvidia/cuda:12.4.1-runtime-ubuntu22.04", "rocm/dev-ubuntu-22.04"),
+                   (5, "nvidia/cuda:12.1.0-base-ubuntu20.04", "rocm/dev-ubuntu-20.04")]
+    assert scan.skipped == []
+
+
+def test_oversized_arg_value_stops_substitution(tmp_path: Path) -> None:
+    # the review's reproducer shape: a 60,000-character ARG referenced 60,000 times
+    p = tmp_path / "Dockerfile"
+    p.write_text("ARG A=" + "a" * 60_000 + "\nFROM ${A}" + "$A" * 60_000 + "\n")
+    scan = scan_dockerfile(p, "Dockerfile", Context())
+    [s] = scan.skipped
+    assert s.path == "Dockerfile:2"
+    assert "an ARG value longer than 4 KiB" in s.reason and len(s.reason) < 400
+    assert scan.findings == []
+
+
+def test_substituted_line_cap_and_small_values_pass(tmp_path: Path) -> None:
+    p = tmp_path / "Dockerfile"
+    p.write_text("ARG A=" + "a" * 4000 + "\nFROM ${A}" + "$A" * 20 + "\n"
+                 "ARG B=nvidia/cuda:12.4.1-base-ubuntu24.04\nFROM $B\n")
+    scan = scan_dockerfile(p, "Dockerfile", Context())
+    [s] = scan.skipped
+    assert s.path == "Dockerfile:2" and "longer than 64 KiB after ARG substitution" in s.reason
+    [f] = scan.findings
+    assert (f.line, f.rule, f.subject) == (4, "dockerfile.cuda-base-image",
+                                           "nvidia/cuda:12.4.1-base-ubuntu24.04")
+
+
+def test_unclosed_brace_is_skipped_not_rescanned(tmp_path: Path) -> None:
+    p = tmp_path / "Dockerfile"
+    p.write_text("FROM " + "${A:-" * 50_000 + "\nFROM nvidia/cuda:12.4.1-base-ubuntu22.04\n")
+    scan = scan_dockerfile(p, "Dockerfile", Context())
+    [s] = scan.skipped
+    assert s.path == "Dockerfile:1" and "a ${ without its closing }" in s.reason
+    assert [f.line for f in scan.findings] == [2]
+
+
+def test_pip_continuation_lines_are_capped(tmp_path: Path) -> None:
+    # the review's shape: `RUN pip install \` continued for ~1 MB
+    from pinning.audit.sources.dockerfile import MAX_REQUIREMENTS
+
+    p = tmp_path / "Dockerfile"
+    p.write_text("FROM python:3.12\n" + "RUN pip install \\\n" * 60_000 + "x\n")
+    scan = scan_dockerfile(p, "Dockerfile", Context())
+    assert len(scan.packages) == MAX_REQUIREMENTS
+    assert {d.name for d in scan.packages} == {"run", "pip", "install"}
+    assert all(d.line == 2 for d in scan.packages)
+    [s] = scan.skipped
+    assert s.path == "Dockerfile:2" and f"more than {MAX_REQUIREMENTS}" in s.reason
+
+
+def test_shell_quoting_of_pip_words(tmp_path: Path) -> None:
+    p = tmp_path / "Dockerfile"
+    p.write_text("FROM python:3.12\n"
+                 "RUN pip install \"torch==2.5.1\" 'numpy<2' six\\ \"trit\"on \"$PKG\"\n")
+    scan = scan_dockerfile(p, "Dockerfile", Context())
+    got = [(d.name, d.version, d.specifier) for d in scan.packages]
+    assert got == [("torch", "2.5.1", ""), ("numpy", None, "<2")]
+    assert {s.reason for s in scan.skipped} == {
+        "pip install six triton: not a requirement",
+        "pip install $PKG: a path, URL or variable, not a requirement"}

@@ -186,3 +186,80 @@ def test_real_nvcc_extension_carries_nv_fatbin(tmp_path: Path) -> None:
         pytest.skip(f"nvcc could not build here: {done.stderr.strip()[:200]}")
     rules = {f.rule for f in scan_elf(so, "k.so", Context()).findings}
     assert "extension.cuda-device-code" in rules
+
+
+MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
+
+
+def _bundle_of(data: bytes) -> tuple[list[str], str | None, str | None]:
+    from pinning.audit.elf import _Bundle, _read_bundles
+
+    b = _Bundle()
+    _read_bundles(data, b)
+    return b.targets, b.unknown, b.incomplete
+
+
+def test_quadratic_reproducer_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the review's shape: a bundle claiming 4096 entries, then 20,000 entries whose IDs are
+    # the magic and a count of 4096. Parsed once, it examines about 20,000 entries; re-parsed
+    # from every magic it would examine 20,000 x 4096 and run out of this budget.
+    import pinning.audit.elf as elf
+
+    monkeypatch.setattr(elf, "MAX_TOTAL_ENTRIES", 21_000)
+    fake_id = MAGIC + struct.pack("<Q", 4096)
+    data = MAGIC + struct.pack("<Q", 4096) + (struct.pack("<QQQ", 0, 0, 32) + fake_id) * 20_000
+    targets, unknown, incomplete = _bundle_of(data)
+    assert targets == [] and incomplete is None
+    assert unknown == "an offload bundle header runs past the section (truncated)"
+
+
+def test_entry_cap_gives_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pinning.audit.elf as elf
+
+    monkeypatch.setattr(elf, "MAX_TOTAL_ENTRIES", 3)
+    targets, unknown, incomplete = _bundle_of(TWO + OLD)
+    assert targets == ["gfx90a:xnack-", "gfx942:sramecc+:xnack-"] and unknown is None
+    assert incomplete == ("more than 3 offload bundle entries in .hip_fatbin; the rest were "
+                          "not read")
+    # without the cap both bundles are read
+    monkeypatch.setattr(elf, "MAX_TOTAL_ENTRIES", 65_536)
+    assert _bundle_of(TWO + OLD)[0] == ["gfx1100", "gfx90a", "gfx90a:xnack-",
+                                         "gfx942:sramecc+:xnack-"]
+
+
+def test_magic_inside_a_code_object_is_not_a_bundle() -> None:
+    # an entry whose code object (offset, size) holds another bundle's bytes: skipped over
+    inner = bundle("hipv4-amdgcn-amd-amdhsa--gfx1100")
+    entry = b"hipv4-amdgcn-amd-amdhsa--gfx942"
+    header = len(MAGIC) + 8 + 24 + len(entry)
+    outer = MAGIC + struct.pack("<Q", 1) + struct.pack("<QQQ", header, len(inner),
+                                                       len(entry)) + entry + inner
+    assert list(iter_targets(outer)) == ["gfx942"]
+    # a bundle after what the first covers is read
+    assert list(iter_targets(outer + inner)) == ["gfx1100", "gfx942"]
+
+
+@needs_gcc
+def test_incomplete_list_without_the_target_is_no_data(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import pinning.audit.elf as elf
+
+    monkeypatch.setattr(elf, "MAX_TOTAL_ENTRIES", 3)
+    so = add_section(build_so(tmp_path), ".hip_fatbin", OLD + TWO)
+    [f] = scan_elf(so, "ext.so", MI300X).findings
+    assert (f.rule, f.verdict) == ("extension.hip-targets-unknown", Verdict.NO_DATA)
+    assert f.subject == "HIP device code for gfx1100, gfx90a and more"
+    assert "more than 3 offload bundle entries" in f.why and f.why.endswith("gfx1100, gfx90a")
+    # when the target is among those read, the verdict stands, noting the rest
+    so2 = add_section(build_so(tmp_path, "ext2"), ".hip_fatbin", TWO + OLD)
+    [g] = scan_elf(so2, "ext2.so", MI300X).findings
+    assert (g.rule, g.verdict) == ("extension.hip-code-object", Verdict.READY)
+    assert "and perhaps more: more than 3 offload bundle entries" in g.why
+
+
+def test_compressed_bundle_is_skipped_by_its_recorded_size() -> None:
+    inner = zlib.compress(TWO)
+    ccob = b"CCOB" + struct.pack("<HHIIQ", 2, 0, 24 + len(inner), len(TWO), 0) + inner
+    padded = ccob + b"\0" * (4096 - len(ccob))
+    assert list(iter_targets(padded + OLD)) == ["gfx1100", "gfx90a", "gfx90a:xnack-",
+                                                "gfx942:sramecc+:xnack-"]

@@ -106,3 +106,80 @@ def test_bad_host_snapshot_is_skip(tmp_path: Path) -> None:
     snap.write_text("{not json")
     with pytest.raises(Skip, match="not JSON"):
         scan_host_snapshot(snap, Context())
+
+
+def test_top_level_names_outside_the_folder_are_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the review's reproducer shape: a relative site folder whose evil-1.0.dist-info has no
+    # RECORD and a top_level.txt naming /usr/lib (and `..`, `/`, a link out)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.so").write_bytes(b"\x7fELF")
+    site = tmp_path / "site"
+    info = dist(site, "evil", "1.0")
+    (site / "escape").symlink_to(outside)
+    (site / "good").mkdir()
+    (info / "top_level.txt").write_text("/usr/lib\n..\n/\n../outside\nescape\ngood\n")
+    monkeypatch.chdir(tmp_path)
+    scan = scan_site_packages(Path("site"), Context())
+    assert [p.name for p in scan.packages] == ["evil"]
+    assert scan.findings == []
+    where = str(Path("site") / "evil-1.0.dist-info" / "top_level.txt")
+    reasons = sorted(s.reason for s in scan.skipped if s.path == where)
+    assert reasons == [
+        "names '..', outside the site-packages folder; not walked",
+        "names '../outside', outside the site-packages folder; not walked",
+        "names '/', outside the site-packages folder; not walked",
+        "names '/usr/lib', outside the site-packages folder; not walked",
+        "names 'escape', a link or a path leaving the site-packages folder; not walked",
+    ]
+    assert len(scan.skipped) == 5
+
+
+def test_top_level_inside_is_walked_with_relative_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    info = dist(site, "ok", "1.0")
+    (site / "ok" / "sub").mkdir(parents=True)
+    (site / "ok" / "sub" / "_c.so").write_bytes(b"not an ELF file")
+    (info / "top_level.txt").write_text("ok\n")
+    monkeypatch.chdir(tmp_path)
+    scan = scan_site_packages(Path("site"), Context())
+    assert [(s.path, s.reason) for s in scan.skipped] == [
+        (str(Path("site") / "ok" / "sub" / "_c.so"), "not an ELF file")]
+
+
+def test_record_rows_outside_the_folder_are_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.so").write_bytes(b"\x7fELF")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "in.so").write_bytes(b"plain text")
+    (site / "link.so").symlink_to(outside / "x.so")
+    # an absolute row naming a file inside the folder is refused too (it used to raise
+    # ValueError from relative_to with a relative folder)
+    info = dist(site, "rec", "1.0", [str(outside / "x.so"), "../outside/x.so", "link.so",
+                                     str((site / "in.so").resolve()), "in.so"])
+    monkeypatch.chdir(tmp_path)
+    scan = scan_site_packages(Path("site"), Context())
+    got = sorted((s.path, s.reason) for s in scan.skipped)
+    assert got == [
+        (str(Path("site") / "in.so"), "not an ELF file"),
+        (str(Path("site") / info.name / "RECORD"),
+         "4 shared object(s) listed outside the site-packages folder (absolute, `..` or "
+         "through a link); not scanned"),
+    ]
+
+
+def test_dist_info_link_leaving_the_folder_is_skipped(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    dist(elsewhere, "far", "1.0")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "far-1.0.dist-info").symlink_to(elsewhere / "far-1.0.dist-info")
+    scan = scan_site_packages(site, Context())
+    assert scan.packages == []
+    assert [(s.path, s.reason) for s in scan.skipped] == [
+        (str(site / "far-1.0.dist-info"), "a link leaving the site-packages folder; not read")]

@@ -151,16 +151,43 @@ def test_32_bit_mask_in_shfl_sync_is_flagged() -> None:
 
 
 @pytest.mark.parametrize("mask", ["0xFFFFFFFF", "0xffffffffu", "~0u", "(unsigned)-1",
-                                  "uint32_t(-1)", "FULL"])
+                                  "uint32_t(-1)", "FULL", "-1", "~0", "static_cast<unsigned>(-1)",
+                                  "static_cast<uint32_t>(-1)", "static_cast<unsigned int>( -1 )"])
 def test_32_bit_mask_spellings(mask: str) -> None:
     text = f"#define FULL 0xffffffff\n__device__ void f() {{ __ballot_sync({mask}, 1); }}\n"
     assert _one(text, "kernel.warp-mask").line == 2
 
 
-@pytest.mark.parametrize("mask", ["__activemask()", "~0ull", "0xffffffffffffffff", "mask"])
+@pytest.mark.parametrize("mask", ["__activemask()", "~0ull", "0xffffffffffffffff", "mask",
+                                  "-1ll", "static_cast<unsigned long long>(-1)", "x - 1"])
 def test_64_bit_or_variable_masks_are_not_flagged(mask: str) -> None:
     _none("__device__ float r(float v) {\n  unsigned long long mask = __activemask();\n"
           f"  return __shfl_down_sync({mask}, v, 1);\n}}\n", "kernel.warp-mask")
+
+
+@pytest.mark.parametrize("decl", [
+    "const unsigned FULL_MASK = 0xffffffff;", "constexpr unsigned FULL_MASK = 0xFFFFFFFFu;",
+    "static const uint32_t FULL_MASK = 0xffffffff;", "constexpr uint32_t FULL_MASK = ~0u;",
+    "const unsigned FULL_MASK = -1;", "static constexpr int FULL_MASK = ~0;",
+    "__device__ const unsigned int FULL_MASK = 4294967295u;",
+    "const unsigned long long FULL_MASK = 0xffffffff;",  # a 64-bit name, 32 lanes in it
+    "enum { FULL_MASK = 0xffffffff };"])
+def test_32_bit_mask_constants_are_mask_names(decl: str) -> None:
+    f = _one(f"{decl}\n__device__ float r(float v) {{\n"
+             "  return __shfl_down_sync(FULL_MASK, v, 1);\n}\n", "kernel.warp-mask")
+    assert (f.subject, f.line, f.column) == ("32-bit mask in __shfl_down_sync", 3, 10)
+
+
+@pytest.mark.parametrize("decl", [
+    "const unsigned long long FULL_MASK = ~0ull;", "const uint64_t FULL_MASK = -1;",
+    "constexpr unsigned long long FULL_MASK = 0xffffffffffffffffull;",
+    "uint64_t FULL_MASK = ~0;", "// const unsigned FULL_MASK = 0xffffffff;",
+    'const char* s = "const unsigned FULL_MASK = 0xffffffff;";',
+    "unsigned long long FULL_MASK = __activemask(); bool all = FULL_MASK == 0xffffffff;",
+    "unsigned long long FULL_MASK = 1; FULL_MASK |= 0xffffffff;"])
+def test_64_bit_mask_constants_and_comparisons_are_not_mask_names(decl: str) -> None:
+    _none(f"{decl}\n__device__ float r(float v) {{\n"
+          "  return __shfl_down_sync(FULL_MASK, v, 1);\n}\n", "kernel.warp-mask")
 
 
 def test_active_mask_kept_in_32_bits() -> None:
@@ -174,14 +201,16 @@ def test_active_mask_kept_in_32_bits() -> None:
 
 def test_hard_coded_warp_size() -> None:
     scan = _scan("#define WARP_SIZE 32\nconstexpr int kWarpSize = 32;\n"
-                 "__device__ bool w() { return warpSize == 32; }\n")
+                 "__device__ bool w() { return warpSize == 32; }\n"
+                 "__device__ bool v() { if (warpSize != 32) return false; return true; }\n")
     assert [(f.subject, f.line) for f in _by_rule(scan, "kernel.warp-size")] == [
-        ("WARP_SIZE 32", 1), ("kWarpSize = 32", 2), ("warpSize == 32", 3)]
+        ("WARP_SIZE 32", 1), ("kWarpSize = 32", 2), ("warpSize == 32", 3),
+        ("warpSize != 32", 4)]
     cited = _by_rule(scan, "kernel.warp-size")[0].citation
     assert (cited.source, cited.published) == (
         "https://rocmdocs.amd.com/en/develop/reference/gpu-arch-specs.html", dt.date(2026, 2, 20))
-    _none("#define WARP_SIZE 64\nint n = x % warpSize; int w = warp_size * 2;\n",
-          "kernel.warp-size")
+    _none("#define WARP_SIZE 64\nint n = x % warpSize; int w = warp_size * 2;\n"
+          "bool odd = warpSize != kExpected; bool big = warpSize != 320;\n", "kernel.warp-size")
 
 
 def test_lane_arithmetic_on_thread_ids() -> None:
@@ -331,3 +360,96 @@ def test_a_thread_count_divided_by_32_is_a_warp_count_of_32_lanes() -> None:
     f = _one("constexpr int kNWarps = kNThreads / 32;\n", "kernel.lane-arith")
     assert (f.line, f.verdict) == (1, Verdict.PORT)
     _none("int blocks = n_elements / 32;\n", "kernel.lane-arith")
+
+
+# -- warp-size rules in host C++ (review item 7) ----------------------------------------------
+
+_LANE_RULES = ("kernel.lane-arith", "kernel.warp-size", "kernel.warp-loop")
+_HOST_ONLY = ("// tokenizer hashing, CPU only\n"
+              "int bucket(int tid) { return tid % 32; }\n"
+              "int shard(int thread_id) { return thread_id & 31; }\n"
+              "unsigned hash(unsigned lane_count) { return lane_count >> 5; }\n"
+              "constexpr int kWarpSize = 32;\n"
+              "void halve(int* v) { for (int o = 16; o > 0; o /= 2) v[o] = 0; }\n")
+
+
+def _lane_findings(scan: FileScan) -> list[tuple[str, int]]:
+    return [(f.rule, f.line or 0) for f in scan.findings if f.rule in _LANE_RULES]
+
+
+@pytest.mark.parametrize("name", ["host.cpp", "host.h", "host.cc"])
+def test_host_only_cpp_gets_no_warp_size_findings(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_text(_HOST_ONLY)
+    assert _lane_findings(scan_source(tmp_path / name, name, CTX)) == []
+
+
+def test_the_same_code_in_a_cu_file_or_embedded_kernel_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "k.cu").write_text(_HOST_ONLY)
+    expected = [("kernel.lane-arith", 2), ("kernel.lane-arith", 3), ("kernel.lane-arith", 4),
+                ("kernel.warp-loop", 6), ("kernel.warp-size", 5)]
+    assert sorted(_lane_findings(scan_source(tmp_path / "k.cu", "k.cu", CTX))) == expected
+    assert sorted(_lane_findings(_scan(_HOST_ONLY))) == expected
+
+
+def test_cpp_device_functions_get_warp_size_findings_host_functions_none(
+        tmp_path: Path) -> None:
+    text = ("int host_bucket(int tid) { return tid % 32; }\n"
+            "__host__ __device__ inline int lane(int tid) {\n"
+            "  if (tid) { return tid & 31; }\n  return 0;\n}\n"
+            "int host_again(int tid) { return tid & 31; }\n"
+            "__device__ int counter;\n"
+            "int host_third(int tid) { return tid >> 5; }\n"
+            "template <int N> __global__ void k(float* v) {\n"
+            "  for (int o = 16; o > 0; o /= 2) v[0] += 1;\n"
+            "  if (warpSize == 32) v[1] = 0;\n}\n")
+    (tmp_path / "ops.hpp").write_text(text)
+    got = _lane_findings(scan_source(tmp_path / "ops.hpp", "ops.hpp", CTX))
+    assert sorted(got) == [("kernel.lane-arith", 3), ("kernel.warp-loop", 10),
+                           ("kernel.warp-size", 11)]
+
+
+# -- linear scans (review item 4): the same answers on long repeated input -------------------
+
+def test_every_launch_of_a_long_kernel_is_found_once_per_line() -> None:
+    text = "__global__ void k() {\n" + "  k<<<1, 1>>>();\n" * 3000 + "}\nvoid h() { k<<<1,1>>>(); }\n"
+    f = _one(text, "kernel.dynamic-parallelism")
+    assert (f.line, f.lines) == (2, list(range(2, 3002)))
+
+
+def test_a_second_kernel_is_tracked_after_the_first_closes() -> None:
+    text = ("__global__ void a() {\n  { }\n}\n"
+            "void host() {\n  a<<<1, 1>>>();\n}\n"
+            "__global__ void b();\n"
+            "void host2() {\n  b<<<1, 1>>>();\n}\n"
+            "__global__ void c() {\n  // }\n  a<<<1, 1>>>();\n}\n")
+    assert _one(text, "kernel.dynamic-parallelism").lines == []
+    assert _one(text, "kernel.dynamic-parallelism").line == 13
+
+
+def test_a_run_of_launch_brackets_is_one_launch() -> None:
+    f = _one("__global__ void k() {" + "<" * 30000 + "\n}\n", "kernel.dynamic-parallelism")
+    assert (f.line, f.column, f.lines) == (1, 22, [])
+
+
+def test_code_after_an_asm_statement_is_read_and_an_unclosed_one_ends_at_a_semicolon() -> None:
+    text = ('__global__ void k() {\n  asm volatile("mov.u32 %0, 1;" : "=r"(x)); cudaFree(p);\n'
+            '  asm("bar.sync 0;" ; cudaMalloc(&p, 4);\n}\n')
+    scan = _scan(text)
+    assert [(f.subject, f.line) for f in scan.findings] == [
+        ("asm volatile", 2), ("cudaFree", 2), ("asm", 3), ("cudaMalloc", 3)]
+
+
+def test_many_asm_openings_are_one_finding_and_an_unclosed_body_is_read_once() -> None:
+    f = _one("asm(;\n" * 5000, "kernel.inline-ptx")
+    assert (f.subject, f.line, f.lines) == ("asm", 1, list(range(1, 5001)))
+    # no ")" and no ";": each statement is read for 4,000 characters, which are not read again
+    f = _one("asm(\n" * 5000, "kernel.inline-ptx")
+    assert (f.line, f.lines[:3]) == (1, [1, 802, 1603])
+
+
+def test_repeated_masks_on_one_line_keep_their_columns() -> None:
+    scan = _scan("unsigned m = __activemask(); " * 2000 + "\n" + "tid&31;" * 3000 + "\n")
+    store = _by_rule(scan, "kernel.warp-mask-store")[0]
+    lane = _by_rule(scan, "kernel.lane-arith")[0]
+    assert (store.line, store.column, store.lines) == (1, 14, [])
+    assert (lane.subject, lane.line, lane.column) == ("&31", 2, 4)

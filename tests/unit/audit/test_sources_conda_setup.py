@@ -64,7 +64,8 @@ def test_environment_packages_pip_section_and_cuda_findings(tmp_path: Path) -> N
     ]
     assert scan.findings[1].package == "pytorch-cuda"
     assert [s.path for s in scan.skipped] == ["environment.yml:12", "environment.yml:17"]
-    assert "not a conda package spec" in scan.skipped[0].reason
+    assert scan.skipped[0].reason == ("dependencies: not a conda package spec (no valid "
+                                      "package name)")
     assert "not followed" in scan.skipped[1].reason
 
 
@@ -125,7 +126,7 @@ def test_setup_py_literals_names_and_computed_values(tmp_path: Path) -> None:
         ("setup.py:15", scan.skipped[2].reason),
         ("setup.py:17", "install_requires is computed; not read statically"),
     ]
-    assert scan.skipped[2].reason.startswith("extras_require['test']: not a PEP 508")
+    assert scan.skipped[2].reason.startswith("extras_require['test']: not a requirement (")
 
 
 def test_setup_py_kwargs_and_no_setup_call(tmp_path: Path) -> None:
@@ -168,7 +169,7 @@ def test_setup_cfg_options_and_extras(tmp_path: Path) -> None:
         ("triton", "2.3.1", 13, "setup.cfg")]
     assert [s.path for s in scan.skipped] == ["setup.cfg", "setup.cfg:14"]
     assert "file: build-requirements.txt" in scan.skipped[0].reason
-    assert scan.skipped[1].reason.startswith("[options.extras_require] gpu: not a PEP 508")
+    assert scan.skipped[1].reason.startswith("[options.extras_require] gpu: not a requirement (")
 
 
 def test_setup_cfg_not_ini_and_binary_are_skip(tmp_path: Path) -> None:
@@ -223,3 +224,40 @@ def test_nvidia_label_and_url_channels_are_the_nvidia_channel(tmp_path: Path) ->
     [finding] = scan_environment_yml(_write(tmp_path, "environment.yml", text),
                                      "environment.yml", CTX).findings
     assert (finding.rule, finding.line, finding.lines) == (RULE_CHANNEL, 2, [2, 3])
+
+
+def test_environment_entries_that_are_not_strings_are_skipped(tmp_path: Path) -> None:
+    path = _write(tmp_path, "environment.yml", (
+        "channels: [5, nvidia]\n"
+        "dependencies:\n"
+        "  - 5\n"
+        "  - 1.5\n"
+        "  - true\n"
+        "  - null\n"
+        "  - [numpy]\n"
+        "  - '7zip'\n"
+        "  - _openmp_mutex=4.5\n"
+        "  - pip:\n"
+        "    - 1\n"
+        "    - false\n"
+        "    - six==1.16.0\n"
+    ))
+    scan = scan_environment_yml(path, "environment.yml", CTX)
+    assert [(p.name, p.line) for p in scan.packages] == [
+        ("7zip", 8), ("_openmp_mutex", 9), ("six", 13)]
+    assert [(s.path, s.reason) for s in scan.skipped] == [
+        (f"environment.yml:{n}", "dependencies: an entry is not a string") for n in range(3, 8)
+    ] + [(f"environment.yml:{n}", "pip: an entry is not a string") for n in (11, 12)]
+    [channel] = scan.findings
+    assert (channel.rule, channel.line) == (RULE_CHANNEL, 1)
+
+
+def test_environment_spec_text_is_not_copied_into_a_reason(tmp_path: Path) -> None:
+    path = _write(tmp_path, "environment.yml", (
+        "dependencies:\n  - 'aws_key: hunter2SECRET'\n  - '$SECRET$'\n  - numpy\n"))
+    scan = scan_environment_yml(path, "environment.yml", CTX)
+    assert [p.name for p in scan.packages] == ["numpy"]
+    assert [(s.path, s.reason) for s in scan.skipped] == [
+        (f"environment.yml:{n}", "dependencies: not a conda package spec (no valid package "
+                                 "name)") for n in (2, 3)]
+    assert "SECRET" not in repr(scan)

@@ -204,3 +204,13 @@ def test_arbitrary_lock_shapes_never_raise(
         except Skip:
             return
         assert isinstance(result, FileScan)
+
+
+def test_a_locked_name_that_is_not_a_distribution_name_is_skipped(tmp_path: Path) -> None:
+    text = ('version = 1\n\n[[package]]\nname = "aws_key = hunter2"\nversion = "1.0"\n\n'
+            '[[package]]\nname = "six"\nversion = "1.16.0"\n')
+    scan = scan_uv_lock(_write(tmp_path, "uv.lock", text), "uv.lock", CTX)
+    assert [(p.name, p.version, p.line) for p in scan.packages] == [("six", "1.16.0", 7)]
+    assert [(s.path, s.reason) for s in scan.skipped] == [
+        ("uv.lock:3", "locked package name is not a valid distribution name")]
+    assert "hunter2" not in repr(scan)

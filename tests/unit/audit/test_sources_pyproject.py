@@ -78,7 +78,7 @@ def test_pep621_groups_and_uv_indexes(tmp_path: Path) -> None:
         "pyproject.toml:20": ("[tool.uv.sources] flash-attn: index 'missing-index' is not "
                               "declared in [[tool.uv.index]]"),
     }
-    assert reasons["pyproject.toml:16"].startswith("[dependency-groups] broken: not a PEP 508")
+    assert reasons["pyproject.toml:16"].startswith("[dependency-groups] broken: not a requirement (")
     [finding] = scan.findings
     assert (finding.kind, finding.rule, finding.verdict, finding.subject, finding.line) == (
         Kind.INDEX, RULE_INDEX, Verdict.SWAP, "https://download.pytorch.org/whl/cu124", 24)
@@ -199,3 +199,19 @@ def test_poetry_raw_is_written_as_toml(tmp_path: Path) -> None:
                            'torch = { version = "^2.1", optional = true }\n')
     assert [(p.raw, p.line) for p in scan.packages] == [
         ('torch = { version = "^2.1", optional = true }', 2)]
+
+
+def test_poetry_keys_that_are_not_distribution_names_are_skipped(tmp_path: Path) -> None:
+    scan = _scan(tmp_path, (
+        "[tool.poetry.dependencies]\n"
+        'python = "^3.11"\n'
+        '"ghp token!" = "1.0"\n'
+        'numpy = "==1.26.4"\n'
+        "[[tool.poetry.source]]\n"
+        'name = "x"\n'
+        'url = "https://example.org/simple"\n'
+    ))
+    assert [(p.name, p.version, p.line) for p in scan.packages] == [("numpy", "1.26.4", 4)]
+    assert [(s.path, s.reason) for s in scan.skipped] == [
+        ("pyproject.toml:3", "[tool.poetry.dependencies]: a key is not a valid distribution "
+                             "name")]

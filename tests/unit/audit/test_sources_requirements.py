@@ -88,9 +88,12 @@ def test_include_loop_missing_include_and_remote_include_are_skipped(tmp_path: P
     assert [(p.name, p.path, p.line) for p in scan.packages] == [
         ("six", "a.txt", 4), ("idna", "b.txt", 2)]
     reasons = {s.path: s.reason for s in scan.skipped}
-    assert set(reasons) == {"b.txt:1", "a.txt:2", "a.txt:3"}
-    assert "include loop" in reasons["b.txt:1"]
-    assert reasons["a.txt:2"].startswith("include missing.txt: ")
+    assert set(reasons) == {"a.txt:1", "b.txt:1", "a.txt:2", "a.txt:3"}
+    assert reasons["a.txt:1"] == ("include 'b.txt' is part of an include loop; each file is "
+                                  "read once")
+    assert reasons["b.txt:1"] == ("include 'a.txt' is part of an include loop; each file is "
+                                  "read once")
+    assert reasons["a.txt:2"].startswith("include 'missing.txt': ")
     assert "remote" in reasons["a.txt:3"]
 
 
@@ -128,8 +131,9 @@ def test_editable_url_and_bad_lines(tmp_path: Path) -> None:
         ("xformers", None, None, 4)]
     assert [s.path for s in scan.skipped] == ["r.txt:2", "r.txt:5", "r.txt:6"]
     assert "#egg=NAME" in scan.skipped[0].reason
-    assert scan.skipped[1].reason.startswith("not a PEP 508 requirement")
-    assert "unknown option" in scan.skipped[2].reason
+    assert scan.skipped[1].reason == ("not a requirement (Expected semicolon (after name "
+                                      "with no version specifier) or end)")
+    assert scan.skipped[2].reason == "unknown option --no-such-option"
 
 
 def test_logical_lines_join_continuations_and_drop_comments() -> None:
@@ -171,3 +175,112 @@ def test_arbitrary_text_never_raises_but_skip(text: str) -> None:
         except Skip:
             return
         assert isinstance(result, FileScan)
+
+
+# -- includes stay inside the audited folders; no line text is copied (review item 6) ----------
+
+
+def test_include_outside_the_audited_folders_is_not_read(tmp_path: Path) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    _write(outside / "secret.txt", "ghp_R3allySecretT0ken123\n")
+    (project / "linked.txt").parent.mkdir(parents=True)
+    (project / "linked.txt").symlink_to(outside / "secret.txt")
+    _write(project / "dev.txt", "pytest==8.2.0\n")
+    top = _write(project / "requirements.txt", (
+        f"-r {outside / 'secret.txt'}\n-c ../outside/secret.txt\n-r linked.txt\n"
+        "-r dev.txt\n"))
+    ctx = Context(roots=(project.resolve(),))
+    scan = scan_requirements(top, "requirements.txt", ctx)
+    assert [(p.name, p.path, p.line) for p in scan.packages] == [("pytest", "dev.txt", 1)]
+    assert [(s.path, s.reason) for s in scan.skipped] == [
+        (f"requirements.txt:{n}", "include outside the audited folders; not read")
+        for n in (1, 2, 3)]
+    # Without roots (a scanner called on its own) the same includes are read.
+    alone = scan_requirements(top, "requirements.txt", CTX)
+    assert [(p.name, p.line) for p in alone.packages] == [
+        ("ghp-r3allysecrett0ken123", 1), ("pytest", 1)]
+
+
+def test_a_line_that_is_no_requirement_is_not_copied_into_the_report(tmp_path: Path) -> None:
+    top = _write(tmp_path / "requirements.txt", (
+        "[default]\n"
+        "aws_secret_access_key = hunter2SECRET\n"
+        "root:$6$SECRETSALT$SECRETHASH:19000:0:99999:7:::\n"
+        "torch>=SECRET.TOKEN\n"
+        "-\x1b]0;SECRET\x07\n"
+        "-r https://user:SECRETPASS@example.org/r.txt\n"
+        "--extra-index-url https://tok:SECRETPASS@download.pytorch.org/whl/cu121\n"
+        "-e git+https://example.org/k.git#egg=bad_\n"
+        "six==1.16.0\n"
+    ))
+    scan = scan_requirements(top, "requirements.txt", CTX)
+    reasons = [(s.path, s.reason) for s in scan.skipped]
+    assert reasons[:4] == [
+        ("requirements.txt:1", "not a requirement (Expected package name at the start of "
+                               "dependency specifier)"),
+        ("requirements.txt:2", "not a requirement (Expected semicolon (after name with no "
+                               "version specifier) or end)"),
+        ("requirements.txt:3", "not a requirement (Expected semicolon (after name with no "
+                               "version specifier) or end)"),
+        ("requirements.txt:4", "not a requirement (Expected semicolon (after name with no "
+                               "version specifier) or end)"),
+    ]
+    assert reasons[4] == ("requirements.txt:5", "unknown option (not shown)")
+    assert reasons[5][0] == "requirements.txt:8"
+    assert reasons[5][1].endswith("#egg= names no valid distribution name")
+    assert reasons[6] == ("requirements.txt:6", "include 'https://example.org/r.txt' is "
+                          "remote; pin does not fetch it")
+    assert [p.name for p in scan.packages] == ["six"]
+    assert scan.packages[0].index_urls == ("https://download.pytorch.org/whl/cu121",)
+    [finding] = scan.findings
+    assert (finding.subject, finding.line) == ("https://download.pytorch.org/whl/cu121", 7)
+    report = repr(scan)
+    assert "hunter2" not in report and "SECRETHASH" not in report
+    assert "SECRETPASS" not in report and "\x1b" not in report
+
+
+def test_a_long_line_is_shown_cut_short() -> None:
+    from pinning.audit.sources.requirements import shown
+    assert shown("x" * 500) == "x" * 80 + "..."
+    assert shown("short") == "short"
+    assert shown("a\u202eb\nc") == "a\\u202eb\\x0ac"
+
+
+# -- one entry per problem, whichever route reached it (review item 13a) ------------------------
+
+
+def test_a_file_met_directly_and_through_an_include_gives_identical_entries(
+        tmp_path: Path) -> None:
+    dev = _write(tmp_path / "reqs" / "dev-requirements.txt", "pytest==8.2.0\nnot valid ===\n")
+    top = _write(tmp_path / "requirements.txt",
+                 f"-r reqs/dev-requirements.txt\n-r {dev}\n-c ./reqs/../reqs/dev-requirements.txt\n")
+    other = _write(tmp_path / "reqs" / "other-requirements.txt", "-r dev-requirements.txt\n")
+    ctx = Context(roots=(tmp_path.resolve(),))
+    direct = scan_requirements(dev, "reqs/dev-requirements.txt", ctx).skipped
+    assert [(s.path, s.reason[:17]) for s in direct] == [
+        ("reqs/dev-requirements.txt:2", "not a requirement")]
+    assert scan_requirements(top, "requirements.txt", ctx).skipped == direct
+    assert scan_requirements(other, "reqs/other-requirements.txt", ctx).skipped == direct
+    packages = scan_requirements(top, "requirements.txt", ctx).packages
+    assert [(p.name, p.path, p.line) for p in packages] == [
+        ("pytest", "reqs/dev-requirements.txt", 1)]
+
+
+def test_an_include_loop_gives_the_same_entries_from_every_file(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a-requirements.txt", "-r b-requirements.txt\ntorch==2.3.1\n")
+    b = _write(tmp_path / "b-requirements.txt", "-r a-requirements.txt\nflash-attn\n")
+    c = _write(tmp_path / "c-requirements.txt", "-r a-requirements.txt\n")
+    loop = {
+        ("a-requirements.txt:1",
+         "include 'b-requirements.txt' is part of an include loop; each file is read once"),
+        ("b-requirements.txt:1",
+         "include 'a-requirements.txt' is part of an include loop; each file is read once"),
+    }
+    for path in (a, b, c):
+        skipped = scan_requirements(path, path.name, CTX).skipped
+        assert len(skipped) == 2
+        assert {(s.path, s.reason) for s in skipped} == loop
+    # A chain without a loop reports nothing.
+    _write(tmp_path / "d.txt", "-r e.txt\n")
+    _write(tmp_path / "e.txt", "six\n")
+    assert scan_requirements(tmp_path / "d.txt", "d.txt", CTX).skipped == []

@@ -135,3 +135,64 @@ def test_requirement_closure_is_judged_package_by_package(tmp_path: Path) -> Non
     assert not [p for p in log if p.endswith(".whl")]
     bad = pin("audit", "-r", "--index-url=http://evil/simple")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_output_never_replaces_an_input(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    req = proj / "requirements.txt"
+    req.write_text("numpy==1.26.4\n")
+    same = pin("audit", str(req), "-o", str(req))
+    assert same.returncode == 2 and "one of the inputs" in same.stderr
+    inside = pin("audit", str(proj), "-o", str(proj / "dev-requirements.txt"))
+    assert inside.returncode == 2 and "a file of a kind pin audits" in inside.stderr
+    assert req.read_text() == "numpy==1.26.4\n"
+    ok = pin("audit", str(proj), "-o", str(proj / "audit.txt"))
+    assert ok.returncode == 0 and (proj / "audit.txt").read_text().startswith("pin audit:")
+
+
+def test_environments_that_cannot_be_read_are_usage_errors(tmp_path: Path) -> None:
+    snap = tmp_path / "x.json"
+    snap.write_text('{"a": 1}')
+    r = pin("audit", "--host", str(snap))
+    assert r.returncode == 2 and f"--host {snap}" in r.stderr and "Traceback" not in r.stderr
+    s = pin("audit", "--site-packages", str(tmp_path / "absent"))
+    assert s.returncode == 2 and "does not exist" in s.stderr
+
+
+def test_a_link_to_a_file_outside_the_tree_is_not_read(tmp_path: Path) -> None:
+    secret = tmp_path / "credentials"
+    secret.write_text("ghp_R3allySecretT0ken123\n")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "dev-requirements.txt").symlink_to(secret)
+    (proj / "requirements.txt").write_text("-r ../credentials\nnumpy==1.26.4\n")
+    r = pin("audit", str(proj), "--format", "sarif")
+    assert r.returncode == 0, r.stderr
+    assert "ghp_R3allySecretT0ken123" not in r.stdout
+    t = pin("audit", str(proj))
+    assert "dev-requirements.txt: a link to a file outside the audited folders" in t.stdout
+    assert "ghp_" not in t.stdout
+
+
+def test_text_lists_ready_code_findings_as_notes_and_sarif_uris(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(
+        "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n")
+    r = pin("audit", str(tmp_path))
+    assert "READY, WITH A NOTE (1)" in r.stdout and "[tf32]" in r.stdout
+    (tmp_path / "k.cu").write_text("void f(float** p) { cudaMalloc(p, 4); }\n")
+    s = pin("audit", str(tmp_path), "--format", "sarif")
+    uris = {res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for res in json.loads(s.stdout)["runs"][0]["results"] if "locations" in res}
+    assert f"file://{tmp_path}/k.cu" in uris
+    rel = pin("audit", ".", "--format", "sarif", cwd=tmp_path)
+    art = [res["locations"][0]["physicalLocation"]["artifactLocation"]
+           for res in json.loads(rel.stdout)["runs"][0]["results"] if "locations" in res]
+    assert {"uri": "k.cu", "uriBaseId": "%SRCROOT%"} in art
+
+
+def test_a_huge_subject_is_cut(tmp_path: Path) -> None:
+    (tmp_path / "requirements.txt").write_text("a" * 5000 + "==1.0\n")
+    r = pin("audit", str(tmp_path), "--format", "json")
+    subjects = [f["subject"] for f in json_result(r)["findings"]]
+    assert subjects and all(len(s) <= 203 for s in subjects)
