@@ -137,7 +137,7 @@ def _source_problem(source: str) -> str | None:
     for bad in _FORBIDDEN_SOURCES:
         if bad in lowered:
             return f"names {bad!r}: cite the public source, never pin's own notes"
-    # ``owner/repo@commit:shared/x`` and ``shared\x`` name the folder too, not only ``a/shared/b``.
+    # ``owner/repo@commit:<folder>/x`` and backslash paths name the folder too.
     segments = lowered.replace("\\", "/").replace(":", "/").replace("@", "/").split("/")
     if _FORBIDDEN_SEGMENT in segments:
         return f"names a {_FORBIDDEN_SEGMENT!r} folder: cite the public source, never pin's " \
