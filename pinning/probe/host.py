@@ -14,12 +14,15 @@ distribution names (ROCm/aiter@0132896:setup.py).
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pinning import __version__
 from pinning.errors import ProbeError
+from pinning.lockfile.models import Model, model_content_hash
 from pinning.probe.gpus import (
     AMD_VENDOR,
     NVIDIA_VENDOR,
@@ -35,6 +38,7 @@ from pinning.probe.models import (
     GpuFacts,
     HostFacts,
     ModelFacts,
+    ModelFileProblem,
     OsFacts,
     ProbeInfo,
     Reading,
@@ -43,6 +47,9 @@ from pinning.probe.pyenv import probe_python, site_dirs
 from pinning.probe.root import HostRoot, run_tool
 from pinning.util.proc import Runner
 from pinning.util.text import control_chars
+
+if TYPE_CHECKING:
+    from pinning.probe.modelfiles import Hasher, ModelTree
 
 # --- OS ---------------------------------------------------------------------------------
 
@@ -163,7 +170,84 @@ def hf_cache_dir(env: Mapping[str, str]) -> str:
     return home.rstrip("/") + "/.cache/huggingface/hub"
 
 
-def probe_model(host: HostRoot, env: Mapping[str, str], model_id: str) -> ModelFacts:
+def probe_model(host: HostRoot, env: Mapping[str, str], model_id: str | None = None, *,
+                model: Model | None = None, hasher: Hasher | None = None) -> ModelFacts:
+    """The model on the host, offline: the cached revisions of ``model_id`` (huggingface_hub's
+    cache scan), and with the lock's ``model`` also its files, hashed by ``hasher``
+    (:mod:`pinning.probe.modelfiles`): a Hugging Face model's snapshot at the locked revision
+    in the host's cache (:func:`hf_cache_dir`), or a local model folder (``model.path``:
+    ``~`` is the host's ``HOME``; a relative path is read from the current folder live, from
+    the root's ``/`` on a recorded host). Paths are read under the root. Never raises: what
+    cannot be read is the ``reason``.
+    """
+    if model is not None and model.path is not None:
+        return _probe_model_dir(host, env, model.path, hasher)
+    wanted = model.id if model is not None else model_id
+    assert wanted is not None, "probe_model needs model_id or model"
+    facts = _cached_revisions(host, env, wanted)
+    if model is None or model.revision is None:
+        return facts
+    rev = model.revision
+    cache = facts.cache or hf_cache_dir(env)
+    if rev not in facts.revisions:
+        why = facts.reason or (f"revision {rev} of {wanted} is not in the cache at {cache} "
+                               f"(cached: {', '.join(facts.revisions)})")
+        return facts.model_copy(update={"revision": rev, "source": "hf-cache", "reason": why})
+    from pinning.probe.modelfiles import read_hub_model
+
+    try:
+        tree = read_hub_model(host.path(cache), wanted, rev, hasher=hasher)
+    except OSError as exc:
+        return facts.model_copy(update={
+            "revision": rev, "source": "hf-cache",
+            "reason": f"cannot read {wanted}@{rev} in {cache}: {exc.strerror or exc}"})
+    return _with_tree(host, facts.model_copy(update={"revision": rev}), tree)
+
+
+def _probe_model_dir(host: HostRoot, env: Mapping[str, str], path: str,
+                     hasher: Hasher | None) -> ModelFacts:
+    """The files of the local model folder ``path`` (as the lock names it) on the host."""
+    where = path
+    if where == "~" or where.startswith("~/"):
+        home = (env.get("HOME") or "/root").rstrip("/")
+        where = home + where[1:]
+    elif not where.startswith("/"):
+        where = os.path.abspath(where) if host.live else posixpath.normpath("/" + where)
+    base = ModelFacts(path=path, source="directory", location=where)
+    if not host.is_dir(where):
+        state = "is not a folder" if host.exists(where) else "is absent"
+        return base.model_copy(update={"reason": f"the model folder {where} {state}"})
+    from pinning.probe.modelfiles import read_model_dir
+
+    try:
+        tree = read_model_dir(host.path(where), hasher=hasher)
+    except OSError as exc:
+        return base.model_copy(update={
+            "reason": f"cannot read the model folder {where}: {exc.strerror or exc}"})
+    return _with_tree(host, base, tree)
+
+
+def _with_tree(host: HostRoot, facts: ModelFacts, tree: ModelTree) -> ModelFacts:
+    """``facts`` with what :mod:`~pinning.probe.modelfiles` read: the files whose bytes
+    check out (a file with a problem is left out of ``files`` and listed in ``problems``),
+    their content hash, and where they were read (a host path).
+    """
+    bad = {p.path for p in tree.problems}
+    files = [f for f in tree.files if f.path not in bad]
+    problems = [ModelFileProblem(path=p.path, kind=p.kind, detail=p.detail)
+                for p in tree.problems]
+    reason = tree.reason
+    if not files and not problems and reason is None:
+        reason = "the model folder holds no file"
+    return facts.model_copy(update={
+        "source": tree.source,
+        "location": host.show(Path(tree.location)) if tree.location else facts.location,
+        "files": files, "problems": problems, "reason": reason,
+        "content_hash": model_content_hash(files) if files else None,
+    })
+
+
+def _cached_revisions(host: HostRoot, env: Mapping[str, str], model_id: str) -> ModelFacts:
     """Revisions of ``model_id`` cached locally, by huggingface_hub's cache scan (offline)."""
     cache = hf_cache_dir(env)
     if not host.is_dir(cache):
@@ -198,6 +282,8 @@ def probe_host(
     environ: Mapping[str, str] | None = None,
     site_packages: Sequence[str] = (),
     model_id: str | None = None,
+    model: Model | None = None,
+    hasher: Hasher | None = None,
     replay: str | None = None,
     identify: Callable[[str], str | None] | None = None,
 ) -> HostFacts:
@@ -206,7 +292,8 @@ def probe_host(
     ``runner`` runs tools (``None``: none are run); ``environ`` is the host's environment
     (live default: ``os.environ``; a recorded host: its recording's ``[environment]``);
     ``site_packages`` overrides Python environment discovery; ``model_id`` asks for the
-    cached revisions of that Hugging Face model; ``identify`` maps a PCI device ID to a pin
+    cached revisions of that Hugging Face model, ``model`` (the lock's) also for its files,
+    hashed by ``hasher`` (:func:`probe_model`); ``identify`` maps a PCI device ID to a pin
     GPU id (the matrix's identity table). Raises :class:`ProbeError` when ``root`` is not a
     directory.
     """
@@ -251,7 +338,8 @@ def probe_host(
     environment = {k: env[k] for k in BEHAVIOUR_ENV if k in env and not control_chars(env[k])}
     notes += [f"{k} not recorded: its value holds a control character"
               for k in BEHAVIOUR_ENV if k in env and k not in environment]
-    model = probe_model(host, env, model_id) if model_id else None
+    model_facts = (probe_model(host, env, model=model, hasher=hasher) if model is not None
+                   else probe_model(host, env, model_id) if model_id else None)
     return HostFacts(
         probe=ProbeInfo(tool=f"pin {__version__}", root=str(root), replay=replay, live=live),
         vendor=vendor,
@@ -262,6 +350,6 @@ def probe_host(
         python=python,
         environment=environment,
         container=_probe_container(host),
-        model=model,
+        model=model_facts,
         notes=notes,
     )

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from pinning.lockfile.models import ModelFile
 from pinning.util.digests import canonical_json as canonical_json_bytes
 from pinning.util.digests import sha256_digest
 from pinning.util.models import DistName, EnvName, FormatVersion, OneLine, Strict, Token
@@ -237,17 +238,50 @@ class ContainerFacts(Strict):
     image_digest: Reading
 
 
-class ModelFacts(Strict):
-    """The revisions of a model present in the local Hugging Face cache (no network).
-
-    ``revisions`` lists the 40-hex commits with a snapshot in the cache; empty with
-    ``reason`` when the model is not cached or the cache could not be read.
+class ModelFileProblem(Strict):
+    """Something wrong with one file of the model on the host: ``path`` relative to the
+    model folder, ``kind`` (``missing``, ``incomplete``, ``blob-mismatch``, ``unreadable``,
+    ``not-a-file``; see :class:`pinning.probe.modelfiles.ModelProblem`) and a one-line
+    ``detail``.
     """
 
-    id: str
+    path: str
+    kind: Literal["missing", "incomplete", "blob-mismatch", "unreadable", "not-a-file"]
+    detail: str
+
+
+class ModelFacts(Strict):
+    """The lock's model as the host holds it (no network).
+
+    ``id`` is a Hugging Face model id, ``path`` a local model folder (as the lock names it);
+    ``cache`` is the Hugging Face hub cache looked in and ``revisions`` the 40-hex commits
+    with a snapshot there, empty with ``reason`` when the model is not cached or the cache
+    could not be read. The files are read only for a lock's model (``pin probe --lock``,
+    ``pin verify``, ``pin freeze``): ``source`` says from where (``hf-cache``: the
+    revision's snapshot; ``directory``: the folder), ``location`` the snapshot or folder
+    read (a host path), ``files`` every regular file with its size in bytes and sha256
+    (sorted by path), ``problems`` what was wrong per file (a blob whose bytes do not match
+    its name, a half-downloaded file), ``content-hash``
+    :func:`~pinning.lockfile.models.model_content_hash` of ``files``. ``source`` unset: the
+    files were not read; ``files`` empty with ``reason``: the model is not there.
+    """
+
+    id: str | None = None
+    path: str | None = None
     cache: str | None = None
     revisions: list[str] = Field(default_factory=list)
     reason: str | None = None
+    revision: str | None = None
+    source: Literal["hf-cache", "directory"] | None = None
+    location: str | None = None
+    files: list[ModelFile] = Field(default_factory=list)
+    problems: list[ModelFileProblem] = Field(default_factory=list)
+    content_hash: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The model id, or the folder path, for messages."""
+        return self.id or self.path or "the model"
 
 
 class HostFacts(Strict):

@@ -59,10 +59,18 @@ class FrameworkRequest:
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A model pinned by Hugging Face id and 40-hex commit revision."""
+    """A model: a Hugging Face ``id`` with its 40-hex commit ``revision``, or a local model
+    folder ``path`` (as the user wrote it; ``id`` and ``revision`` then ``None``).
+    """
 
-    id: str
-    revision: str
+    id: str | None = None
+    revision: str | None = None
+    path: str | None = None
+
+    @property
+    def text(self) -> str:
+        """``ORG/NAME@REVISION`` or the folder path: the ``--model`` value that gives it."""
+        return f"{self.id}@{self.revision}" if self.id is not None else str(self.path)
 
 
 @dataclass(frozen=True)
@@ -145,15 +153,38 @@ def parse_runtime_spec(flag: str, text: str) -> SpecifierSet:
 
 
 def parse_model(text: str) -> ModelRef:
-    """Parse ``ORG/NAME@REVISION`` where REVISION is a 40-hex commit; else ``UsageError``."""
+    """Parse ``--model``: ``ORG/NAME@REVISION`` where REVISION is a 40-hex commit, or a local
+    model folder (a converted checkpoint): a path that starts with ``./``, ``../``, ``/`` or
+    ``~``, or an existing directory. The path is kept as written (one trailing ``/``
+    dropped), so the lock does not depend on where it was resolved. Else ``UsageError``
+    (exit 2); also for a path with a control character or over 4096 characters.
+    """
     m = _MODEL.match(text.strip())
-    if not m:
-        raise UsageError(
-            f"--model {_clip(text)}: expected ORG/NAME@REVISION with a 40-hex commit revision.",
-            hint="Find the commit on the model's Hugging Face page (Files and versions -> "
-            "History); a branch name such as `main` moves and cannot be locked.",
-        )
-    return ModelRef(id=m.group(1), revision=m.group(2))
+    if m:
+        return ModelRef(id=m.group(1), revision=m.group(2))
+    path = text.strip()
+    if path and len(path) <= 4096 and (
+            path.startswith(("./", "../", "/", "~")) or _is_dir(path)):
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+            raise UsageError(f"--model {_clip(text)}: a model folder path has no control "
+                             "character.")
+        return ModelRef(path=path.rstrip("/") or "/")
+    raise UsageError(
+        f"--model {_clip(text)}: expected ORG/NAME@REVISION with a 40-hex commit revision, "
+        "or a local model folder (./PATH, /PATH or ~/PATH).",
+        hint="Find the commit on the model's Hugging Face page (Files and versions -> "
+        "History); a branch name such as `main` moves and cannot be locked.",
+    )
+
+
+def _is_dir(path: str) -> bool:
+    """True when ``path`` names an existing directory (``False`` when it cannot be told)."""
+    import os
+
+    try:
+        return os.path.isdir(path)
+    except (OSError, ValueError):
+        return False
 
 
 def parse_os(text: str) -> tuple[str, str]:

@@ -4,20 +4,53 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinning import __version__
 from pinning.errors import UsageError
 from pinning.lockfile.io import amend, seal
-from pinning.lockfile.models import Extension, Lockfile, Serving
+from pinning.lockfile.models import Extension, Lockfile, Model, Serving, model_content_hash
 from pinning.matrix.importers.release_notes import FIRMWARE_KIND
 from pinning.matrix.load import Matrix
 from pinning.matrix.models import Provenance, WheelVariant
 from pinning.resolve.constraints import Constraints
 from pinning.resolve.result import Resolution
-from pinning.util.text import control_chars
+from pinning.util.text import control_chars, printable
+
+if TYPE_CHECKING:
+    from pinning.probe.modelfiles import ModelTree
 
 FREEZE = "freeze it from the trial host (pin freeze)"
+MODEL_FILES_NOT_READ = ("the model's files were not read; run `pin lock model LOCK` where the "
+                        "model is downloaded, or freeze it from the trial host (pin freeze)")
+
+
+def with_model_files(lock: Lockfile, tree: ModelTree | None) -> Lockfile:
+    """``lock`` with its ``[model]`` files as :mod:`pinning.probe.modelfiles` read them
+    (``tree``): every file whose bytes check out with its size and sha256, the content hash,
+    and in ``missing`` each file with a problem (listed for the revision but not there,
+    half-downloaded, a cache blob whose bytes do not match its name, unreadable): never a
+    guessed digest. A tree with no file gives ``files-unknown`` with its reason; ``None``
+    (not read) leaves the lock as it is. Unchanged when the lock has no model.
+    """
+    model = lock.model
+    if model is None or tree is None:
+        return lock
+    bad = {p.path for p in tree.problems
+           if not (p.kind == "incomplete" and p.path.startswith("blobs/"))}
+    files = [f for f in tree.files if f.path not in bad]
+    keep = {"id": model.id, "revision": model.revision, "path": model.path,
+            "origin": model.origin}
+    if files:
+        new = Model(**keep, files=files, missing=sorted(bad),
+                    content_hash=model_content_hash(files))
+    else:
+        why = tree.reason or ("no file could be read: " + "; ".join(
+            f"{p.path} ({p.kind})" for p in tree.problems[:5]) if tree.problems
+            else "the model folder holds no file")
+        new = Model(**keep, missing=sorted(bad),
+                    files_unknown=printable(why.rstrip("."), newlines=False))
+    return amend(lock, model=new)
 
 
 def regenerate_command(request: dict[str, Any], overlays: Sequence[str]) -> str:
@@ -67,7 +100,7 @@ def canonical_request(res: Resolution, matrix: Matrix) -> dict[str, Any]:
         "rocm": str(c.rocm) if c.rocm is not None else None,
         "cuda": str(c.cuda) if c.cuda is not None else None,
         "os": f"{c.os[0]}-{c.os[1]}" if c.os else None,
-        "model": f"{c.model.id}@{c.model.revision}" if c.model else None,
+        "model": c.model.text if c.model else None,
         "as-of": c.as_of.isoformat() if c.as_of else None,
     }.items() if v is not None}
 
@@ -177,7 +210,9 @@ def lock_from_resolution(
         "warnings": list(res.warnings),
     }
     if c.model is not None:
-        data["model"] = {"id": c.model.id, "revision": c.model.revision, "origin": "user"}
+        data["model"] = {k: v for k, v in {
+            "id": c.model.id, "revision": c.model.revision, "path": c.model.path,
+            "origin": "user", "files-unknown": MODEL_FILES_NOT_READ}.items() if v is not None}
     return seal(data)
 
 

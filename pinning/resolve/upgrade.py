@@ -30,6 +30,7 @@ from pinning.matrix.names import OS_ID_VERSION, os_matches
 from pinning.resolve.constraints import (
     Constraints,
     FrameworkRequest,
+    ModelRef,
     parse_framework,
     parse_model,
     parse_os,
@@ -92,9 +93,21 @@ def request_constraints(lock: Lockfile, matrix: Matrix, *, rocm: str | None = No
         rocm=parse_runtime_spec("--rocm", rocm_spec) if rocm_spec else None,
         cuda=parse_runtime_spec("--cuda", cuda_spec) if cuda_spec else None,
         os=parse_os(req.os) if req.os else None,
-        model=parse_model(req.model) if req.model else None,
+        model=_request_model(lock),
         as_of=dt.date.fromisoformat(req.as_of) if req.as_of else None,
     )
+
+
+def _request_model(lock: Lockfile) -> ModelRef | None:
+    """The request's ``--model``: the lock's local model folder as recorded (it need not
+    exist where the lock is upgraded), else parsed as ``pin resolve`` parses it.
+    """
+    model = lock.request.model
+    if not model:
+        return None
+    if lock.model is not None and lock.model.path is not None and lock.model.path == model:
+        return ModelRef(path=model)
+    return parse_model(model)
 
 
 def recorded_overlays(lock: Lockfile, lock_path: Path | None = None) -> list[str]:
@@ -338,11 +351,24 @@ def carry_forward(old: Lockfile, new: Lockfile) -> Upgraded:
             f"{_DROPPED_NOTE.format(version=__version__)}"
             + "; ".join(f"{p} ({why})" for p, why in cf.dropped) + ".")]
     _carry_rest(cf, data)
+    _carry_model(old, data)
     fields = {f.alias or name: name for name, f in Lockfile.model_fields.items()}
     updates = {fields[k]: v for k, v in data.items() if k in fields and k != "content-hash"}
     lock = amend(new, **updates)
     return Upgraded(lock=lock, carried=cf.carried, dropped=cf.dropped,
                     changes=diff_locks(old, lock))
+
+
+def _carry_model(old: Lockfile, data: dict[str, Any]) -> None:
+    """The old ``[model]`` (its pinned files, missing list, origin) when the new lock names
+    the same model (id and revision, or folder path): a re-resolve reads no file.
+    """
+    new = data.get("model")
+    if old.model is None or not isinstance(new, dict):
+        return
+    if (new.get("id"), new.get("revision"), new.get("path")) == (
+            old.model.id, old.model.revision, old.model.path):
+        data["model"] = lock_json(old)["model"]
 
 
 def _carry_rest(cf: _Carry, data: dict[str, Any]) -> None:

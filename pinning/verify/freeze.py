@@ -5,6 +5,7 @@ them so ``pin verify`` can still say when a later host leaves the validated set.
 frozen: GPU count, firmware (PLDM bundle / VBIOS / IFWI, the VBIOS string and per-engine
 microcode), kernel driver version and flavour, OS, kernel, the CUDA toolkit (NVIDIA), each
 framework's exact version and build, every Python distribution (``[packages]``), the
+lock's model files as the host holds them (``[model]``), the
 compiled extensions the host shows (``[[extensions]]``: flash-attn, AITER, vLLM's kernels...;
 :data:`~pinning.guards.serving.EXTENSION_SOURCES`) and the
 variables that change kernels or numerics (``[environment]``). The ROCm / CUDA release stays
@@ -23,10 +24,11 @@ from pinning.errors import DriftError
 from pinning.guards.serving import host_extensions
 from pinning.guards.view import Finding
 from pinning.lockfile.io import amend, lock_json
-from pinning.lockfile.models import Extension, Lockfile, Pinned
+from pinning.lockfile.models import Extension, Lockfile, Model, Pinned, model_content_hash
 from pinning.matrix.load import Matrix
 from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS
 from pinning.probe.models import NOT_JUDGED_ENV, GpuFacts, HostFacts, Reading, snapshot_hash
+from pinning.util.text import printable
 from pinning.util.versions import normalize_name
 from pinning.verify.compare import host_os_text
 from pinning.verify.report import verify
@@ -139,6 +141,8 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
     else:  # a previous freeze's packages stay only with --force (see `lost` below)
         unfrozen.append(f"packages ({facts.python.reason or 'no Python distributions found'})")
 
+    model, model_found = _freeze_model(lock, facts, unfrozen)
+    found += model_found
     still = _frozen_facts(lock)
     lost = sorted(f for f in still if any(u.startswith(f + " ") for u in unfrozen))
     lost_findings = [
@@ -173,8 +177,52 @@ def freeze(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, host_label: str,
         lock, target=data["target"], firmware=data["firmware"],
         kernel_driver=data["kernel-driver"], os=data["os"], kernel=data["kernel"],
         runtime=data["runtime"], frameworks=data["frameworks"], packages=data.get("packages"),
-        environment=environment, frozen=frozen, notes=notes, extensions=extensions)
+        environment=environment, frozen=frozen, notes=notes, extensions=extensions,
+        model=model)
     return frozen_lock, found, unfrozen
+
+
+def _freeze_model(lock: Lockfile, facts: HostFacts, unfrozen: list[str]
+                  ) -> tuple[Model | None, list[Finding]]:
+    """The lock's ``[model]`` with the files the trial host holds (``origin = "host"``, the
+    content hash set), and error findings for what must not be frozen: a cache blob whose
+    bytes do not match its name (left out of ``files``, listed in ``missing``), or files a
+    previous freeze pinned that this host lacks. A model the host lacks gets ``files-unknown``
+    with the reason, never guessed files; files the host could not read go to ``missing``.
+    The lock's model is kept as it is when the host's files were not read (a snapshot
+    without them), noted in ``unfrozen``.
+    """
+    model = lock.model
+    if model is None:
+        return None, []
+    seen = facts.model
+    if seen is None or seen.source is None or (seen.id, seen.path) != (model.id, model.path):
+        unfrozen.append("model.files (the host's files of the model were not read; freeze "
+                        "live, on a --root tree, or from a snapshot `pin probe --lock LOCK` "
+                        "wrote)")
+        return model, []
+    found = [Finding(code="model-blob-mismatch", fact=f"model.files[{p.path}]",
+                     status="mismatch", severity="error",
+                     message=printable(f"the cache blob's bytes do not match its name "
+                                       f"({p.detail}); not frozen", newlines=False))
+             for p in seen.problems if p.kind == "blob-mismatch"]
+    missing = sorted({p.path for p in seen.problems if not (
+        p.kind == "incomplete" and p.path.startswith("blobs/"))})
+    keep = {"id": model.id, "revision": model.revision, "path": model.path}
+    if seen.files:
+        frozen = Model(**keep, origin="host", files=seen.files, missing=missing,
+                       content_hash=model_content_hash(seen.files))
+        return frozen, found
+    why = printable((seen.reason or "no file could be read").rstrip("."), newlines=False)
+    unfrozen.append(f"model.files ({why})")
+    if model.origin == "host" and model.files:
+        found.append(Finding(code="not-refrozen", fact="model.files", status="missing",
+                             severity="error",
+                             message=f"{model.label}'s files were frozen before but are not on "
+                                     f"this host ({why})."))
+        return model, found
+    return Model(**keep, origin="host", missing=missing,
+                 files_unknown=f"not on the trial host: {why}"), found
 
 
 def _freeze_extensions(lock: Lockfile, facts: HostFacts) -> list[Extension] | None:

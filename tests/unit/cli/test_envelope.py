@@ -25,6 +25,7 @@ PROBE = ["--root", str(H200 / "root"), "--replay", str(H200 / "commands.toml")]
 MISSING = "/nonexistent/pin-envelope-test"
 SCHEMA = json.loads((ROOT / "schemas" / "envelope.schema.json").read_text())
 NEEDS_REGISTRY = None  # a result needs Docker and a registry: tests/integration covers it
+NEEDS_MODEL = None  # a result needs a lock with a [model] and its files
 
 #: command -> (arguments that give a result, or NEEDS_REGISTRY; arguments that fail).
 #: ``{tmp}`` is replaced by a fresh folder, ``{lock}`` by a copy of LOCK in it.
@@ -38,6 +39,8 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "lock validate": ([LOCK], [LOCK, MISSING]),
     "lock diff": ([LOCK, LOCK], [LOCK, MISSING]),
     "lock check": ([LOCK], [MISSING]),
+    # A result needs a lock with a [model]: tests/unit/cli/test_lock_model.py covers it.
+    "lock model": (NEEDS_MODEL, [MISSING]),
     "lock upgrade": (["{lock}", "--dry-run"], [MISSING]),
     "probe": (PROBE, ["--host", MISSING]),
     "verify": ([LOCK, *PROBE], [MISSING, *PROBE]),
@@ -90,7 +93,8 @@ def _run(command: str, args: list[str], tmp_path: Path) -> Any:
 def test_a_result_is_enveloped(command: str, tmp_path: Path) -> None:
     args = CASES[command][0]
     if args is None:
-        pytest.skip("a result needs Docker and a registry (tests/integration)")
+        pytest.skip("a result needs Docker and a registry (tests/integration), or a lock "
+                    "with a [model] (tests/unit/cli/test_lock_model.py)")
     r, env = _run(command, args, tmp_path)
     assert env["result"] is not None, r.stderr
     assert env["ok"] or env["exit-code"] == 6  # doctor's dump has a problem: result, exit 6
