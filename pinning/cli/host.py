@@ -264,7 +264,7 @@ def _freeze_summary(frozen: Lockfile, found: list[Finding], unfrozen: list[str],
     for item in unfrozen:
         click.echo(printable(f"Not frozen: {item}", newlines=False), err=err)
     if frozen.model is not None:
-        from pinning.cli.lock import model_line
+        from pinning.cli.modelfiles import model_line
 
         click.echo(printable(model_line(frozen.model), newlines=False), err=err)
     assert frozen.frozen is not None

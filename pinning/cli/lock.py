@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pinning.resolve.upgrade import Upgraded
 
 __all__ = ["lock", "lock_check", "lock_diff", "lock_model", "lock_show", "lock_upgrade",
-           "lock_validate", "model_line", "read_lock_model", "register"]
+           "lock_validate", "register"]
 
 
 @click.group()
@@ -248,45 +248,6 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
     click.echo(f"Wrote {dest}", err=fmt == "json")
 
 
-def read_lock_model(model: Model, *, cache: str | None = None, path: str | None = None
-                    ) -> ModelTree:
-    """Read and hash ``model``'s files on this machine, offline: a Hugging Face model's
-    snapshot at its revision in the hub cache ``cache`` (default ``$HF_HUB_CACHE``, else
-    ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), or the folder ``path`` (default:
-    the lock's model folder, ``~`` expanded). Digests are remembered in pin's cache
-    (:func:`~pinning.probe.modelfiles.default_cache_file`). Never raises for what is on disk.
-    """
-    import os
-
-    from pinning.probe.host import hf_cache_dir
-    from pinning.probe.modelfiles import (
-        Hasher,
-        default_cache_file,
-        read_hub_model,
-        read_model_dir,
-    )
-
-    hasher = Hasher(default_cache_file())
-    folder = path if path is not None else model.path
-    if folder is not None:
-        return read_model_dir(Path(os.path.expanduser(folder)), hasher=hasher)
-    assert model.id is not None and model.revision is not None
-    where = Path(os.path.expanduser(cache or hf_cache_dir(os.environ)))
-    return read_hub_model(where, model.id, model.revision, hasher=hasher)
-
-
-def model_line(model: Model) -> str:
-    """One line on the lock's model files: how many are pinned with the content hash, the
-    missing ones, or why none are.
-    """
-    if model.files:
-        total = sum(f.size for f in model.files)
-        gone = f"; missing: {', '.join(model.missing)}" if model.missing else ""
-        return (f"Model {model.label}: {len(model.files)} files pinned ({total} bytes, "
-                f"{model.content_hash}){gone}")
-    return f"Model {model.label}: files not pinned ({model.files_unknown or 'none recorded'})"
-
-
 @lock.command("model")
 @click.argument("path", metavar="LOCK")
 @click.option("--cache", metavar="DIR",
@@ -328,6 +289,8 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
     if cache and old.model.path is not None:
         raise UsageError(f"--cache reads a Hugging Face model; {path}'s model is the folder "
                          f"{old.model.path} (use --path DIR to read it elsewhere).")
+    from pinning.cli.modelfiles import read_lock_model
+
     tree = read_lock_model(old.model, cache=cache, path=folder)
     new = with_model_files(old, tree)
     assert new.model is not None
@@ -383,6 +346,8 @@ def _model_text(model: Model, tree: ModelTree, *, err: bool) -> None:
     for p in tree.problems:
         click.echo(printable(f"  problem: {p.path}: {p.kind}: {p.detail}", newlines=False),
                    err=err)
+    from pinning.cli.modelfiles import model_line
+
     click.echo(printable(model_line(model), newlines=False), err=err)
 
 

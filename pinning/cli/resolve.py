@@ -185,7 +185,7 @@ def _with_model_files(lock: Lockfile, *, skip: bool) -> Lockfile:
     """
     if lock.model is None or skip:
         return lock
-    from pinning.cli.lock import read_lock_model
+    from pinning.cli.modelfiles import read_lock_model
     from pinning.resolve.to_lock import with_model_files
 
     return with_model_files(lock, read_lock_model(lock.model))
@@ -195,7 +195,7 @@ def _model_lines(lock: Lockfile) -> list[str]:
     """The line on the lock's model files (none without a model), escaped."""
     if lock.model is None:
         return []
-    from pinning.cli.lock import model_line
+    from pinning.cli.modelfiles import model_line
 
     return [printable(model_line(lock.model), newlines=False)]
 

@@ -1,0 +1,53 @@
+"""The lock's model files on this machine, shared by ``pin resolve --model`` and ``pin lock
+model`` (kept apart from both command modules so neither imports the other).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pinning.lockfile.models import Model
+    from pinning.probe.modelfiles import ModelTree
+
+__all__ = ["model_line", "read_lock_model"]
+
+
+def read_lock_model(model: Model, *, cache: str | None = None, path: str | None = None
+                    ) -> ModelTree:
+    """Read and hash ``model``'s files on this machine, offline: a Hugging Face model's
+    snapshot at its revision in the hub cache ``cache`` (default ``$HF_HUB_CACHE``, else
+    ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), or the folder ``path`` (default:
+    the lock's model folder, ``~`` expanded). Digests are remembered in pin's cache
+    (:func:`~pinning.probe.modelfiles.default_cache_file`). Never raises for what is on disk.
+    """
+    import os
+
+    from pinning.probe.host import hf_cache_dir
+    from pinning.probe.modelfiles import (
+        Hasher,
+        default_cache_file,
+        read_hub_model,
+        read_model_dir,
+    )
+
+    hasher = Hasher(default_cache_file())
+    folder = path if path is not None else model.path
+    if folder is not None:
+        return read_model_dir(Path(os.path.expanduser(folder)), hasher=hasher)
+    assert model.id is not None and model.revision is not None
+    where = Path(os.path.expanduser(cache or hf_cache_dir(os.environ)))
+    return read_hub_model(where, model.id, model.revision, hasher=hasher)
+
+
+def model_line(model: Model) -> str:
+    """One line on the lock's model files: how many are pinned with the content hash, the
+    missing ones, or why none are.
+    """
+    if model.files:
+        total = sum(f.size for f in model.files)
+        gone = f"; missing: {', '.join(model.missing)}" if model.missing else ""
+        return (f"Model {model.label}: {len(model.files)} files pinned ({total} bytes, "
+                f"{model.content_hash}){gone}")
+    return f"Model {model.label}: files not pinned ({model.files_unknown or 'none recorded'})"
