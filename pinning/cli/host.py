@@ -32,10 +32,11 @@ __all__ = ["freeze", "probe", "register", "verify"]
 
 
 def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
-           matrix: Matrix, model: Model | None) -> HostFacts:
+           matrix: Matrix, model: Model | None, lock_path: str | None = None) -> HostFacts:
     """Probe this machine live, or a recorded ``--root`` tree (tools answered by ``--replay``);
     with the lock's ``model``, its files are read and hashed (digests remembered in pin's
-    cache, :func:`~pinning.probe.modelfiles.default_cache_file`).
+    cache, :func:`~pinning.probe.modelfiles.default_cache_file`); ``lock_path`` is the
+    lock file (``-`` or ``None``: none), which anchors a relative model folder.
     """
     from pinning.probe.host import probe_host
     from pinning.util.proc import NoRunner, ReplayRunner, Runner, SystemRunner
@@ -65,14 +66,17 @@ def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
     return probe_host(
         Path(root) if root else Path("/"), runner, environ=environ,
         site_packages=list(site_packages), model=model, hasher=hasher,
-        replay=replay, identify=identify,
+        lock_path=lock_path if lock_path and lock_path != "-" else None, replay=replay,
+        identify=identify,
     )
 
 
 def _host_facts(host_file: str | None, root: str | None, replay: str | None,
                 site_packages: tuple[str, ...], matrix: Matrix,
-                model: Model | None) -> tuple[HostFacts, str]:
-    """The facts and a label: from ``--host FILE`` or by probing (live or ``--root``)."""
+                model: Model | None, lock_path: str | None = None) -> tuple[HostFacts, str]:
+    """The facts and a label: from ``--host FILE`` or by probing (live or ``--root``);
+    ``lock_path`` is the lock the model comes from.
+    """
     if host_file:
         if root or replay or site_packages:
             raise UsageError("--host reads a snapshot; it excludes --root, --replay and "
@@ -82,7 +86,7 @@ def _host_facts(host_file: str | None, root: str | None, replay: str | None,
         return read_snapshot(cli_path(host_file)), ("standard input" if host_file == "-"
                                                     else host_file)
     label = f"root {root}" if root else "this host (live)"
-    return _probe(root, replay, site_packages, matrix, model), label
+    return _probe(root, replay, site_packages, matrix, model, lock_path), label
 
 
 @click.command()
@@ -122,7 +126,8 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
                          hint="The envelope's result is the snapshot: use --format json alone.")
     matrix = load_matrix(overlays)
     model = read_lock(cli_path(lock_path)).model if lock_path else None
-    facts, _label = _host_facts(host_file, root, replay, site_packages, matrix, model)
+    facts, _label = _host_facts(host_file, root, replay, site_packages, matrix, model,
+                                lock_path)
     to_stdout = output == "-"
     if output:
         write_snapshot(facts, cli_path(output))
@@ -176,7 +181,8 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     one_stdin(LOCK=lock_path, **{"--host": host_file})
     lock = read_lock(cli_path(lock_path))
     matrix = load_matrix(overlays)
-    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, lock.model)
+    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, lock.model,
+                               lock_path)
     from pinning.verify.report import audit_device_strings
 
     devices = audit_device_strings(Path(audit_path)) if audit_path else None
@@ -233,7 +239,8 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
                          "--format json; choose one.")
     raw, lock = read_lock_bytes(cli_path(lock_path))
     matrix = load_matrix(overlays)
-    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, lock.model)
+    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, lock.model,
+                               lock_path)
     frozen, found, unfrozen = do_freeze(lock, facts, matrix, host_label=label, force=force)
     # Replacing the lock read above: only if nobody wrote it meanwhile (exit 5 otherwise).
     in_place = not to_stdout and (

@@ -291,7 +291,7 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
                          f"{old.model.path} (use --path DIR to read it elsewhere).")
     from pinning.cli.modelfiles import read_lock_model
 
-    tree = read_lock_model(old.model, cache=cache, path=folder)
+    tree = read_lock_model(old.model, cache=cache, path=folder, lock_file=Path(path))
     new = with_model_files(old, tree)
     assert new.model is not None
     dropped = sorted({f.path for f in old.model.files} - {f.path for f in new.model.files})
@@ -316,25 +316,44 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
         _model_text(new.model, tree, err=err)
     if err and written:
         click.echo(render(new), nl=False)
+    hint = _next_step(tree, new.model.missing)
     if refused:
-        raise _drift(f"Nothing written to {dest}: {refused}.")
+        raise _drift(f"Nothing written to {dest}: {refused}.", hint)
     if new.model.missing:
         raise _drift(f"{'Wrote ' + dest if written else dest + ' unchanged'}, but "
                      f"{len(new.model.missing)} file(s) of {old.model.label} are not pinned "
                      f"(their bytes are not there or do not match): "
-                     f"{', '.join(new.model.missing[:10])}.")
+                     f"{', '.join(new.model.missing[:10])}.", hint)
     if fmt != "json":
         click.echo(printable(f"Wrote {dest}" if written else f"{dest}: unchanged, not "
                              "rewritten", newlines=False), err=err)
 
 
-def _drift(message: str) -> Exception:
-    """A :class:`~pinning.errors.DriftError` (exit 6) with the next step."""
+def _drift(message: str, hint: str) -> Exception:
+    """A :class:`~pinning.errors.DriftError` (exit 6) with the next step ``hint``."""
     from pinning.errors import DriftError
 
-    return DriftError(printable(message, newlines=False),
-                      hint="Download the revision again (or repair the folder), then run "
-                           "`pin lock model LOCK` again; a corrupt blob must be deleted first.")
+    return DriftError(printable(message, newlines=False), hint=hint)
+
+
+def _next_step(tree: ModelTree, missing: list[str]) -> str:
+    """What to do about the files of ``tree`` that could not be pinned (``missing``): rename
+    the files whose names a lock cannot record; for a folder, repair or restore its files;
+    for the Hugging Face cache, download the revision again (a corrupt blob deleted first).
+    """
+    from pinning.verify.software import unrecordable_name
+
+    steps = []
+    odd = [m for m in missing if unrecordable_name(m)]
+    if odd:
+        steps.append(f"Rename {', '.join(odd[:5])} (a file name a lock can record has no "
+                     "control character or backslash and is UTF-8)")
+    if len(odd) < len(missing) or not missing:
+        steps.append("Restore or repair the files in the folder (a link must point inside "
+                     "it, to a regular file)" if tree.source == "directory" else
+                     "Download the revision again (a blob whose bytes do not match its name "
+                     "must be deleted first)")
+    return "; ".join(steps) + ", then run `pin lock model LOCK` again."
 
 
 def _model_text(model: Model, tree: ModelTree, *, err: bool) -> None:

@@ -11,34 +11,50 @@ if TYPE_CHECKING:
     from pinning.lockfile.models import Model
     from pinning.probe.modelfiles import ModelTree
 
-__all__ = ["model_line", "read_lock_model"]
+__all__ = ["model_folder", "model_line", "read_lock_model"]
 
 
-def read_lock_model(model: Model, *, cache: str | None = None, path: str | None = None
-                    ) -> ModelTree:
+def read_lock_model(model: Model, *, cache: str | None = None, path: str | None = None,
+                    lock_file: Path | None = None) -> ModelTree:
     """Read and hash ``model``'s files on this machine, offline: a Hugging Face model's
     snapshot at its revision in the hub cache ``cache`` (default ``$HF_HUB_CACHE``, else
     ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), or the folder ``path`` (default:
-    the lock's model folder, ``~`` expanded). Digests are remembered in pin's cache
-    (:func:`~pinning.probe.modelfiles.default_cache_file`). Never raises for what is on disk.
+    the lock's model folder, ``~`` expanded; a relative one is read from the folder of
+    ``lock_file``, the lock it comes from, else from the current folder). The lock file and
+    pin's digest cache file are left out of a folder's files. Digests are remembered in
+    pin's cache (:func:`~pinning.probe.modelfiles.default_cache_file`). Never raises for
+    what is on disk.
     """
     import os
 
-    from pinning.probe.host import hf_cache_dir
-    from pinning.probe.modelfiles import (
-        Hasher,
-        default_cache_file,
-        read_hub_model,
-        read_model_dir,
-    )
+    from pinning.probe.host import hf_cache_dir, read_model_folder
+    from pinning.probe.modelfiles import Hasher, default_cache_file, read_hub_model
 
-    hasher = Hasher(default_cache_file())
-    folder = path if path is not None else model.path
-    if folder is not None:
-        return read_model_dir(Path(os.path.expanduser(folder)), hasher=hasher)
-    assert model.id is not None and model.revision is not None
-    where = Path(os.path.expanduser(cache or hf_cache_dir(os.environ)))
-    return read_hub_model(where, model.id, model.revision, hasher=hasher)
+    cache_file = default_cache_file()
+    hasher = Hasher(cache_file)
+    if path is not None:
+        folder = Path(os.path.expanduser(path))
+    elif model.path is not None:
+        folder = model_folder(model.path, lock_file)
+    else:
+        assert model.id is not None and model.revision is not None
+        where = Path(os.path.expanduser(cache or hf_cache_dir(os.environ)))
+        return read_hub_model(where, model.id, model.revision, hasher=hasher)
+    left_out = [cache_file] + ([lock_file] if lock_file is not None else [])
+    return read_model_folder(folder, hasher, left_out)
+
+
+def model_folder(path: str, lock_file: Path | None) -> Path:
+    """The absolute folder a lock's model ``path`` names on this machine: ``~`` expanded; a
+    relative path taken from the folder of ``lock_file`` (the current folder without one).
+    """
+    import os
+
+    full = os.path.expanduser(path)
+    if not os.path.isabs(full):
+        base = os.path.dirname(os.path.abspath(lock_file)) if lock_file else os.getcwd()
+        full = os.path.join(base, full)
+    return Path(os.path.normpath(full))
 
 
 def model_line(model: Model) -> str:

@@ -19,6 +19,7 @@ from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.lockfile.models import Lockfile
+    from pinning.resolve.constraints import ModelRef
     from pinning.resolve.result import Resolution
 
 __all__ = ["existing_lock", "register", "resolve", "write_with_summary"]
@@ -77,7 +78,9 @@ def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
               help="Operating system as in /etc/os-release, e.g. ubuntu-24.04, rhel-9.6.")
 @click.option("--model", metavar="ORG/NAME@REVISION|PATH",
               help="Model to lock: a Hugging Face model with its 40-hex commit revision, or a "
-                   "local model folder (./PATH, /PATH, ~/PATH). Every file is pinned (size, "
+                   "local model folder (./PATH, /PATH, ~/PATH). A relative folder is written "
+                   "into the lock relative to the lock's own folder (with -o -: as an "
+                   "absolute path), and pin reads it from there. Every file is pinned (size, "
                    "sha256) from the local Hugging Face cache or the folder, offline; when "
                    "they are not there the lock says so (`pin lock model` fills them later).")
 @click.option("--no-model-files", is_flag=True,
@@ -138,12 +141,12 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         rocm=parse_runtime_spec("--rocm", rocm) if rocm else None,
         cuda=parse_runtime_spec("--cuda", cuda) if cuda else None,
         os=parse_os(os_) if os_ else None,
-        model=parse_model(model) if model else None,
+        model=_anchored(parse_model(model), output) if model else None,
         as_of=parse_date("--as-of", as_of),
     )
     res = do_resolve(matrix, c)
     lock = lock_from_resolution(res, matrix, overlays=used_overlays)
-    lock = _with_model_files(lock, skip=no_model_files)
+    lock = _with_model_files(lock, skip=no_model_files, output=output)
     from pinning.resolve.guards import apply_at_resolve
 
     lock = with_build_steps(lock, build_steps)
@@ -178,17 +181,41 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     click.echo(f"Wrote {output}")
 
 
-def _with_model_files(lock: Lockfile, *, skip: bool) -> Lockfile:
+def _with_model_files(lock: Lockfile, *, skip: bool, output: str) -> Lockfile:
     """``lock`` with its ``--model``'s files read from this machine's Hugging Face cache or
     the folder (offline; ``files-unknown`` with the reason when they are not there);
-    unchanged without a model or with ``skip`` (``--no-model-files``).
+    unchanged without a model or with ``skip`` (``--no-model-files``). A relative folder is
+    read from the folder of the lock ``output``; the lock file itself is left out of it.
     """
     if lock.model is None or skip:
         return lock
     from pinning.cli.modelfiles import read_lock_model
     from pinning.resolve.to_lock import with_model_files
 
-    return with_model_files(lock, read_lock_model(lock.model))
+    return with_model_files(lock, read_lock_model(
+        lock.model, lock_file=None if output == "-" else Path(output)))
+
+
+def _anchored(ref: ModelRef, output: str) -> ModelRef:
+    """``ref`` with a relative model folder rewritten relative to the folder of the lock
+    ``output`` (``./``-prefixed when it does not start with ``../``), or absolute when the
+    lock goes to standard output (``-``): a relative path in a lock is read from the lock's
+    folder. Absolute and ``~`` paths, and Hugging Face models, are unchanged.
+    """
+    import os
+
+    from pinning.resolve.constraints import ModelRef
+
+    path = ref.path
+    if path is None or path.startswith(("/", "~")):
+        return ref
+    folder = os.path.abspath(path)
+    if output == "-":
+        return ModelRef(path=folder)
+    rel = os.path.relpath(folder, os.path.dirname(os.path.abspath(output)))
+    if rel == ".":
+        return ModelRef(path=".")
+    return ModelRef(path=rel if rel.startswith("../") or rel == ".." else "./" + rel)
 
 
 def _model_lines(lock: Lockfile) -> list[str]:

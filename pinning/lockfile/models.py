@@ -184,10 +184,16 @@ class Framework(Strict):
 def _model_file_path(value: str) -> str:
     """``value`` unchanged when it is a path relative to a model folder: ``/``-separated,
     no leading ``/``, no empty, ``.`` or ``..`` part, no control character or backslash,
+    valid UTF-8 (no lone surrogate, as ``os.fsdecode`` makes of a name's undecodable bytes),
     at most 4096 characters.
     """
     if not 0 < len(value) <= 4096:
         raise ValueError("a model file path has 1 to 4096 characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{value!a} is not valid UTF-8 (a file name whose bytes are "
+                         "not UTF-8)") from None
     if any(ord(ch) < 32 or ord(ch) == 127 or ch == "\\" for ch in value):
         raise ValueError("a model file path has no control character or backslash")
     if any(part in ("", ".", "..") for part in value.split("/")):

@@ -121,6 +121,8 @@ def _probe_glibc(runner: Runner, live: bool) -> Reading:
     return Reading.missing(why)
 
 
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
 # --- container and model --------------------------------------------------------------------
 
 
@@ -171,60 +173,103 @@ def hf_cache_dir(env: Mapping[str, str]) -> str:
 
 
 def probe_model(host: HostRoot, env: Mapping[str, str], model_id: str | None = None, *,
-                model: Model | None = None, hasher: Hasher | None = None) -> ModelFacts:
+                model: Model | None = None, hasher: Hasher | None = None,
+                lock_path: str | None = None) -> ModelFacts:
     """The model on the host, offline: the cached revisions of ``model_id`` (huggingface_hub's
     cache scan), and with the lock's ``model`` also its files, hashed by ``hasher``
     (:mod:`pinning.probe.modelfiles`): a Hugging Face model's snapshot at the locked revision
-    in the host's cache (:func:`hf_cache_dir`), or a local model folder (``model.path``:
-    ``~`` is the host's ``HOME``; a relative path is read from the current folder live, from
-    the root's ``/`` on a recorded host). Paths are read under the root. Never raises: what
-    cannot be read is the ``reason``.
+    in the host's cache (:func:`hf_cache_dir`), read file by file by
+    :func:`~pinning.probe.modelfiles.read_hub_model` (a missing blob is a problem of its
+    file, never of the whole cache; ``revisions`` are the 40-hex snapshot folders of the
+    model), or a local model folder (``model.path``: ``~`` is the host's ``HOME``; a
+    relative path is taken from the folder of the lock file ``lock_path`` (a path on this
+    machine; under a recorded root, the same folder inside the root), else from the current
+    folder live or the root's ``/``). The lock file itself is left out of the folder's
+    files. Paths are read under the root. Never raises: what cannot be read is the
+    ``reason``.
     """
     if model is not None and model.path is not None:
-        return _probe_model_dir(host, env, model.path, hasher)
+        return _probe_model_dir(host, env, model.path, hasher, lock_path)
     wanted = model.id if model is not None else model_id
     assert wanted is not None, "probe_model needs model_id or model"
-    facts = _cached_revisions(host, env, wanted)
     if model is None or model.revision is None:
-        return facts
+        return _cached_revisions(host, env, wanted)
     rev = model.revision
-    cache = facts.cache or hf_cache_dir(env)
-    if rev not in facts.revisions:
-        why = facts.reason or (f"revision {rev} of {wanted} is not in the cache at {cache} "
-                               f"(cached: {', '.join(facts.revisions)})")
-        return facts.model_copy(update={"revision": rev, "source": "hf-cache", "reason": why})
+    cache = hf_cache_dir(env)
+    facts = ModelFacts(id=wanted, cache=cache, revision=rev, source="hf-cache")
+    if not host.is_dir(cache):
+        return facts.model_copy(update={"reason": f"no Hugging Face cache at {cache}"})
     from pinning.probe.modelfiles import read_hub_model
 
     try:
         tree = read_hub_model(host.path(cache), wanted, rev, hasher=hasher)
     except OSError as exc:
         return facts.model_copy(update={
-            "revision": rev, "source": "hf-cache",
             "reason": f"cannot read {wanted}@{rev} in {cache}: {exc.strerror or exc}"})
-    return _with_tree(host, facts.model_copy(update={"revision": rev}), tree)
+    revs = set(_snapshot_commits(host, cache, wanted))
+    if tree.reason is None:
+        revs.add(rev)
+    return _with_tree(host, facts.model_copy(update={"revisions": sorted(revs)}), tree)
+
+
+def _snapshot_commits(host: HostRoot, cache: str, model_id: str) -> list[str]:
+    """The 40-hex snapshot folders of ``model_id`` in the host's hub ``cache`` (the
+    revisions it holds; huggingface_hub's cache layout ``models--ORG--NAME/snapshots/``).
+    """
+    folder = host.path(posixpath.join(cache, "models--" + model_id.replace("/", "--"),
+                                      "snapshots"))
+    try:
+        with os.scandir(folder) as it:
+            return sorted(e.name for e in it if _COMMIT.fullmatch(e.name)
+                          and e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
 
 
 def _probe_model_dir(host: HostRoot, env: Mapping[str, str], path: str,
-                     hasher: Hasher | None) -> ModelFacts:
-    """The files of the local model folder ``path`` (as the lock names it) on the host."""
+                     hasher: Hasher | None, lock_path: str | None) -> ModelFacts:
+    """The files of the local model folder ``path`` (as the lock ``lock_path`` names it) on
+    the host.
+    """
     where = path
+    lock_abs = os.path.abspath(lock_path) if lock_path else None
     if where == "~" or where.startswith("~/"):
         home = (env.get("HOME") or "/root").rstrip("/")
         where = home + where[1:]
     elif not where.startswith("/"):
-        where = os.path.abspath(where) if host.live else posixpath.normpath("/" + where)
-    base = ModelFacts(path=path, source="directory", location=where)
+        base = (posixpath.dirname(lock_abs) if lock_abs
+                else os.getcwd() if host.live else "/")
+        where = posixpath.normpath(posixpath.join(base, where))
+    base_facts = ModelFacts(path=path, source="directory", location=where)
     if not host.is_dir(where):
         state = "is not a folder" if host.exists(where) else "is absent"
-        return base.model_copy(update={"reason": f"the model folder {where} {state}"})
+        looked = (f" (the lock's relative path {path} read from the lock's folder "
+                  f"{posixpath.dirname(lock_abs)})" if lock_abs and where != path else "")
+        return base_facts.model_copy(update={
+            "reason": f"the model folder {where} {state}{looked}"})
+    from pinning.probe.modelfiles import default_cache_file
+
+    left_out = [default_cache_file()]
+    if lock_abs:
+        left_out += [Path(lock_abs), host.path(lock_abs)]
+    try:
+        tree = read_model_folder(host.path(where), hasher, left_out,
+                                 root=None if host.live else host.root)
+    except OSError as exc:
+        return base_facts.model_copy(update={
+            "reason": f"cannot read the model folder {where}: {exc.strerror or exc}"})
+    return _with_tree(host, base_facts, tree)
+
+
+def read_model_folder(folder: Path, hasher: Hasher | None, left_out: Sequence[Path], *,
+                      root: Path | None = None) -> ModelTree:
+    """:func:`~pinning.probe.modelfiles.read_model_dir` of ``folder`` with the files
+    ``left_out`` (the lock, pin's digest cache) excluded by their resolved paths; ``root``
+    is a recorded host's root (links resolved as that host sees them), ``None`` live.
+    """
     from pinning.probe.modelfiles import read_model_dir
 
-    try:
-        tree = read_model_dir(host.path(where), hasher=hasher)
-    except OSError as exc:
-        return base.model_copy(update={
-            "reason": f"cannot read the model folder {where}: {exc.strerror or exc}"})
-    return _with_tree(host, base, tree)
+    return read_model_dir(folder, hasher=hasher, exclude=left_out, root=root)
 
 
 def _with_tree(host: HostRoot, facts: ModelFacts, tree: ModelTree) -> ModelFacts:
@@ -284,6 +329,7 @@ def probe_host(
     model_id: str | None = None,
     model: Model | None = None,
     hasher: Hasher | None = None,
+    lock_path: str | None = None,
     replay: str | None = None,
     identify: Callable[[str], str | None] | None = None,
 ) -> HostFacts:
@@ -293,7 +339,8 @@ def probe_host(
     (live default: ``os.environ``; a recorded host: its recording's ``[environment]``);
     ``site_packages`` overrides Python environment discovery; ``model_id`` asks for the
     cached revisions of that Hugging Face model, ``model`` (the lock's) also for its files,
-    hashed by ``hasher`` (:func:`probe_model`); ``identify`` maps a PCI device ID to a pin
+    hashed by ``hasher`` (:func:`probe_model`; ``lock_path``, the lock file, anchors a
+    relative model folder and is left out of it); ``identify`` maps a PCI device ID to a pin
     GPU id (the matrix's identity table). Raises :class:`ProbeError` when ``root`` is not a
     directory.
     """
@@ -338,7 +385,8 @@ def probe_host(
     environment = {k: env[k] for k in BEHAVIOUR_ENV if k in env and not control_chars(env[k])}
     notes += [f"{k} not recorded: its value holds a control character"
               for k in BEHAVIOUR_ENV if k in env and k not in environment]
-    model_facts = (probe_model(host, env, model=model, hasher=hasher) if model is not None
+    model_facts = (probe_model(host, env, model=model, hasher=hasher,
+                               lock_path=lock_path) if model is not None
                    else probe_model(host, env, model_id) if model_id else None)
     return HostFacts(
         probe=ProbeInfo(tool=f"pin {__version__}", root=str(root), replay=replay, live=live),

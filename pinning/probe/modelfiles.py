@@ -5,8 +5,8 @@ Nothing here touches the network or raises for what it finds on disk: an absent 
 :class:`ModelTree` with ``reason`` set, a damaged file a :class:`ModelProblem`. Hashing is
 streamed (1 MiB reads into one reused buffer), parallel over files (``hashlib`` releases the
 GIL while it hashes a large piece), and remembered by :class:`Hasher` in a digest cache keyed
-by (device, inode, size, mtime_ns) and the real path, so a second look at an unchanged 100 GB
-model stats its files and reads none of them.
+by (device, inode, size, mtime_ns, ctime_ns) and the real path, so a second look at an
+unchanged 100 GB model stats its files and reads none of them.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import stat
 import tempfile
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +31,14 @@ from pydantic import ValidationError
 
 from pinning.errors import ProbeError
 from pinning.lockfile.models import ModelFile
-from pinning.util.files import atomic_write_bytes, read_regular_bytes
+from pinning.probe.root import HostRoot
+from pinning.util.files import read_regular_bytes
 
 ProblemKind = Literal["missing", "incomplete", "blob-mismatch", "unreadable", "not-a-file"]
 
-CACHE_VERSION = 1
-"""The ``version`` of the digest cache file; a file of another version is ignored."""
+CACHE_VERSION = 2
+"""The ``version`` of the digest cache file; a file of another version is ignored (version 1
+keyed entries without ``ctime_ns``)."""
 
 MAX_CACHE_ENTRIES = 100_000
 """The most files the digest cache remembers; the oldest stored are dropped first."""
@@ -59,11 +63,42 @@ class ModelProblem:
     ``incomplete`` (a ``.incomplete`` download), ``blob-mismatch`` (a cache blob whose bytes
     do not match its name: sha256 for LFS files, git blob id for small ones), ``unreadable``,
     ``not-a-file`` (a FIFO, device, folder where a file should be). ``detail`` one line.
+
+    ``path`` is the ``/``-separated path relative to the model folder, or its ``ascii()``
+    form (quoted, escaped) when a lock could not record it: a name that is not UTF-8 (lone
+    surrogates from ``os.fsdecode``), or holds a control character or a backslash. Lone
+    surrogates in ``detail`` are written as ``\\udcXX``. Both are set so on construction, so
+    every problem can be printed and written as UTF-8.
     """
 
     path: str
     kind: ProblemKind
     detail: str
+
+    def __post_init__(self) -> None:
+        if not _recordable(self.path):
+            object.__setattr__(self, "path", ascii(self.path))
+        object.__setattr__(self, "detail", _printable(self.detail))
+
+
+def _recordable(name: str) -> bool:
+    """True when ``name`` is valid UTF-8 and holds no control character or backslash."""
+    if any(ord(ch) < 32 or ord(ch) == 127 or ch == "\\" for ch in name):
+        return False
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _printable(text: str) -> str:
+    """``text`` with lone surrogates (undecodable bytes of a file name) escaped."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 @dataclass(frozen=True)
@@ -101,21 +136,30 @@ class _Entry:
     ino: int
     size: int
     mtime_ns: int
+    ctime_ns: int
     sha256: str
     git_sha1: str | None
     stored: float  # time.time() when stored (the oldest are dropped first)
 
+    def key(self) -> tuple[int, int, int, int, int]:
+        return (self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns)
+
     def to_json(self) -> list[Any]:
-        return [self.dev, self.ino, self.size, self.mtime_ns, self.sha256, self.git_sha1,
-                self.stored]
+        return [self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns, self.sha256,
+                self.git_sha1, self.stored]
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What the digest cache trusts of a file: (device, inode, size, mtime_ns, ctime_ns)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _entry_of(value: object) -> _Entry | None:
     """An entry of the cache file, or ``None`` for anything not exactly its shape."""
-    if not isinstance(value, list) or len(value) != 7:
+    if not isinstance(value, list) or len(value) != 8:
         return None
-    dev, ino, size, mtime_ns, sha256, git_sha1, stored = value
-    ints = (dev, ino, size, mtime_ns)
+    dev, ino, size, mtime_ns, ctime_ns, sha256, git_sha1, stored = value
+    ints = (dev, ino, size, mtime_ns, ctime_ns)
     if not all(type(v) is int and 0 <= v < 2**64 for v in ints):
         return None
     if not (isinstance(sha256, str) and _HEX64.fullmatch(sha256)):
@@ -124,18 +168,67 @@ def _entry_of(value: object) -> _Entry | None:
         return None
     if type(stored) not in (int, float):
         return None
-    return _Entry(dev, ino, size, mtime_ns, sha256, git_sha1, float(stored))
+    return _Entry(dev, ino, size, mtime_ns, ctime_ns, sha256, git_sha1, float(stored))
 
 
-def _load_cache(path: Path) -> dict[str, _Entry]:
-    """The entries of the digest cache file ``path``; ``{}`` when it is absent, unreadable,
-    not a regular file, too large, not JSON or of another version; malformed entries are
-    skipped one by one (the file is rewritten whole on the next save).
+def _cache_dir_fd(folder: Path, *, create: bool) -> int | None:
+    """An open descriptor of the digest cache's folder ``folder`` when pin may trust it, else
+    ``None`` (no persistent cache): the folder itself is not a symbolic link, is owned by
+    the effective user and is not writable by group or others (a ``/tmp/pin-<uid>`` that
+    another user made first, or a shared ``PIN_CACHE_DIR``, is refused). ``create``: make
+    it (mode 0700) when absent. Never raises.
+    """
+    if create:
+        with contextlib.suppress(OSError):
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        st = None
+    if st is None or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _own_regular(st: os.stat_result) -> bool:
+    """True for a regular file (not a link, FIFO, device) owned by the effective user."""
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def _read_cache_at(dir_fd: int, name: str) -> dict[str, _Entry]:
+    """The entries of the cache file ``name`` in the open folder ``dir_fd``; ``{}`` when it
+    is absent, a symbolic link (never followed), not a regular file owned by the user,
+    larger than :data:`MAX_CACHE_BYTES`, not JSON or of another version; malformed entries
+    are skipped one by one (the file is rewritten whole on the next save).
     """
     try:
-        raw = read_regular_bytes(path, ProbeError, label=str(path), limit=MAX_CACHE_BYTES)
-        data = json.loads(raw)
-    except (ProbeError, ValueError, RecursionError):
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY
+                     | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return {}
+    try:
+        st = os.fstat(fd)
+        if not _own_regular(st) or st.st_size > MAX_CACHE_BYTES:
+            return {}
+        chunks: list[bytes] = []
+        left = MAX_CACHE_BYTES + 1
+        while left > 0 and (chunk := os.read(fd, min(left, _READ))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return {}
+    finally:
+        os.close(fd)
+    if left <= 0:
+        return {}
+    try:
+        data = json.loads(b"".join(chunks))
+    except (ValueError, RecursionError):
         return {}
     if not isinstance(data, dict) or data.get("version") != CACHE_VERSION:
         return {}
@@ -148,6 +241,51 @@ def _load_cache(path: Path) -> dict[str, _Entry]:
         if entry is not None and key.startswith("/") and len(key) <= 4096:
             out[key] = entry
     return out
+
+
+def _load_cache(path: Path) -> dict[str, _Entry]:
+    """The entries of the digest cache file ``path`` (:func:`_read_cache_at`); ``{}`` when
+    its folder is not one pin trusts (:func:`_cache_dir_fd`). Never raises.
+    """
+    fd = _cache_dir_fd(path.parent, create=False)
+    if fd is None:
+        return {}
+    try:
+        return _read_cache_at(fd, path.name)
+    finally:
+        os.close(fd)
+
+
+def _temp_name(name: str) -> str:
+    """A fresh temporary name next to the cache file ``name``: ``.<name>.<pid>.<hex>.tmp``."""
+    return f".{name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+
+
+def _is_temp_of(entry_name: str, name: str) -> bool:
+    """True when ``entry_name`` is a temporary file of the cache file ``name``."""
+    return entry_name.startswith(f".{name}.") and entry_name.endswith(".tmp")
+
+
+def _replace_at(dir_fd: int, name: str, data: bytes) -> None:
+    """Write ``data`` to a new temporary file (mode 0600, never through a link) in the open
+    folder ``dir_fd``, then rename it over ``name`` itself: a link named ``name`` is
+    replaced, its target never written. Raises ``OSError`` (the temporary file removed).
+    """
+    tmp = _temp_name(name)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o600, dir_fd=dir_fd)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
 
 
 def _git_blob_prefix(size: int) -> bytes:
@@ -176,22 +314,28 @@ def _hash_fd(fd: int, size: int, git: bool) -> tuple[int, str, str | None]:
 
 class Hasher:
     """Streams files through sha256 in parallel threads and remembers digests by
-    (device, inode, size, mtime_ns) in ``cache_file`` (JSON, written atomically), so an
-    unchanged file is never read twice. ``cache_file`` ``None``: no persistent cache.
+    (device, inode, size, mtime_ns, ctime_ns) in ``cache_file`` (JSON, replaced whole), so
+    an unchanged file is never read twice. ``cache_file`` ``None``: no persistent cache.
 
-    The cache trusts the four stat values of a file's real path: a file rewritten in place
-    with its size kept and its mtime put back (``os.utime``) on the same inode keeps its old
-    digest; anything else that changes a file (a new inode by rename, a new size, a new
-    mtime) makes it read again. Entries live in memory for the Hasher's life too.
+    The cache trusts the five stat values of a file's real path: any write to a file
+    changes its ctime, and so does putting its mtime back with ``os.utime``, so a file
+    edited in place is read again (ctime is set by the kernel and cannot be set back by a
+    user; on file systems with coarse timestamps two changes in one clock tick share one
+    ctime). Entries live in memory for the Hasher's life too.
     ``workers``: the threads hashing at once (default ``min(8, os.cpu_count())``).
     ``bytes_read`` / ``files_read``: what this Hasher read, for tests and benchmarks.
 
-    The cache file is ``{"version": 1, "entries": {REAL_PATH: [dev, ino, size, mtime_ns,
-    sha256, git_sha1|null, stored_time]}}``, at most :data:`MAX_CACHE_ENTRIES` (oldest
-    dropped). A corrupt, hostile or non-regular cache file is ignored and replaced; a save
-    merges what another pin process wrote meanwhile and replaces the file atomically
-    (:func:`pinning.util.files.atomic_write_bytes`): concurrent writers never tear it, the
-    last one wins. Saving never raises: a cache that cannot be written is no cache.
+    The cache file is ``{"version": 2, "entries": {REAL_PATH: [dev, ino, size, mtime_ns,
+    ctime_ns, sha256, git_sha1|null, stored_time]}}``, at most :data:`MAX_CACHE_ENTRIES`
+    (oldest dropped). It is used only when its folder is a real folder (not a symbolic
+    link) owned by the user and not writable by group or others, and the file itself is
+    absent or a regular file owned by the user: a cache file that is a link (to a file
+    worth keeping, say) is never read, written or replaced, and the Hasher then runs with
+    no persistent cache. A corrupt or hostile cache file is ignored and replaced; a save
+    merges what another pin process wrote meanwhile, writes a new temporary file (mode
+    0600) in the same folder and renames it over the cache file's own name: concurrent
+    writers never tear it, the last one wins. Saving never raises: a cache that cannot be
+    written is no cache.
     """
 
     def __init__(self, cache_file: Path | None = None, *, workers: int | None = None) -> None:
@@ -247,8 +391,7 @@ class Hasher:
         if not stat.S_ISREG(st.st_mode):
             return None  # _read says what it is, without blocking
         entry = self._entries.get(real)
-        if entry is None or (entry.dev, entry.ino, entry.size, entry.mtime_ns) != (
-                st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
+        if entry is None or entry.key() != _stat_key(st):
             return None
         if git and entry.git_sha1 is None:
             return None
@@ -274,9 +417,8 @@ class Hasher:
             return exc
         finally:
             os.close(fd)
-        if size == before.st_size == after.st_size and before.st_mtime_ns == after.st_mtime_ns:
-            entry = _Entry(before.st_dev, before.st_ino, size, before.st_mtime_ns, sha256,
-                           git_sha1, time.time())
+        if size == before.st_size and _stat_key(before) == _stat_key(after):
+            entry = _Entry(*_stat_key(before), sha256, git_sha1, time.time())
             self._entries[real] = entry
             self._new[real] = entry
         return _Digest(size, sha256, git_sha1)
@@ -284,27 +426,34 @@ class Hasher:
     def save(self) -> None:
         """Write the digests learnt since the last save to ``cache_file`` (merged with what
         the file holds now, bounded to :data:`MAX_CACHE_ENTRIES`); nothing when nothing is
-        new or there is no cache file. Never raises.
+        new, there is no cache file, or the cache's folder or file is not one pin trusts
+        (see the class docstring: a link, another user's, writable by others). Never raises.
         """
         if self.cache_file is None or not self._new:
             return
         path = self.cache_file
-        with contextlib.suppress(OSError):
-            st = os.stat(path)
-            if not stat.S_ISREG(st.st_mode):
-                return  # a FIFO or device named as the cache: never write to it
-        merged = _load_cache(path)
-        merged.update(self._new)
-        if len(merged) > MAX_CACHE_ENTRIES:
-            keep = sorted(merged.items(), key=lambda kv: kv[1].stored)[-MAX_CACHE_ENTRIES:]
-            merged = dict(keep)
-        data = {"version": CACHE_VERSION,
-                "entries": {k: e.to_json() for k, e in sorted(merged.items())}}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            atomic_write_bytes(path, json.dumps(data, separators=(",", ":")).encode())
-        except OSError:
+        dir_fd = _cache_dir_fd(path.parent, create=True)
+        if dir_fd is None:
             return
+        try:
+            try:
+                st = os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                st = None
+            if st is not None and not _own_regular(st):
+                return  # a link, FIFO, device or another user's file: never written
+            merged = _read_cache_at(dir_fd, path.name)
+            merged.update(self._new)
+            if len(merged) > MAX_CACHE_ENTRIES:
+                keep = sorted(merged.items(), key=lambda kv: kv[1].stored)[-MAX_CACHE_ENTRIES:]
+                merged = dict(keep)
+            data = {"version": CACHE_VERSION,
+                    "entries": {k: e.to_json() for k, e in sorted(merged.items())}}
+            _replace_at(dir_fd, path.name, json.dumps(data, separators=(",", ":")).encode())
+        except (OSError, ValueError):
+            return
+        finally:
+            os.close(dir_fd)
         self._entries.update(merged)
         self._new.clear()
 
@@ -375,12 +524,12 @@ def _record(rel: str, digest: _Digest) -> ModelFile | ModelProblem:
     try:
         return ModelFile(path=rel, size=digest.size, sha256=digest.sha256)
     except ValidationError:
-        return ModelProblem(ascii(rel), "unreadable", "a file name a lock cannot record "
+        return ModelProblem(rel, "unreadable", "a file name a lock cannot record "
                             "(a control character, a backslash or not UTF-8)")
 
 
 def read_hub_model(cache_dir: Path, model_id: str, revision: str, *,
-                   hasher: Hasher | None = None) -> ModelTree:
+                   hasher: Hasher | None = None, root: Path | None = None) -> ModelTree:
     """The files of ``model_id`` at ``revision`` in the Hugging Face cache ``cache_dir``
     (huggingface_hub's documented layout, offline), hashed, each cache blob checked against
     its name.
@@ -403,14 +552,20 @@ def read_hub_model(cache_dir: Path, model_id: str, revision: str, *,
     ``blobs/*.incomplete`` an ``incomplete`` problem under its ``blobs/`` path. A model or
     revision not in the cache is ``reason`` (naming ``cache_dir``), ``files`` empty.
     Never raises for what is on disk; ``hasher`` ``None``: a Hasher without a cache file.
+
+    ``root``: the root of a recorded host (``pin verify --root``) under which ``cache_dir``
+    lies; links (the snapshot's, or an absolute one to ``/<cache>/models--.../blobs/...``)
+    are then resolved as that host sees them, inside ``root``, and one that leaves the
+    model's cache folder is refused as above. ``None``: links are resolved on this machine.
     """
     hasher = hasher or Hasher()
-    located = _locate(Path(cache_dir), model_id, revision)
+    resolver = _Resolver(root)
+    located = _locate(Path(cache_dir), model_id, revision, resolver)
     if isinstance(located, ModelTree):
         return located
     repo, snapshot, commit = located
     entries, problems = _walk(snapshot, set())
-    wanted = _snapshot_targets(repo, entries, problems)
+    wanted = _snapshot_targets(repo, entries, problems, resolver)
     git = {Path(real) for _, real, blob in wanted if blob and _HEX40.fullmatch(blob)}
     digests = hasher._digests([Path(real) for _, real, _ in wanted], git)
     files = _collect(wanted, digests, problems)
@@ -419,15 +574,22 @@ def read_hub_model(cache_dir: Path, model_id: str, revision: str, *,
                      files=files, problems=sorted(problems, key=lambda p: (p.path, p.kind)))
 
 
-def _locate(cache_dir: Path, model_id: str, revision: str) -> tuple[Path, Path, str] | ModelTree:
-    """``(model cache folder, snapshot folder, commit)``, or a tree with ``reason`` when the
-    id or revision is malformed or the snapshot is not in ``cache_dir``.
+def _locate(cache_dir: Path, model_id: str, revision: str,
+            resolver: _Resolver) -> tuple[Path, Path, str] | ModelTree:
+    """``(model cache folder, snapshot folder, commit)`` (real paths under a recorded
+    host's root), or a tree with ``reason`` when the id or revision is malformed or the
+    snapshot is not in ``cache_dir``.
     """
     repo = cache_dir / ("models--" + model_id.replace("/", "--"))
     base = ModelTree(source="hf-cache", location=str(repo), id=model_id, revision=revision)
     if not _REPO_ID.fullmatch(model_id) or "--" in model_id or ".." in model_id:
         return _absent(base, f"{model_id!r} is not a Hugging Face model id (ORG/NAME)")
-    commit = _commit_of(repo, revision)
+    try:
+        if resolver.host is not None:
+            repo = Path(resolver.real(repo))
+    except OSError as exc:
+        return _absent(base, f"the cache folder {repo} cannot be read ({exc.strerror or exc})")
+    commit = _commit_of(repo, revision, resolver)
     if commit is None:
         return _absent(base, f"{model_id}@{revision} is not in the Hugging Face cache "
                        f"{cache_dir} (no refs/{revision} naming a commit); pin a 40-hex commit")
@@ -461,7 +623,7 @@ def _collect(wanted: list[tuple[str, str, str | None]], digests: dict[Path, _Dig
     return files
 
 
-def _commit_of(repo: Path, revision: str) -> str | None:
+def _commit_of(repo: Path, revision: str, resolver: _Resolver) -> str | None:
     """``revision`` when it is a 40-hex commit; else the commit ``refs/<revision>`` of the
     model's cache folder ``repo`` names; ``None`` when there is none.
     """
@@ -470,23 +632,28 @@ def _commit_of(repo: Path, revision: str) -> str | None:
     if not _REF.fullmatch(revision) or ".." in revision:
         return None
     try:
-        text = read_regular_bytes(repo / "refs" / revision, ProbeError, label="ref",
+        ref = Path(resolver.real(repo / "refs" / revision))
+        text = read_regular_bytes(ref, ProbeError, label="ref",
                                   limit=1024).decode("ascii", "replace").strip()
-    except ProbeError:
+    except (ProbeError, OSError):
         return None
     return text if _HEX40.fullmatch(text) else None
 
 
-def _snapshot_targets(repo: Path, entries: list[tuple[str, Path]],
-                      problems: list[ModelProblem]) -> list[tuple[str, str, str | None]]:
+def _snapshot_targets(repo: Path, entries: list[tuple[str, Path]], problems: list[ModelProblem],
+                      resolver: _Resolver) -> list[tuple[str, str, str | None]]:
     """``(relative path, real path, blob name or None)`` of each snapshot entry to hash; a
     link out of ``repo``, or to a blob that is absent, becomes a problem in ``problems``.
     """
-    repo_real = os.path.realpath(repo)
+    repo_real = resolver.real(repo)
     blobs_real = os.path.join(repo_real, "blobs")
     wanted: list[tuple[str, str, str | None]] = []
     for rel, path in entries:
-        real = os.path.realpath(path)
+        try:
+            real = resolver.real(path)
+        except OSError as exc:
+            problems.append(_problem_of(rel, exc))
+            continue
         if not _inside(real, repo_real):
             problems.append(ModelProblem(rel, "unreadable", "a link out of the model's cache "
                                          f"folder {repo}; not followed"))
@@ -536,7 +703,8 @@ def _absent(base: ModelTree, reason: str) -> ModelTree:
                      revision=base.revision, reason=reason)
 
 
-def read_model_dir(path: Path, *, hasher: Hasher | None = None) -> ModelTree:
+def read_model_dir(path: Path, *, hasher: Hasher | None = None, exclude: Iterable[Path] = (),
+                   root: Path | None = None) -> ModelTree:
     """Every regular file under the model folder ``path``, hashed.
 
     Files are listed sorted by their ``/``-separated path relative to ``path``; ``.git/``
@@ -546,45 +714,125 @@ def read_model_dir(path: Path, *, hasher: Hasher | None = None) -> ModelTree:
     link ``missing``; a FIFO, device, socket or link to a folder ``not-a-file`` (never read,
     never waited on). The walk is iterative and at most :data:`MAX_DEPTH` deep. A folder
     that is absent or not a folder is ``reason``. Never raises for what is on disk.
+
+    ``exclude``: files left out entirely (neither listed nor a problem) when their real
+    path is one of these paths' real paths, e.g. the lock file written into the model
+    folder. pin's own digest cache (:func:`default_cache_file`, and ``hasher``'s cache
+    file) and its temporary files are always left out when they lie inside the folder.
+
+    ``root``: the root of a recorded host (``pin verify --root``) under which ``path``
+    lies; links are then resolved as that host sees them (an absolute target ``/x`` is
+    ``<root>/x``, ``..`` never climbs above ``root``) and a link that leaves ``path`` is
+    refused as above. ``None``: links are resolved on this machine.
     """
     hasher = hasher or Hasher()
+    resolver = _Resolver(root)
     top = Path(path)
     base = ModelTree(source="directory", location=str(top))
-    if not top.is_dir():
+    try:
+        root_real = resolver.real(top)
+    except OSError as exc:
+        return _absent(base, f"{top} cannot be read ({exc.strerror or exc})")
+    if not os.path.isdir(root_real):
         return _absent(base, f"{top} is not a folder (no model there)")
-    root_real = os.path.realpath(top)
-    entries, problems = _walk(top, {".cache/huggingface"})
-    wanted: list[tuple[str, Path]] = []
+    skipped = _excluded(exclude, hasher)
+    entries, problems = _walk(Path(root_real), {".cache/huggingface"})
+    wanted: list[tuple[str, str]] = []
     for rel, entry in entries:
-        try:
-            lst = os.lstat(entry)
-        except OSError as exc:
-            problems.append(_problem_of(rel, exc))
+        if _skipped(str(entry), skipped):
             continue
-        if stat.S_ISLNK(lst.st_mode):
-            real = os.path.realpath(entry)
-            if not _inside(real, root_real):
-                problems.append(ModelProblem(rel, "unreadable", f"a link out of {top} "
-                                             f"(to {real}); not followed"))
-                continue
-            try:
-                mode = os.stat(real).st_mode
-            except OSError as exc:
-                problems.append(_problem_of(rel, exc))
-                continue
-            if not stat.S_ISREG(mode):
-                problems.append(ModelProblem(rel, "not-a-file", f"a link to {_kind(mode)}; "
-                                             "not followed"))
-                continue
-        elif not stat.S_ISREG(lst.st_mode):
-            problems.append(ModelProblem(rel, "not-a-file", f"{_kind(lst.st_mode)}, not a "
-                                         "regular file; not read"))
-            continue
-        wanted.append((rel, entry))
-    digests = hasher._digests([p for _, p in wanted], set())
-    files = _collect([(rel, str(p), None) for rel, p in wanted], digests, problems)
+        got = _dir_entry(rel, entry, resolver, top, root_real)
+        if isinstance(got, ModelProblem):
+            problems.append(got)
+        elif not _skipped(got, skipped):
+            wanted.append((rel, got))
+    digests = hasher._digests([Path(real) for _, real in wanted], set())
+    files = _collect([(rel, real, None) for rel, real in wanted], digests, problems)
     return ModelTree(source="directory", location=str(top), files=files,
                      problems=sorted(problems, key=lambda p: (p.path, p.kind)))
+
+
+def _dir_entry(rel: str, entry: Path, resolver: _Resolver, folder: Path,
+               folder_real: str) -> str | ModelProblem:
+    """The real path to hash for the entry ``entry`` (``rel``) of the model folder
+    ``folder`` (real path ``folder_real``), or the problem it is: a link out of the folder,
+    a dangling link, a link to something not a regular file, a FIFO, device or socket.
+    """
+    try:
+        lst = os.lstat(entry)
+    except OSError as exc:
+        return _problem_of(rel, exc)
+    if not stat.S_ISLNK(lst.st_mode):
+        if stat.S_ISREG(lst.st_mode):
+            return str(entry)
+        return ModelProblem(rel, "not-a-file", f"{_kind(lst.st_mode)}, not a regular file; "
+                            "not read")
+    try:
+        real = resolver.real(entry)
+        if not _inside(real, folder_real):
+            return ModelProblem(rel, "unreadable", f"a link out of {folder} (to "
+                                f"{resolver.show(real)}); not followed")
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        return _problem_of(rel, exc)
+    if not stat.S_ISREG(mode):
+        return ModelProblem(rel, "not-a-file", f"a link to {_kind(mode)}; not followed")
+    return real
+
+
+class _Resolver:
+    """Real paths of a host's files: ``os.path.realpath`` when ``root`` is ``None`` (or
+    ``/``); with a recorded host's ``root``, links in paths under it resolved inside it as
+    that host sees them (:meth:`HostRoot.path`: an absolute target ``/x`` is ``<root>/x``,
+    ``..`` never climbs above ``root``).
+    """
+
+    def __init__(self, root: Path | None) -> None:
+        base = os.path.realpath(root) if root is not None else "/"
+        self.base = base
+        self.host = HostRoot(Path(base)) if base != "/" else None
+        self.tops = tuple(dict.fromkeys((os.path.abspath(root), base))) if root else ()
+
+    def real(self, path: Path | str) -> str:
+        """The real path of ``path`` (absolute, links resolved). Raises ``OSError``
+        (``ELOOP``) for a loop of links under a root.
+        """
+        if self.host is not None:
+            full = os.path.abspath(path)
+            for top in self.tops:
+                if _inside(full, top):
+                    return str(self.host.path("/" + full[len(top):].lstrip("/")))
+        return os.path.realpath(path)
+
+    def show(self, real: str) -> str:
+        """A real path as a message names it: the host's path (``/...``) under a root."""
+        if self.host is not None and _inside(real, self.base):
+            return "/" + real[len(self.base):].lstrip("/")
+        return real
+
+
+def _excluded(exclude: Iterable[Path], hasher: Hasher) -> dict[str, str | None]:
+    """``{real path: cache file name or None}`` of the files a folder walk leaves out: each
+    of ``exclude``, and pin's digest cache files (whose temporary files are left out too).
+    """
+    out: dict[str, str | None] = {os.path.realpath(p): None for p in exclude}
+    caches = [default_cache_file()]
+    if hasher.cache_file is not None:
+        caches.append(hasher.cache_file)
+    for cache in caches:
+        out[os.path.realpath(cache)] = cache.name
+    return out
+
+
+def _skipped(real: str, skipped: dict[str, str | None]) -> bool:
+    """True when the real path ``real`` is one of ``skipped`` or a temporary file of one of
+    its cache files (:func:`_excluded`).
+    """
+    if real in skipped:
+        return True
+    folder, name = os.path.split(real)
+    return any(cache is not None and os.path.dirname(path) == folder and _is_temp_of(name, cache)
+               for path, cache in skipped.items())
 
 
 def default_cache_file() -> Path:

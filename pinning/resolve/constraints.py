@@ -31,7 +31,15 @@ FRAMEWORK_ALIASES: dict[str, str] = {
 }
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # the name at the start of --framework
-_MODEL = re.compile(r"^([A-Za-z0-9][\w.-]*/[\w.-]+)@([0-9a-f]{40})$")
+# ORG/NAME@REVISION: two parts of the characters a Hugging Face repo id may hold, a 40-hex
+# commit in either case (its other rules are checked by hub_id_problem).
+_MODEL = re.compile(r"([A-Za-z0-9._-]{1,200})/([A-Za-z0-9._-]{1,200})@([0-9A-Fa-f]{40})")
+HUB_ID_RULE = ("ORG/NAME, each part 1 to 96 characters of letters, digits, `-`, `_` and `.`, "
+               "not starting or ending with `-` or `.`, without `--` or `..`, the name not "
+               "ending in `.git`")
+"""Hugging Face's repo id rule, as huggingface_hub checks it (``validate_repo_id`` in
+``huggingface_hub/utils/_validators.py``, https://github.com/huggingface/huggingface_hub/blob/main/src/huggingface_hub/utils/_validators.py,
+published_unknown: the file carries no date; read in huggingface_hub 2.4.0)."""
 
 
 MAX_FLAG_CHARS = 512
@@ -152,22 +160,52 @@ def parse_runtime_spec(flag: str, text: str) -> SpecifierSet:
         ) from exc
 
 
-def parse_model(text: str) -> ModelRef:
-    """Parse ``--model``: ``ORG/NAME@REVISION`` where REVISION is a 40-hex commit, or a local
-    model folder (a converted checkpoint): a path that starts with ``./``, ``../``, ``/`` or
-    ``~``, or an existing directory. The path is kept as written (one trailing ``/``
-    dropped), so the lock does not depend on where it was resolved. Else ``UsageError``
-    (exit 2); also for a path with a control character or over 4096 characters.
+def hub_id_problem(org: str, name: str) -> str | None:
+    """Why ``ORG/NAME`` breaks :data:`HUB_ID_RULE` (one phrase), or ``None`` when it holds.
+
+    ``org`` and ``name`` are already made only of letters, digits, ``-``, ``_`` and ``.``.
     """
-    m = _MODEL.match(text.strip())
+    for part in (org, name):
+        if not 1 <= len(part) <= 96:
+            return f"`{part[:100]}` is not 1 to 96 characters"
+        if part[0] in "-." or part[-1] in "-.":
+            return f"`{part}` starts or ends with `-` or `.`"
+        if "--" in part or ".." in part:
+            return f"`{part}` holds `--` or `..`"
+    if name.endswith(".git"):
+        return f"`{name}` ends in `.git`"
+    return None
+
+
+def parse_model(text: str) -> ModelRef:
+    """Parse ``--model``: ``ORG/NAME@REVISION`` where REVISION is a 40-hex commit (upper-case
+    hex is lower-cased) and ORG/NAME follows Hugging Face's rule (:data:`HUB_ID_RULE`), or a
+    local model folder (a converted checkpoint): a path that starts with ``./``, ``../``,
+    ``/`` or ``~``, or an existing directory. The path is kept as written (one trailing
+    ``/`` dropped); ``pin resolve`` then anchors a relative one to the lock's folder. Else
+    ``UsageError`` (exit 2): a malformed id or revision, a path with a control character or
+    over 4096 characters, a path naming a file (a model is a folder).
+    """
+    text = text.strip()
+    m = _MODEL.fullmatch(text) if not text.startswith(("./", "../", "/", "~")) else None
     if m:
-        return ModelRef(id=m.group(1), revision=m.group(2))
-    path = text.strip()
+        problem = hub_id_problem(m.group(1), m.group(2))
+        if problem is not None:
+            raise UsageError(f"--model {_clip(text)}: not a Hugging Face model id: {problem}.",
+                             hint=f"A model id is {HUB_ID_RULE}; a local folder is written "
+                                  "./PATH, /PATH or ~/PATH.")
+        return ModelRef(id=f"{m.group(1)}/{m.group(2)}", revision=m.group(3).lower())
+    path = text
     if path and len(path) <= 4096 and (
             path.startswith(("./", "../", "/", "~")) or _is_dir(path)):
         if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
             raise UsageError(f"--model {_clip(text)}: a model folder path has no control "
                              "character.")
+        if _is_file(path):
+            raise UsageError(f"--model {_clip(text)}: names a file; a local model is the "
+                             "folder that holds its files.",
+                             hint="Give the model's folder (e.g. the folder holding "
+                                  "config.json), not one of its files.")
         return ModelRef(path=path.rstrip("/") or "/")
     raise UsageError(
         f"--model {_clip(text)}: expected ORG/NAME@REVISION with a 40-hex commit revision, "
@@ -175,6 +213,17 @@ def parse_model(text: str) -> ModelRef:
         hint="Find the commit on the model's Hugging Face page (Files and versions -> "
         "History); a branch name such as `main` moves and cannot be locked.",
     )
+
+
+def _is_file(path: str) -> bool:
+    """True when ``path`` (``~`` expanded) exists and is not a directory."""
+    import os
+
+    try:
+        full = os.path.expanduser(path)
+        return os.path.exists(full) and not os.path.isdir(full)
+    except (OSError, ValueError, RuntimeError):
+        return False
 
 
 def _is_dir(path: str) -> bool:

@@ -263,9 +263,10 @@ class SoftwareFacts(Comparer):
                          "changed in place. Delete the blob and download the revision again.",
                          expected=exp, source=where)
             elif problem is not None and problem.kind == "unreadable":
-                self.add("model-file-unreadable", fact, "not-probed",
-                         f"{want.path} cannot be read on the host: {problem.detail}.",
-                         expected=exp)
+                errors += 1
+                self.add("model-file-unreadable", fact, "missing",
+                         f"{want.path} is locked but its bytes cannot be read on the host "
+                         f"({problem.detail.rstrip('.')}).", expected=exp, source=where)
             elif problem is not None:
                 errors += 1
                 self.add("model-file-missing", fact, "missing",
@@ -295,9 +296,14 @@ class SoftwareFacts(Comparer):
                      source=cached.cache)
         for path in sorted({*have, *problems} - names - still_gone - partial):
             errors += 1
-            was = " (the lock recorded it as missing: run `pin lock model LOCK`)" \
-                if path in gone else ""
             got = have.get(path)
+            if unrecordable_name(path):
+                was = ("; a lock cannot record this name (a control character, a backslash "
+                       "or not UTF-8): rename the file, then run `pin lock model LOCK`")
+            elif path in gone:
+                was = " (the lock recorded it as missing: run `pin lock model LOCK`)"
+            else:
+                was = ""
             self.add("model-file-extra", f"model.files[{path}]", "mismatch",
                      f"{path} is in {where} but not in the lock{was}.",
                      actual=_file_text(got) if got else problems[path].kind, source=where)
@@ -308,10 +314,10 @@ class SoftwareFacts(Comparer):
                      f"{len(locked)} files of {cached.label} match the lock.",
                      expected=expected, actual=actual)
         else:
-            self.add("model-content-changed", "model.content-hash",
-                     "mismatch" if errors else "not-probed",
+            count = f"{errors} file(s) differ" if errors else "the file lists differ"
+            self.add("model-content-changed", "model.content-hash", "mismatch",
                      f"The model's content hash on the host differs from the lock's "
-                     f"({errors} file(s) differ).", expected=expected, actual=actual)
+                     f"({count}).", expected=expected, actual=actual)
 
     def image(self) -> None:
         """The container image digest, when the host is a container."""
@@ -342,6 +348,24 @@ class SoftwareFacts(Comparer):
             self.add("env-extra", f"environment.{name}", "mismatch",
                      f"{name}={value} is set on the host but not in the lock; it changes kernels "
                      "or numerics.", actual=value, source=SOURCE_NUMERICS)
+
+
+def unrecordable_name(path: str) -> bool:
+    """True when ``path`` (a file's path as a model reader reported it) is not a name a lock
+    can record (:class:`~pinning.lockfile.models.ModelFile`: a control character, a
+    backslash, an empty, ``.`` or ``..`` part, or not UTF-8); the reader then shows it
+    escaped (``ascii()``), which holds a backslash.
+    """
+    from pydantic import TypeAdapter, ValidationError
+
+    from pinning.lockfile.models import ModelFilePath
+
+    try:
+        path.encode()
+        TypeAdapter(ModelFilePath).validate_python(path)
+    except (UnicodeEncodeError, ValidationError):
+        return True
+    return False
 
 
 def _cache_level(problem: ModelFileProblem) -> bool:

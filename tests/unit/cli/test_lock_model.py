@@ -180,3 +180,125 @@ def test_probe_verify_and_freeze_on_a_recorded_host(tmp_path: Path) -> None:
     frozen = json_result(f)["lock"]["model"]
     assert frozen["origin"] == "host" and len(frozen["files"]) == 13
     assert frozen["content-hash"] == probe["model"]["content-hash"]
+
+
+def model_findings(result: Any) -> dict[str, tuple[str, str]]:
+    return {f["fact"]: (f["status"], f["code"]) for f in json_result(result)["findings"]
+            if f["fact"].startswith("model")}
+
+
+@pytest.mark.parametrize("damage", ["removed", "incomplete"])
+def test_one_missing_blob_is_that_file_only(tmp_path: Path, damage: str) -> None:
+    host = tmp_path / "host"
+    shutil.copytree(MI300X, host, symlinks=True)
+    hub = host / "root/root/.cache/huggingface/hub"
+    make_hub_cache(hub, MODEL, REV, gt_model_dir())
+    env = env_for(tmp_path, hub)
+    assert pin(*RESOLVE, "--model", f"{MODEL}@{REV}", "-o", "pin.lock", cwd=tmp_path,
+               env=env).returncode == 0
+    blob = blob_of(hub / REPO, REV, "README.md")
+    if damage == "removed":
+        blob.unlink()
+    else:
+        blob.rename(blob.with_name(blob.name + ".incomplete"))
+    v = pin("verify", "pin.lock", *host_args(host), "--format", "json", cwd=tmp_path, env=env)
+    assert v.returncode == 6
+    found = model_findings(v)
+    assert found["model.revision"] == ("match", "model")
+    assert found["model.files[README.md]"] == ("missing", "model-file-missing")
+    matched = [k for k, (status, _) in found.items() if k.startswith("model.files[")
+               and status == "match"]
+    assert len(matched) == 12
+    assert found["model.content-hash"] == ("mismatch", "model-content-changed")
+    text = pin("verify", "pin.lock", *host_args(host), cwd=tmp_path, env=env)
+    assert "(1 file(s) differ)" in text.stdout + text.stderr
+
+
+def test_a_file_swapped_for_a_link_out_is_drift(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    shutil.copytree(MI300X, host, symlinks=True)
+    ckpt = host / "root/models/ckpt"
+    shutil.copytree(gt_model_dir(), ckpt)
+    env = env_for(tmp_path)
+    assert pin(*RESOLVE, "--model", "/models/ckpt", "--no-model-files", "-o", "pin.lock",
+               cwd=tmp_path, env=env).returncode == 0
+    assert pin("lock", "model", "pin.lock", "--path", str(ckpt), cwd=tmp_path,
+               env=env).returncode == 0
+    v = pin("verify", "pin.lock", *host_args(host), "--format", "json", cwd=tmp_path, env=env)
+    assert model_findings(v)["model.content-hash"] == ("match", "model-content")
+    (ckpt / "config.json").unlink()
+    os.symlink(tmp_path / "pin.lock", ckpt / "config.json")  # outside the recorded root
+    v = pin("verify", "pin.lock", *host_args(host), "--format", "json", cwd=tmp_path, env=env)
+    assert v.returncode == 6
+    found = model_findings(v)
+    assert found["model.files[config.json]"] == ("missing", "model-file-unreadable")
+    assert found["model.content-hash"] == ("mismatch", "model-content-changed")
+    text = pin("verify", "pin.lock", *host_args(host), cwd=tmp_path, env=env)
+    assert "(1 file(s) differ)" in text.stdout + text.stderr
+    assert "model.files[config.json]" in text.stderr
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("a--b/c@" + REV, "holds `--` or `..`"),
+    ("org/na..me@" + REV, "holds `--` or `..`"),
+    ("-org/name@" + REV, "starts or ends with `-` or `.`"),
+    ("org/name.@" + REV, "starts or ends with `-` or `.`"),
+    ("org/name.git@" + REV, "ends in `.git`"),
+    ("./ckpt/config.json", "names a file"),
+])
+def test_bad_model_flags_are_exit_2(tmp_path: Path, value: str, words: str) -> None:
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt/config.json").write_text("{}")
+    r = pin(*RESOLVE, "--model", value, "-o", "pin.lock", cwd=tmp_path, env=env_for(tmp_path))
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert not (tmp_path / "pin.lock").exists()
+
+
+def test_an_upper_case_revision_is_lower_cased(tmp_path: Path) -> None:
+    r = pin(*RESOLVE, "--model", f"{MODEL}@{REV.upper()}", "--no-model-files", "-o",
+            "pin.lock", cwd=tmp_path, env=env_for(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert lock_model_table(tmp_path / "pin.lock")["revision"] == REV
+
+
+def test_a_relative_folder_is_anchored_to_the_lock(tmp_path: Path) -> None:
+    shutil.copytree(gt_model_dir(), tmp_path / "ckpt")
+    (tmp_path / "locks").mkdir()
+    env = env_for(tmp_path)
+    r = pin(*RESOLVE, "--model", "./ckpt", "-o", "locks/pin.lock", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    table = lock_model_table(tmp_path / "locks/pin.lock")
+    assert table["path"] == "../ckpt" and len(table["files"]) == 13
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = pin("lock", "model", str(tmp_path / "locks/pin.lock"), cwd=elsewhere, env=env)
+    assert r.returncode == 0, r.stderr
+    shutil.rmtree(tmp_path / "ckpt")
+    r = pin("lock", "model", str(tmp_path / "locks/pin.lock"), cwd=elsewhere, env=env)
+    assert r.returncode == 6 and f"{tmp_path / 'ckpt'} is not a folder" in r.stderr
+
+
+def test_a_lock_inside_the_model_folder_is_left_out(tmp_path: Path) -> None:
+    shutil.copytree(gt_model_dir(), tmp_path / "m")
+    env = env_for(tmp_path)
+    r = pin(*RESOLVE, "--model", ".", "-o", "pin.lock", cwd=tmp_path / "m", env=env)
+    assert r.returncode == 0, r.stderr
+    table = lock_model_table(tmp_path / "m/pin.lock")
+    assert table["path"] == "." and len(table["files"]) == 13
+    assert "pin.lock" not in {f["path"] for f in table["files"]}
+    r = pin("lock", "model", "pin.lock", cwd=tmp_path / "m", env=env)
+    assert r.returncode == 0 and "unchanged" in r.stdout, r.stderr
+
+
+def test_a_name_a_lock_cannot_record_says_rename(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    (ckpt / "bad\x01name").write_text("x")
+    env = env_for(tmp_path)
+    r = pin(*RESOLVE, "--model", "./ckpt", "--no-model-files", "-o", "pin.lock",
+            cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    r = pin("lock", "model", "pin.lock", cwd=tmp_path, env=env)
+    assert r.returncode == 6 and "Rename" in r.stderr
+    assert "Download the revision" not in r.stderr

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -257,28 +259,46 @@ def test_a_second_run_reads_no_bytes(tmp_path: Path) -> None:
     assert again.files == tree.files and again.problems == []
 
 
-def test_the_cache_trusts_dev_inode_size_and_mtime(tmp_path: Path) -> None:
-    """Documented: bytes rewritten in place, same size, mtime put back, keep the old digest;
-    a changed mtime makes the file read again."""
-    store = tmp_path / "digests.json"
-    f = tmp_path / "w.bin"
-    f.write_bytes(b"A" * 100)
-    Hasher(store).digest_many([f])
+def edit_in_place_mtime_kept(f: Path, data: bytes) -> None:
+    """Rewrite ``f`` in place with ``data`` (same size) and put its mtime back, until its
+    ctime differs from before (file systems with coarse timestamps share one per tick)."""
     st = f.stat()
-    with open(f, "r+b") as out:
-        out.write(b"B")
-    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
-    trusted = Hasher(store)
-    assert trusted.digest_many([f]) == {f: (100, sha(b"A" * 100))}
-    assert trusted.bytes_read == 0
-    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    for _ in range(1000):
+        with open(f, "r+b") as out:
+            out.write(data)
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        if f.stat().st_ctime_ns != st.st_ctime_ns:
+            break
+        time.sleep(0.002)
+    now = f.stat()
+    assert (now.st_mtime_ns, now.st_size, now.st_ino) == (st.st_mtime_ns, st.st_size, st.st_ino)
+    assert now.st_ctime_ns != st.st_ctime_ns
+
+
+def test_an_in_place_edit_with_mtime_put_back_is_read_again(tmp_path: Path) -> None:
+    """The key holds ctime: bytes rewritten in place, same size, same inode, mtime put back
+    with os.utime (which sets ctime) are read again; an untouched file is not."""
+    store = tmp_path / "digests.json"
+    f, g = tmp_path / "w.bin", tmp_path / "same.bin"
+    f.write_bytes(b"A" * 100)
+    g.write_bytes(b"G")
+    assert Hasher(store).digest_many([f, g]) == {f: (100, sha(b"A" * 100)), g: (1, sha(b"G"))}
+    edit_in_place_mtime_kept(f, b"B")
     fresh = Hasher(store)
-    assert fresh.digest_many([f]) == {f: (100, sha(b"B" + b"A" * 99))}
-    assert fresh.bytes_read == 100
+    assert fresh.digest_many([f, g]) == {f: (100, sha(b"B" + b"A" * 99)), g: (1, sha(b"G"))}
+    assert (fresh.bytes_read, fresh.files_read) == (100, 1)
+    entry = json.loads(store.read_bytes())["entries"][os.path.realpath(f)]
+    assert entry[:5] == [*(getattr(f.stat(), k) for k in (
+        "st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns"))]
+    assert entry[5] == sha(b"B" + b"A" * 99)
+    os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 1_000_000_000))
+    again = Hasher(store)
+    assert again.digest_many([f]) == {f: (100, sha(b"B" + b"A" * 99))}
+    assert again.bytes_read == 100
 
 
 @pytest.mark.parametrize("content", [
-    b"{not json", b"[]", b'{"version": 1, "entries": []}', b'{"version": 2, "entries": {}}',
+    b"{not json", b"[]", b'{"version": 2, "entries": []}', b'{"version": 1, "entries": {}}',
     b"[" * 100_000, b"\xff\xfe",
 ])
 def test_a_corrupt_cache_file_is_ignored_and_rewritten(tmp_path: Path, content: bytes) -> None:
@@ -289,7 +309,7 @@ def test_a_corrupt_cache_file_is_ignored_and_rewritten(tmp_path: Path, content: 
     hasher = Hasher(store)
     assert hasher.digest_many([f]) == {f: (4, sha(b"data"))}
     saved = json.loads(store.read_bytes())
-    assert saved["version"] == 1 and list(saved["entries"]) == [os.path.realpath(f)]
+    assert saved["version"] == 2 and list(saved["entries"]) == [os.path.realpath(f)]
 
 
 def test_hostile_entries_are_skipped_one_by_one(tmp_path: Path) -> None:
@@ -299,11 +319,12 @@ def test_hostile_entries_are_skipped_one_by_one(tmp_path: Path) -> None:
     real = os.path.realpath(f)
     lie = "0" * 64
     store = tmp_path / "digests.json"
-    store.write_text(json.dumps({"version": 1, "entries": {
-        real: [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, lie, None, 1.0],
-        "relative": [1, 2, 3, 4, lie, None, 1.0],
-        "/x": [1, 2, 3, 4, "ZZ", None, 1.0],
-        "/y": [True, 2, 3, 4, lie, None, 1.0],
+    store.write_text(json.dumps({"version": 2, "entries": {
+        real: [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, lie, None, 1.0],
+        "relative": [1, 2, 3, 4, 5, lie, None, 1.0],
+        "/x": [1, 2, 3, 4, 5, "ZZ", None, 1.0],
+        "/y": [True, 2, 3, 4, 5, lie, None, 1.0],
+        "/v1": [1, 2, 3, 4, lie, None, 1.0],
         "/z": "nope"}}))
     hasher = Hasher(store)
     assert hasher.digest_many([f]) == {f: (4, lie)}  # the well-formed entry is trusted
@@ -355,3 +376,225 @@ def test_default_cache_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     assert default_cache_file() == tmp_path / "home" / ".cache" / "pin" / "model-digests.json"
     monkeypatch.setenv("PIN_CACHE_DIR", str(tmp_path / "pc"))
     assert default_cache_file() == tmp_path / "pc" / "model-digests.json"
+
+
+# --- the digest cache never writes through a link or into a folder others control --------
+
+def cache_of(store: Path) -> dict[str, list[object]]:
+    entries: dict[str, list[object]] = json.loads(store.read_bytes())["entries"]
+    return entries
+
+
+def test_a_cache_file_that_is_a_link_is_never_read_or_written(tmp_path: Path) -> None:
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"data")
+    st = f.stat()
+    precious = tmp_path / "precious"
+    # a well-formed cache with a lie for f: were it read, f's digest would be the lie
+    lie = "0" * 64
+    body = json.dumps({"version": 2, "entries": {os.path.realpath(f): [
+        st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, lie, None, 1.0]}})
+    precious.write_text(body)
+    (tmp_path / "pin").mkdir(mode=0o700)
+    store = tmp_path / "pin" / "model-digests.json"
+    os.symlink(precious, store)
+    hasher = Hasher(store)
+    assert hasher.digest_many([f]) == {f: (4, sha(b"data"))} and hasher.bytes_read == 4
+    assert precious.read_text() == body
+    assert os.readlink(store) == str(precious)
+    assert sorted(os.listdir(tmp_path / "pin")) == ["model-digests.json"]  # no temp left
+    second = Hasher(store)  # no persistent cache: read again
+    assert second.digest_many([f]) == {f: (4, sha(b"data"))} and second.bytes_read == 4
+
+
+def test_a_cache_folder_that_is_a_link_is_not_used(tmp_path: Path) -> None:
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"data")
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    os.symlink(target, tmp_path / "pin")
+    hasher = Hasher(tmp_path / "pin" / "model-digests.json")
+    assert hasher.digest_many([f]) == {f: (4, sha(b"data"))}
+    assert os.listdir(target) == []
+
+
+def test_a_cache_folder_writable_by_others_is_not_used(tmp_path: Path) -> None:
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"data")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    store = shared / "model-digests.json"
+    Hasher(store).digest_many([f])
+    assert os.listdir(shared) == []
+    shared.chmod(0o700)  # the same folder, private: used
+    Hasher(store).digest_many([f])
+    assert list(cache_of(store)) == [os.path.realpath(f)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_cache_folder_or_file_of_another_user_is_not_used(tmp_path: Path) -> None:
+    nobody = 65534
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"data")
+    theirs = tmp_path / "pin-0"  # a /tmp/pin-<uid> another user made first
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, nobody, nobody)
+    store = theirs / "model-digests.json"
+    Hasher(store).digest_many([f])
+    assert os.listdir(theirs) == []
+    os.chown(theirs, 0, 0)
+    store.write_bytes(b"{}")
+    os.chown(store, nobody, nobody)  # our folder, their file: neither read nor replaced
+    Hasher(store).digest_many([f])
+    assert store.read_bytes() == b"{}" and store.stat().st_uid == nobody
+
+
+def test_a_save_replaces_the_cache_file_whole_and_private(tmp_path: Path) -> None:
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"data")
+    store = tmp_path / "pin" / "model-digests.json"
+    Hasher(store).digest_many([f])
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    assert stat.S_IMODE(store.parent.stat().st_mode) == 0o700
+    inode = store.stat().st_ino
+    g = tmp_path / "g.bin"
+    g.write_bytes(b"g")
+    Hasher(store).digest_many([g])
+    assert store.stat().st_ino != inode  # a new file renamed over, not written in place
+    assert sorted(cache_of(store)) == sorted(map(os.path.realpath, (f, g)))
+    assert sorted(os.listdir(store.parent)) == ["model-digests.json"]
+
+
+# --- names a lock cannot record ------------------------------------------------------------
+
+def test_a_name_that_is_not_utf8_is_a_problem_never_a_crash(tmp_path: Path) -> None:
+    top = converted(tmp_path)
+    with open(os.fsencode(top) + b"/bad\xff.bin", "wb") as out:
+        out.write(b"x")
+    os.mkdir(os.fsencode(top) + b"/dir\xfe")
+    with open(os.fsencode(top) + b"/dir\xfe/inner.bin", "wb") as out:
+        out.write(b"y")
+    tree = read_model_dir(top)
+    assert [(p.path, p.kind) for p in tree.problems] == [
+        ("'bad\\udcff.bin'", "unreadable"), ("'dir\\udcfe/inner.bin'", "unreadable")]
+    assert "not UTF-8" in tree.problems[0].detail
+    assert [f.path for f in tree.files] == [
+        "config.json", "shards/deep/extra.bin", "shards/model-00001.safetensors"]
+    assert model_content_hash(tree.files).startswith("sha256:")
+    for p in tree.problems:
+        (p.path + p.detail).encode("utf-8")
+
+
+def test_a_hub_snapshot_name_that_is_not_utf8_is_a_problem(tmp_path: Path) -> None:
+    cache, repo = small_cache(tmp_path)
+    snap = os.fsencode(repo / "snapshots" / REV)
+    os.symlink(b"../../blobs/" + os.fsencode(git_blob_id(CONFIG)), snap + b"/x\xff.json")
+    tree = read_hub_model(cache, MODEL, REV)
+    assert [(p.path, p.kind) for p in tree.problems] == [("'x\\udcff.json'", "unreadable")]
+    assert [f.path for f in tree.files] == ["1_Pooling/config.json", "config.json",
+                                            "model.safetensors"]
+
+
+def test_a_link_out_to_a_name_not_utf8_has_a_printable_detail(tmp_path: Path) -> None:
+    top = converted(tmp_path)
+    outside = os.fsencode(tmp_path) + b"/out\xff"
+    with open(outside, "wb") as out:
+        out.write(b"z")
+    os.symlink(outside, os.fsencode(top) + b"/leak.bin")
+    tree = read_model_dir(top)
+    assert [(p.path, p.kind) for p in tree.problems] == [("leak.bin", "unreadable")]
+    assert "out\\udcff" in tree.problems[0].detail
+    tree.problems[0].detail.encode("utf-8")
+
+
+# --- files a folder walk leaves out ----------------------------------------------------------
+
+def test_an_excluded_lock_in_the_folder_is_left_out(tmp_path: Path) -> None:
+    top = converted(tmp_path)
+    lock = top / "pin.lock"
+    lock.write_bytes(b"[model]\n")
+    os.symlink("pin.lock", top / "alias.lock")  # a link to it: the same real path
+    tree = read_model_dir(top, exclude=[tmp_path / "ckpt" / "." / "pin.lock"])
+    assert tree.problems == []
+    assert [f.path for f in tree.files] == [
+        "config.json", "shards/deep/extra.bin", "shards/model-00001.safetensors"]
+    listed = [f.path for f in read_model_dir(top).files]  # not excluded: listed
+    assert listed[:2] == ["alias.lock", "config.json"] and "pin.lock" in listed
+
+
+def test_the_digest_cache_inside_the_folder_is_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    top = converted(tmp_path)
+    monkeypatch.setenv("PIN_CACHE_DIR", str(top / ".pin"))
+    store = default_cache_file()
+    first = read_model_dir(top, hasher=Hasher(store))
+    assert store.is_file()
+    (store.parent / ".model-digests.json.123.abcd.tmp").write_bytes(b"{")  # a killed writer's
+    (store.parent / "mine.bin").write_bytes(b"m")  # any other file there is the model's
+    again = read_model_dir(top, hasher=Hasher(store))
+    assert [f.path for f in again.files] == [
+        ".pin/mine.bin", *(f.path for f in first.files)]
+    assert again.problems == []
+    # a Hasher's own cache file, elsewhere than the default, is left out too
+    monkeypatch.setenv("PIN_CACHE_DIR", str(tmp_path / "other"))
+    own = read_model_dir(top, hasher=Hasher(store))
+    assert [f.path for f in own.files] == [f.path for f in again.files]
+
+
+# --- under a recorded host's root ------------------------------------------------------------
+
+def recorded_host(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "root"
+    top = root / "models" / "m"
+    top.mkdir(parents=True)
+    (top / "config.json").write_bytes(CONFIG)
+    (root / "etc").mkdir()
+    (root / "etc" / "passwd").write_bytes(b"root:x:0:0\n")
+    os.symlink("/models/m/config.json", top / "abs.json")  # the host's absolute link
+    return root, top
+
+
+def test_under_a_root_an_absolute_link_inside_the_tree_is_followed(tmp_path: Path) -> None:
+    root, top = recorded_host(tmp_path)
+    tree = read_model_dir(top, root=root)
+    assert tree.problems == []
+    assert [(f.path, f.sha256) for f in tree.files] == [
+        ("abs.json", sha(CONFIG)), ("config.json", sha(CONFIG))]
+    # without the root the same link points at this machine's /models: refused
+    plain = read_model_dir(top)
+    assert [(p.path, p.kind) for p in plain.problems] == [("abs.json", "unreadable")]
+
+
+def test_under_a_root_links_leaving_the_folder_or_root_are_refused(tmp_path: Path) -> None:
+    root, top = recorded_host(tmp_path)
+    os.symlink("/etc/passwd", top / "passwd")  # the host's /etc/passwd: out of the folder
+    os.symlink("../../../../../../../../etc/passwd", top / "climb")  # .. stops at the root
+    os.symlink("loop2", top / "loop1")
+    os.symlink("loop1", top / "loop2")
+    tree = read_model_dir(top, root=root)
+    assert [(p.path, p.kind) for p in tree.problems] == [
+        ("climb", "unreadable"), ("loop1", "unreadable"), ("loop2", "unreadable"),
+        ("passwd", "unreadable")]
+    assert "(to /etc/passwd); not followed" in tree.problems[0].detail
+    assert "(to /etc/passwd); not followed" in tree.problems[3].detail
+    assert [f.path for f in tree.files] == ["abs.json", "config.json"]
+
+
+def test_under_a_root_a_hub_snapshot_with_absolute_links_is_read(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    cache = root / "hub"
+    repo = make_hub_cache(cache, MODEL, REV, SMALL)
+    link = repo / "snapshots" / REV / "config.json"
+    blob = blob_of(repo, REV, "config.json")
+    link.unlink()
+    os.symlink("/" + str(blob.relative_to(root.resolve())), link)
+    os.symlink("/etc/hostname", repo / "snapshots" / REV / "leak.json")
+    tree = read_hub_model(cache, MODEL, REV, root=root)
+    assert [(f.path, f.sha256) for f in tree.files] == [
+        ("1_Pooling/config.json", sha(b"{}")), ("config.json", sha(CONFIG)),
+        ("model.safetensors", sha(WEIGHTS))]
+    assert [(p.path, p.kind) for p in tree.problems] == [("leak.json", "unreadable")]
+    plain = read_hub_model(cache, MODEL, REV)
+    assert [(p.path, p.kind) for p in plain.problems] == [
+        ("config.json", "unreadable"), ("leak.json", "unreadable")]
