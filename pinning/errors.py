@@ -121,6 +121,18 @@ class AuditFailed(PinError):
     exit_code = 11
 
 
+class AcceptanceFailed(PinError):
+    """An acceptance gate failed (exit 12): a measured value missed the tolerance or SLO
+    the gates file sets. The result has been printed (or written) in full before this is
+    raised.
+    """
+
+    exit_code = 12
+    default_hint = ("Read the table above: each failed check names the measured value and "
+                    "its limit. Fix the stack, or change the limit in the gates file on "
+                    "purpose.")
+
+
 class NothingToJudge(PinError):
     """``pin doctor`` read the dumps but none of them gave any rule an input (exit 14).
 
@@ -148,5 +160,6 @@ ALL_ERRORS: tuple[type[PinError], ...] = (
     SignatureError,
     GuardRefused,
     AuditFailed,
+    AcceptanceFailed,
     NothingToJudge,
 )

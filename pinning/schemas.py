@@ -6,13 +6,15 @@ import json
 from pathlib import Path
 
 SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope",
-           "audit-report")
+           "audit-report", "accept-config", "accept-result")
 
 
 def generate() -> dict[str, str]:
     """Return ``{file name: schema JSON text}`` for every committed schema."""
     from pydantic import BaseModel
 
+    from pinning.accept.config import AcceptConfig
+    from pinning.accept.judge import AcceptResult
     from pinning.audit.bill import AuditReport
     from pinning.doctor.report import DoctorReport
     from pinning.guards.models import RuleFile
@@ -26,6 +28,7 @@ def generate() -> dict[str, str]:
         ("matrix", MatrixFile), ("lockfile", Lockfile), ("host", HostFacts),
         ("verify-report", VerifyReport), ("doctor-report", DoctorReport), ("guards", RuleFile),
         ("envelope", Envelope), ("audit-report", AuditReport),
+        ("accept-config", AcceptConfig), ("accept-result", AcceptResult),
     )
     out: dict[str, str] = {}
     for name, model in models:

@@ -4,7 +4,8 @@ This module holds the ``main`` group (error handling, ``--debug``, ``--version``
 registers the command groups, one module each: :mod:`~pinning.cli.resolve`,
 :mod:`~pinning.cli.matrix`, :mod:`~pinning.cli.lock`, :mod:`~pinning.cli.host` (probe, freeze,
 verify), :mod:`~pinning.cli.doctor`, :mod:`~pinning.cli.image`, :mod:`~pinning.cli.sign`,
-:mod:`~pinning.cli.guard` and :mod:`~pinning.cli.audit`; shared options live in
+:mod:`~pinning.cli.guard`, :mod:`~pinning.cli.audit` and
+:mod:`~pinning.cli.accept`; shared options live in
 :mod:`~pinning.cli.options`, text renderers in :mod:`~pinning.cli.render`. Only the CLI
 package prints or exits. Heavy imports happen inside commands so that ``pin --help`` stays
 fast.
@@ -47,7 +48,7 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Audit what runs today", ("probe", "doctor", "audit")),
     ("Resolve a validated stack", ("matrix", "resolve")),
     ("Freeze, build and sign", ("freeze", "build", "rebuild", "keygen", "sign")),
-    ("Accept a host or an image", ("verify", "verify-image")),
+    ("Accept a host or an image", ("verify", "verify-image", "accept")),
     ("Decide what may change", ("guard",)),
     ("Keep it true", ("lock",)),
     ("Shell", ("completion",)),
@@ -147,13 +148,14 @@ def main(debug: bool) -> None:
 
     Exit codes: 0 ok, 1 bug, 2 usage, 3 matrix data invalid, 4 no validated combination,
     5 lockfile invalid, 6 drift, 7 probe failed, 8 build/registry, 9 signature, 10 guard,
-    14 nothing to judge (doctor).
+    12 acceptance gate failed, 14 nothing to judge (doctor).
     """
 
 
 def _register_commands() -> None:
     """Add every command group's commands to ``main`` (each module exposes ``register``)."""
     from pinning.cli import (
+        accept,
         audit,
         completion,
         doctor,
@@ -166,7 +168,8 @@ def _register_commands() -> None:
         sign,
     )
 
-    for module in (resolve, matrix, lock, host, doctor, image, sign, guard, audit, completion):
+    for module in (resolve, matrix, lock, host, doctor, image, sign, guard, audit, accept,
+                   completion):
         module.register(main)
     completion.attach_value_completion(main)
 

@@ -55,6 +55,9 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "guard list": ([], ["--no-such-flag"]),
     "guard show": (["torch-device-rocm"], ["no-such-rule"]),
     "audit": (["{tmp}"], [MISSING]),
+    "accept judge": ([str(ROOT / "pinning" / "accept" / "template.toml"), "--from",
+                      str(DATA / "acceptance" / "vllm-bench-serve-smollm2-c1.json")],
+                     [MISSING, "--from", MISSING]),
 }
 
 

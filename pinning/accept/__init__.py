@@ -1,0 +1,1 @@
+"""pin accept: acceptance gates (gates file, readers of existing results, judging)."""

@@ -1,0 +1,207 @@
+"""Judge normalised serving results against ``[serve.slo]``: per SLO the measured value,
+the limit, pass or fail with a one-line reason; one verdict per run and one overall.
+
+Goodput is recomputed from the per-request arrays when the file holds them (a request is
+good when its TTFT, TPOT = (latency - TTFT) / (output tokens - 1), largest inter-token gap
+and end-to-end latency are each within the per-request limit; vLLM's definition in
+vllm-project/vllm:vllm/benchmarks/serve.py, after DistServe, arXiv 2401.09670); otherwise
+the file's own ``request_goodput`` is used and marked ``from-file`` (its SLOs were the
+harness's ``--goodput`` flags, which may differ from yours).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from pinning.accept.config import LatencyMetric, ServeSlo
+from pinning.accept.results import PerRequest, ReadResult, ServeSummary
+from pinning.util.models import FormatVersion, Strict
+
+__all__ = ["AcceptResult", "Check", "PointVerdict", "goodput", "judge", "judge_point",
+           "percentile"]
+
+Basis = Literal["from-file", "recomputed", "missing"]
+
+
+class Check(Strict):
+    """One SLO on one run: ``slo`` is the gates-file key (``ttft-p99-ms``), ``measured``
+    the value (``None`` when the file does not hold it), ``limit`` the bound, ``bound``
+    whether the measured value must stay at or below (``max``) or reach (``min``) it,
+    ``basis`` where the value came from, ``reason`` one line for people.
+    """
+
+    slo: str
+    measured: float | None
+    limit: float
+    unit: str
+    bound: Literal["max", "min"]
+    basis: Basis
+    passed: bool
+    reason: str
+
+
+class PointVerdict(Strict):
+    """A run (one concurrency or rate point) with its checks; ``passed`` when all pass."""
+
+    summary: ServeSummary
+    checks: list[Check]
+    passed: bool
+
+
+class AcceptResult(Strict):
+    """The result of ``pin accept judge`` (schema ``accept-result``): the gates file's
+    sha256, the lock's content hash when one was given, every run judged, and overall
+    ``passed`` with the keys that failed (``failed-slos``, ``file#index: key``).
+    """
+
+    schema_version: FormatVersion = 1
+    pin_version: str
+    gate: Literal["serve"] = "serve"
+    config_hash: str
+    lock_content_hash: str | None = None
+    points: list[PointVerdict]
+    passed: bool
+    failed_slos: list[str]
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """The ``pct`` percentile (0-100) of ``values`` with linear interpolation between
+    closest ranks (numpy's default, which vLLM uses). ``values`` must not be empty.
+    """
+    data = sorted(values)
+    pos = (len(data) - 1) * pct / 100.0
+    low = math.floor(pos)
+    high = min(low + 1, len(data) - 1)
+    return data[low] + (data[high] - data[low]) * (pos - low)
+
+
+def _tpot_s(requests: PerRequest, i: int) -> float:
+    """Request ``i``'s time per output token in seconds (0 with one token or none)."""
+    assert requests.latencies is not None
+    n = requests.output_lens[i]
+    return (requests.latencies[i] - requests.ttfts[i]) / (n - 1) if n > 1 else 0.0
+
+
+def goodput(requests: PerRequest, limits_ms: dict[LatencyMetric, float],
+            duration_s: float) -> tuple[int, float]:
+    """``(good requests, good requests per second)``: successful requests (empty error)
+    whose every limited metric is within ``limits_ms``; needs ``latencies``.
+    """
+    assert requests.latencies is not None
+    good = 0
+    for i, error in enumerate(requests.errors):
+        if error:
+            continue
+        values = {"ttft": requests.ttfts[i], "tpot": _tpot_s(requests, i),
+                  "itl": max(requests.itls[i], default=0.0),
+                  "e2el": requests.latencies[i]}
+        if all(values[m] * 1000.0 <= limit for m, limit in limits_ms.items()):
+            good += 1
+    return good, good / duration_s if duration_s > 0 else 0.0
+
+
+def _recomputed(requests: PerRequest | None, metric: str, pct: str) -> float | None:
+    """``metric``'s ``pct`` percentile in ms from the per-request arrays, or ``None``."""
+    if requests is None:
+        return None
+    ok = [i for i, e in enumerate(requests.errors) if not e]
+    if metric == "ttft":
+        vals = [requests.ttfts[i] for i in ok]
+    elif metric == "itl":
+        vals = [g for i in ok for g in requests.itls[i]]
+    elif requests.latencies is None:
+        return None
+    elif metric == "tpot":
+        vals = [_tpot_s(requests, i) for i in ok if requests.output_lens[i] > 1]
+    else:
+        vals = [requests.latencies[i] for i in ok]
+    return percentile(vals, float(pct[1:])) * 1000.0 if vals else None
+
+
+def _check(slo: str, measured: float | None, limit: float, unit: str,
+           bound: Literal["max", "min"], basis: Basis, missing: str) -> Check:
+    """A :class:`Check` with its reason sentence."""
+    if measured is None:
+        return Check(slo=slo, measured=None, limit=limit, unit=unit, bound=bound,
+                     basis="missing", passed=False, reason=f"not measured: {missing}")
+    passed = measured <= limit if bound == "max" else measured >= limit
+    word = "<=" if bound == "max" else ">="
+    fails = ">" if bound == "max" else "<"
+    reason = (f"{measured:.6g} {unit} {word} {limit:.6g} {unit}" if passed
+              else f"{measured:.6g} {unit} {fails} {limit:.6g} {unit} (limit)")
+    if basis == "recomputed":
+        reason += ", recomputed from the per-request data"
+    return Check(slo=slo, measured=measured, limit=limit, unit=unit, bound=bound,
+                 basis=basis, passed=passed, reason=reason)
+
+
+def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
+    """Judge one run against every SLO set in ``slo``."""
+    s, reqs = read.summary, read.requests
+    checks: list[Check] = []
+    for key, metric, pct, limit in slo.latency_limits():
+        stats = s.latency.get(metric)
+        value = stats.percentiles.get(pct) if stats else None
+        if value is None and pct == "p50" and stats is not None:
+            value = stats.median
+        basis: Basis = "from-file"
+        if value is None:
+            value = _recomputed(reqs, metric, pct)
+            basis = "recomputed"
+        checks.append(_check(key, value, limit, "ms", "max", basis,
+                             f"the file has no {pct} {metric.upper()} and no per-request "
+                             "data to compute it from"))
+    if slo.failed_max is not None:
+        checks.append(_check("failed-max", None if s.failed is None else float(s.failed),
+                             float(slo.failed_max), "requests", "max", "from-file",
+                             "the file does not record failed requests"))
+    if slo.goodput_min_rps is not None:
+        checks.append(_goodput_check(s, reqs, slo))
+    rates: dict[str, float] = {t.name: t.per_s for t in s.throughput}
+    for key, name, limit_rate, unit in (
+            ("request-throughput-min-rps", "requests", slo.request_throughput_min_rps,
+             "req/s"),
+            ("output-throughput-min-tps", "output-tokens", slo.output_throughput_min_tps,
+             "output tok/s")):
+        if limit_rate is not None:
+            checks.append(_check(key, rates.get(name), limit_rate, unit, "min", "from-file",
+                                 f"the file has no {name} throughput"))
+    return PointVerdict(summary=s, checks=checks, passed=all(c.passed for c in checks))
+
+
+def _goodput_check(s: ServeSummary, reqs: PerRequest | None, slo: ServeSlo) -> Check:
+    """``goodput-min-rps``: recomputed with ``slo``'s per-request limits when the
+    per-request arrays (with latencies) and the duration are there, else the file's.
+    """
+    assert slo.goodput_min_rps is not None
+    limits = slo.per_request_limits()
+    if reqs is not None and reqs.latencies is not None and s.duration_s:
+        good, rate = goodput(reqs, limits, s.duration_s)
+        check = _check("goodput-min-rps", rate, slo.goodput_min_rps, "req/s", "min",
+                       "recomputed", "")
+        return check.model_copy(update={"reason": check.reason + f" ({good} good of "
+                                        f"{len(reqs.errors)} requests)"})
+    from_file = next((t.per_s for t in s.throughput if t.name == "goodput"), None)
+    check = _check("goodput-min-rps", from_file, slo.goodput_min_rps, "req/s", "min",
+                   "from-file", "no per-request latencies to recompute it and no goodput "
+                                "in the file")
+    if from_file is None:
+        return check
+    return check.model_copy(update={"reason": check.reason + ", the file's own goodput "
+                                    "(its harness's --goodput SLOs, not necessarily yours)"})
+
+
+def judge(reads: Sequence[ReadResult], slo: ServeSlo, *, config_hash: str,
+          lock_content_hash: str | None, pin_version: str) -> AcceptResult:
+    """Judge every run in ``reads`` against ``slo``; overall passed when every run has
+    at least one check and every check passed.
+    """
+    points = [judge_point(r, slo) for r in reads]
+    failed = [f"{p.summary.source}#{p.summary.index}: {c.slo}"
+              for p in points for c in p.checks if not c.passed]
+    passed = bool(points) and all(p.passed and p.checks for p in points)
+    return AcceptResult(pin_version=pin_version, config_hash=config_hash,
+                        lock_content_hash=lock_content_hash, points=points, passed=passed,
+                        failed_slos=failed)

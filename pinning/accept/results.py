@@ -1,0 +1,431 @@
+"""Readers of serving results teams already have, normalised to one model.
+
+Formats, detected from content (never from the file name):
+
+* ``vllm bench serve --save-result [--save-detailed]`` JSON (vllm-project/vllm:
+  vllm/benchmarks/serve.py): one run per file; ``mean_/median_/std_/pNN_<metric>_ms``,
+  ``request_goodput``, and with ``--save-detailed`` per-request ``ttfts``, ``latencies``,
+  ``itls``, ``output_lens``, ``errors`` (seconds). ``--metadata k=v`` keys sit at the top.
+* SGLang ``python -m sglang.bench_serving --output-file F`` JSONL (sgl-project/sglang@
+  0033168f0f58b2bc05aa0273bd475d9c01bafb1c:python/sglang/bench_serving.py): one run per
+  line, appended; ``*_e2e_latency_ms`` for end-to-end latency, ``p95_itl_ms``; with
+  ``--output-details`` per-request ``ttfts``, ``itls``, ``output_lens``, ``errors`` but no
+  latencies.
+* GuideLLM ``benchmarks.json`` (vllm-project/guidellm@03820eba155d34eb602244535cc2412c32af6f54:
+  src/guidellm/benchmark/schemas/generative/report.py): ``{"args", "benchmarks": [...]}``,
+  each benchmark's ``metrics.<name>.successful`` a distribution summary (``mean``,
+  ``median``, ``std_dev``, ``percentiles.p50 ... p99``); request latency in seconds.
+
+Bad input raises ``UsageError`` (exit 2) naming the file and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from pinning.errors import UsageError
+from pinning.util.models import Strict
+
+__all__ = ["Harness", "LatencyStats", "PerRequest", "ReadResult", "ServeSummary",
+           "Throughput", "read_results"]
+
+Harness = Literal["vllm-bench-serve", "sglang-bench-serving", "guidellm"]
+_METRICS = ("ttft", "tpot", "itl", "e2el")
+_HINT = ("Pass the file `vllm bench serve --save-result` wrote (JSON), the --output-file of "
+         "SGLang's bench_serving (JSON lines) or GuideLLM's benchmarks.json, unedited.")
+_MAX_BYTES = 256 * 1024 * 1024
+
+
+class LatencyStats(Strict):
+    """One latency metric of a run, in milliseconds: mean, median, standard deviation and
+    percentiles (``{"p99": 89.8}``) as present in the file.
+    """
+
+    mean: float | None = None
+    median: float | None = None
+    std: float | None = None
+    percentiles: dict[str, float] = Field(default_factory=dict)
+
+
+class Throughput(Strict):
+    """A rate and what it counts: ``requests`` per second, or tokens per second with the
+    token basis named (``output tokens`` only, or ``input + output tokens``).
+    """
+
+    name: Literal["requests", "output-tokens", "total-tokens", "goodput"]
+    per_s: float
+    basis: str
+
+
+class ServeSummary(Strict):
+    """One run (one concurrency or rate point) of a serving benchmark, normalised.
+
+    ``source`` is the file, ``index`` the run's place in it (JSONL line or GuideLLM
+    benchmark, from 0). ``request-rate`` ``None`` means unlimited (``inf``). ``failed``
+    ``None`` when the file does not say. Latencies in milliseconds, durations in seconds.
+    """
+
+    source: str
+    index: int = 0
+    harness: Harness
+    harness_version: str | None = None
+    backend: str | None = None
+    endpoint: str | None = None
+    model: str | None = None
+    max_concurrency: int | None = None
+    request_rate: float | None = None
+    completed: int
+    failed: int | None = None
+    duration_s: float | None = None
+    total_input_tokens: int | None = None
+    total_output_tokens: int | None = None
+    throughput: list[Throughput] = Field(default_factory=list)
+    latency: dict[str, LatencyStats] = Field(default_factory=dict)
+    metadata: dict[str, str] = Field(default_factory=dict)
+    detailed: bool = False
+
+
+class PerRequest(Strict):
+    """Per-request arrays saved with ``--save-detailed`` (seconds): ``ttfts``,
+    end-to-end ``latencies`` (``None`` where the harness saves none), ``itls`` (each
+    request's gaps), ``output_lens`` (tokens) and ``errors`` (empty string = success).
+    """
+
+    ttfts: list[float]
+    latencies: list[float] | None
+    itls: list[list[float]]
+    output_lens: list[int]
+    errors: list[str]
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """A run's :class:`ServeSummary` and its :class:`PerRequest` arrays when saved."""
+
+    summary: ServeSummary
+    requests: PerRequest | None
+
+
+
+
+def read_results(path: Path) -> list[ReadResult]:
+    """Read one results file (at most 256 MiB) and return its runs, in file order.
+
+    Raises ``UsageError`` (exit 2) naming ``path`` when it cannot be read, is not UTF-8
+    JSON / JSON lines, is none of the formats above, or holds a value of the wrong type.
+    """
+    from pinning.util.files import read_regular_bytes
+
+    label = f"Results file {path}"
+    raw = read_regular_bytes(Path(path), UsageError, label=label, hint=_HINT, limit=_MAX_BYTES)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{label}: not UTF-8 text (byte {exc.start}).", hint=_HINT) from exc
+    docs = _parse(text, label)
+    name = str(path)
+    first = docs[0]
+    if len(docs) == 1 and isinstance(first.get("benchmarks"), list) and "args" in first:
+        return _guidellm(first, name, label)
+    out: list[ReadResult] = []
+    for i, doc in enumerate(docs):
+        where = f"{label}" + (f" line {i + 1}" if len(docs) > 1 else "")
+        if "mean_e2e_latency_ms" in doc or "median_e2e_latency_ms" in doc:
+            out.append(_sglang(doc, name, i, where))
+        elif "completed" in doc and any(f"mean_{m}_ms" in doc for m in _METRICS):
+            out.append(_vllm(doc, name, i, where))
+        else:
+            raise UsageError(f"{where}: not a result pin reads (no `completed` and "
+                             "`mean_ttft_ms`, `mean_e2e_latency_ms` or `benchmarks`).",
+                             hint=_HINT)
+    return out
+
+
+def _parse(text: str, label: str) -> list[dict[str, Any]]:
+    """The JSON object of ``text``, or one per non-blank line (JSON lines)."""
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    except RecursionError as exc:
+        raise UsageError(f"{label}: JSON nested too deeply.", hint=_HINT) from exc
+    if isinstance(whole, dict):
+        return [whole]
+    if whole is not None:
+        raise UsageError(f"{label}: expected a JSON object, found {type(whole).__name__}.",
+                         hint=_HINT)
+    docs: list[dict[str, Any]] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise UsageError(f"{label} line {n}: not JSON ({exc}).", hint=_HINT) from exc
+        if not isinstance(doc, dict):
+            raise UsageError(f"{label} line {n}: expected a JSON object.", hint=_HINT)
+        docs.append(doc)
+    if not docs:
+        raise UsageError(f"{label}: empty; no result in it.", hint=_HINT)
+    return docs
+
+
+def _num(doc: dict[str, Any], key: str, where: str, *, required: bool = False) -> float | None:
+    """``doc[key]`` as a finite float; ``None`` when absent (or null) and not required."""
+    value = doc.get(key)
+    if value is None:
+        if required:
+            raise UsageError(f"{where}: `{key}` is missing.", hint=_HINT)
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+            value):
+        raise UsageError(f"{where}: `{key}` must be a finite number, not {value!r:.40}.",
+                         hint=_HINT)
+    return float(value)
+
+
+def _int(doc: dict[str, Any], key: str, where: str, *, required: bool = False) -> int | None:
+    """``doc[key]`` as a non-negative integer; ``None`` when absent and not required."""
+    value = _num(doc, key, where, required=required)
+    if value is None:
+        return None
+    if value < 0 or value != int(value):
+        raise UsageError(f"{where}: `{key}` must be a whole number >= 0, not {value}.",
+                         hint=_HINT)
+    return int(value)
+
+
+def _text(doc: dict[str, Any], key: str) -> str | None:
+    """``doc[key]`` when it is a string (or a number, as text); else ``None``."""
+    value = doc.get(key)
+    if isinstance(value, bool) or value is None:
+        return None
+    return str(value) if isinstance(value, str | int | float) else None
+
+
+def _rate(doc: dict[str, Any], where: str) -> float | None:
+    """``request_rate``: a number, or ``"inf"``/absent for unlimited (``None``)."""
+    value = doc.get("request_rate")
+    if value is None or value == "inf" or value == float("inf"):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError as exc:
+            raise UsageError(f"{where}: `request_rate` {value!r:.40} is not a number.",
+                             hint=_HINT) from exc
+        return None if math.isinf(value) else value
+    return _num(doc, "request_rate", where)
+
+
+def _floats(doc: dict[str, Any], key: str, where: str) -> list[float] | None:
+    """``doc[key]`` as a list of finite numbers; ``None`` when absent."""
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            for v in value):
+        raise UsageError(f"{where}: `{key}` must be a list of numbers.", hint=_HINT)
+    return [float(v) for v in value]
+
+
+def _per_request(doc: dict[str, Any], where: str, *, latencies: bool) -> PerRequest | None:
+    """The per-request arrays, when ``ttfts`` and ``output_lens`` are saved; every array
+    must have the same length.
+    """
+    ttfts = _floats(doc, "ttfts", where)
+    lens = _floats(doc, "output_lens", where)
+    if ttfts is None or lens is None:
+        return None
+    lat = _floats(doc, "latencies", where) if latencies else None
+    itls_raw = doc.get("itls", [[] for _ in ttfts])
+    if not isinstance(itls_raw, list) or not all(isinstance(x, list) for x in itls_raw):
+        raise UsageError(f"{where}: `itls` must be a list of lists of numbers.", hint=_HINT)
+    itls = [_floats({"itls": x}, "itls", where) or [] for x in itls_raw]
+    errors_raw = doc.get("errors", ["" for _ in ttfts])
+    if not isinstance(errors_raw, list):
+        raise UsageError(f"{where}: `errors` must be a list.", hint=_HINT)
+    errors = [e if isinstance(e, str) else str(e) for e in errors_raw]
+    sizes = {len(ttfts), len(lens), len(itls), len(errors)} | ({len(lat)} if lat else set())
+    if len(sizes) != 1:
+        raise UsageError(f"{where}: the per-request arrays (ttfts, output_lens, itls, errors"
+                         f"{', latencies' if lat else ''}) differ in length {sorted(sizes)}.",
+                         hint=_HINT)
+    if any(v < 0 or v != int(v) for v in lens):
+        raise UsageError(f"{where}: `output_lens` must hold whole numbers >= 0.", hint=_HINT)
+    return PerRequest(ttfts=ttfts, latencies=lat, itls=itls,
+                      output_lens=[int(v) for v in lens], errors=errors)
+
+
+def _stats(doc: dict[str, Any], where: str, names: dict[str, str]) -> dict[str, LatencyStats]:
+    """Latency stats from ``<stat>_<name>_ms`` keys; ``names`` maps the file's metric
+    name to pin's (``e2e_latency`` -> ``e2el``).
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for key in doc:
+        if not key.endswith("_ms") or "_" not in key[:-3]:
+            continue
+        stat, metric = key[:-3].split("_", 1)
+        if metric not in names:
+            continue
+        value = _num(doc, key, where)
+        if value is None:
+            continue
+        slot = found.setdefault(names[metric], {"percentiles": {}})
+        if stat in ("mean", "median", "std"):
+            slot[stat] = value
+        elif stat.startswith("p") and stat[1:].replace(".", "", 1).isdigit():
+            slot["percentiles"][stat] = value
+    return {m: LatencyStats.model_validate(v) for m, v in found.items()}
+
+
+_VLLM_KNOWN = frozenset({
+    "date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+    "request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed",
+    "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput",
+    "output_throughput", "total_token_throughput", "input_lens", "output_lens", "ttfts",
+    "itls", "latencies", "start_times", "queue_times", "generated_texts", "errors",
+    "max_output_tokens_per_s", "max_concurrent_requests", "rtfx"})
+
+
+def _throughputs(doc: dict[str, Any], where: str, keys: dict[str, str]) -> list[Throughput]:
+    """Throughputs named in ``keys`` (pin name -> file key) that the file holds."""
+    basis = {"requests": "requests", "goodput": "requests meeting the harness's own goodput SLOs",
+             "output-tokens": "output tokens", "total-tokens": "input + output tokens"}
+    out = []
+    for name, key in keys.items():
+        value = _num(doc, key, where)
+        if value is not None:
+            out.append(Throughput.model_validate({"name": name, "per-s": value,
+                                                  "basis": basis[name]}))
+    return out
+
+
+def _vllm(doc: dict[str, Any], source: str, index: int, where: str) -> ReadResult:
+    """One ``vllm bench serve --save-result`` run."""
+    metadata = {k: str(v) for k, v in doc.items()
+                if k not in _VLLM_KNOWN and not k.endswith("_ms")
+                and isinstance(v, str | int | float) and not isinstance(v, bool)}
+    requests = _per_request(doc, where, latencies=True)
+    summary = ServeSummary.model_validate({
+        "source": source, "index": index, "harness": "vllm-bench-serve",
+        "backend": _text(doc, "backend"), "endpoint": _text(doc, "endpoint_type"),
+        "model": _text(doc, "model_id"),
+        "max-concurrency": _int(doc, "max_concurrency", where),
+        "request-rate": _rate(doc, where),
+        "completed": _int(doc, "completed", where, required=True),
+        "failed": _int(doc, "failed", where), "duration-s": _num(doc, "duration", where),
+        "total-input-tokens": _int(doc, "total_input_tokens", where),
+        "total-output-tokens": _int(doc, "total_output_tokens", where),
+        "throughput": _throughputs(doc, where, {
+            "requests": "request_throughput", "goodput": "request_goodput",
+            "output-tokens": "output_throughput", "total-tokens": "total_token_throughput"}),
+        "latency": _stats(doc, where, {m: m for m in _METRICS}),
+        "metadata": metadata, "detailed": requests is not None})
+    return ReadResult(summary, requests)
+
+
+def _sglang(doc: dict[str, Any], source: str, index: int, where: str) -> ReadResult:
+    """One line of SGLang ``bench_serving``'s JSONL output."""
+    requests = _per_request(doc, where, latencies=False)
+    completed = _int(doc, "completed", where, required=True)
+    failed = None if requests is None else sum(1 for e in requests.errors if e)
+    summary = ServeSummary.model_validate({
+        "source": source, "index": index, "harness": "sglang-bench-serving",
+        "backend": _text(doc, "backend"),
+        "max-concurrency": _int(doc, "max_concurrency", where),
+        "request-rate": _rate(doc, where), "completed": completed, "failed": failed,
+        "duration-s": _num(doc, "duration", where),
+        "total-input-tokens": _int(doc, "total_input_tokens", where),
+        "total-output-tokens": _int(doc, "total_output_tokens", where),
+        "throughput": _throughputs(doc, where, {
+            "requests": "request_throughput", "output-tokens": "output_throughput",
+            "total-tokens": "total_throughput"}),
+        "latency": _stats(doc, where, {"ttft": "ttft", "tpot": "tpot", "itl": "itl",
+                                       "e2e_latency": "e2el"}),
+        "detailed": requests is not None})
+    return ReadResult(summary, requests)
+
+
+def _dist(metrics: dict[str, Any], key: str, where: str, scale: float) -> LatencyStats | None:
+    """``metrics[key].successful`` of a GuideLLM benchmark as :class:`LatencyStats` in
+    milliseconds (``scale`` converts the file's unit).
+    """
+    node = metrics.get(key)
+    if not isinstance(node, dict):
+        return None
+    succ = node.get("successful")
+    if not isinstance(succ, dict):
+        raise UsageError(f"{where}: metrics.{key}.successful must be an object.", hint=_HINT)
+    pcts = succ.get("percentiles") or {}
+    if not isinstance(pcts, dict):
+        raise UsageError(f"{where}: metrics.{key}.successful.percentiles must be an object.",
+                         hint=_HINT)
+    out: dict[str, Any] = {"percentiles": {}}
+    for name, src in (("mean", "mean"), ("median", "median"), ("std", "std_dev")):
+        value = _num(succ, src, f"{where}: metrics.{key}.successful")
+        if value is not None:
+            out[name] = value * scale
+    for pct in ("p50", "p90", "p95", "p99"):
+        value = _num(pcts, pct, f"{where}: metrics.{key}.successful.percentiles")
+        if value is not None:
+            out["percentiles"][pct] = value * scale
+    return LatencyStats.model_validate(out)
+
+
+def _guidellm(doc: dict[str, Any], source: str, label: str) -> list[ReadResult]:
+    """Every benchmark of a GuideLLM report."""
+    args = doc.get("args") if isinstance(doc.get("args"), dict) else {}
+    assert isinstance(args, dict)
+    benches = doc["benchmarks"]
+    if not benches:
+        raise UsageError(f"{label}: GuideLLM report with no benchmarks.", hint=_HINT)
+    out = []
+    for i, bench in enumerate(benches):
+        where = f"{label} benchmarks[{i}]"
+        if not isinstance(bench, dict) or not isinstance(bench.get("metrics"), dict):
+            raise UsageError(f"{where}: expected an object with `metrics`.", hint=_HINT)
+        metrics = bench["metrics"]
+        totals = metrics.get("request_totals")
+        if not isinstance(totals, dict):
+            raise UsageError(f"{where}: metrics.request_totals is missing.", hint=_HINT)
+        completed = _int(totals, "successful", where, required=True)
+        failed = _int(totals, "errored", where)
+        config = bench.get("config") if isinstance(bench.get("config"), dict) else {}
+        assert isinstance(config, dict)
+        strategy = config.get("strategy") if isinstance(config.get("strategy"), dict) else {}
+        assert isinstance(strategy, dict)
+        kind = strategy.get("type_")
+        streams = _int(strategy, "streams", where) if kind == "concurrent" else None
+        rate = _num(strategy, "rate", where) if kind in ("constant", "poisson") else None
+        duration = _num(bench, "duration", where)
+        latency = {name: stats for name, stats in (
+            ("ttft", _dist(metrics, "time_to_first_token_ms", where, 1.0)),
+            ("tpot", _dist(metrics, "time_per_output_token_ms", where, 1.0)),
+            ("itl", _dist(metrics, "inter_token_latency_ms", where, 1.0)),
+            ("e2el", _dist(metrics, "request_latency", where, 1000.0))) if stats is not None}
+        rates = []
+        for name, key, basis in (("requests", "requests_per_second", "requests"),
+                                 ("output-tokens", "output_tokens_per_second", "output tokens"),
+                                 ("total-tokens", "tokens_per_second",
+                                  "input + output tokens")):
+            stats = _dist(metrics, key, where, 1.0)
+            if stats is not None and stats.mean is not None:
+                rates.append(Throughput.model_validate({"name": name, "per-s": stats.mean,
+                                                        "basis": basis}))
+        summary = ServeSummary.model_validate({
+            "source": source, "index": i, "harness": "guidellm",
+            "backend": _text(args, "backend") or _text(args, "backend_type"),
+            "endpoint": _text(args, "target"), "model": _text(args, "model"),
+            "max-concurrency": streams, "request-rate": rate, "completed": completed,
+            "failed": failed, "duration-s": duration, "throughput": rates,
+            "latency": latency, "metadata": {"strategy": str(kind)} if kind else {}})
+        out.append(ReadResult(summary, None))
+    return out
