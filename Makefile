@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install wheelhouse sdists demo test unit smoke lint bench schemas lockfiles matrix-data audit-data clean
+.PHONY: install wheelhouse sdists torchenv demo test unit smoke lint bench schemas lockfiles matrix-data audit-data clean
 
 install: $(STAMP)
 
@@ -55,8 +55,19 @@ $(WHEELHOUSE)/.stamp: Makefile | install
 sdists: wheelhouse
 	$(BIN)/python -m tests.support.sdists
 
+# A venv with real PyTorch 2.13.0 (CPU build) where the training-gate tests run pin's tiny-lm
+# (tests/support/torchenv.py makes it too when missing; pip takes the wheel these machines hold).
+TORCH_VENV := $(WHEELHOUSE)/torch-venv
+
+torchenv: $(TORCH_VENV)/.stamp
+
+$(TORCH_VENV)/.stamp: | install
+	$(PYTHON) -m venv $(TORCH_VENV)
+	$(TORCH_VENV)/bin/pip install --quiet torch==2.13.0 numpy
+	touch $@
+
 # Every test: unit and integration (real Docker Engine, registry, debootstrap; see README.md).
-test: install wheelhouse sdists
+test: install wheelhouse sdists torchenv
 	$(BIN)/python -m pytest -q
 
 # The unit tests alone: no Docker, no wheel house, about a minute.

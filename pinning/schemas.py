@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope",
-           "audit-report", "accept-config", "accept-result")
+           "audit-report", "accept-config", "accept-result", "accept-run-result")
 
 
 def generate() -> dict[str, str]:
@@ -15,6 +15,7 @@ def generate() -> dict[str, str]:
 
     from pinning.accept.config import AcceptConfig
     from pinning.accept.judge import AcceptResult
+    from pinning.accept.train import AcceptRunResult
     from pinning.audit.bill import AuditReport
     from pinning.doctor.report import DoctorReport
     from pinning.guards.models import RuleFile
@@ -29,6 +30,7 @@ def generate() -> dict[str, str]:
         ("verify-report", VerifyReport), ("doctor-report", DoctorReport), ("guards", RuleFile),
         ("envelope", Envelope), ("audit-report", AuditReport),
         ("accept-config", AcceptConfig), ("accept-result", AcceptResult),
+        ("accept-run-result", AcceptRunResult),
     )
     out: dict[str, str] = {}
     for name, model in models:

@@ -7,6 +7,8 @@ so ``pin --help`` stays fast.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from pinning.cli.envelope import emit
@@ -24,6 +26,7 @@ def accept() -> None:
     \b
       pin accept init                                   # write accept.toml (commented)
       pin accept judge accept.toml --from result.json   # judge results you already have
+      pin accept run accept.toml --python .venv/bin/python  # run the [train] gate here
     """
 
 
@@ -121,6 +124,81 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
                                + ".")
 
 
+@accept.command("run")
+@click.argument("config", metavar="ACCEPT.TOML", callback=path_given)
+@click.option("--python", "python", metavar="PYTHON",
+              help="The Python of the environment under test (with torch) that runs the "
+                   "builtin tiny-lm trainer; unused for a [train] command.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1, max=86_400),
+              default=600.0, show_default=True, metavar="SECONDS",
+              help="The limit for each trainer process.")
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
+              help="Write the result JSON here.")
+@format_option
+def run(config: str, python: str | None, timeout_s: float, output: str | None,
+        fmt: str) -> None:
+    """Run the [train] gate of ACCEPT.TOML on this host: a full run, a run stopped at
+    resume-at and resumed in a new process, and the loss, checkpoint and step-time checks.
+
+    Only [train] runs in this version. Exit 0 when every check passes, 12 naming the
+    failed checks otherwise, 2 for a bad gates file or a missing --python.
+    """
+    import tempfile
+
+    from pinning import __version__
+    from pinning.accept.config import read_config
+    from pinning.accept.train import AcceptRunResult, run_train_gate
+    from pinning.util.files import atomic_write_bytes, sha256_hex
+
+    path = cli_path(config)
+    raw, cfg = read_config(path)
+    if cfg.train is None:
+        raise UsageError(f"Gates file {config}: no [train] section; only the [train] gate "
+                         "runs in this version of pin accept run.",
+                         hint="Add [train] (see `pin accept init`); judge serving results "
+                              "with `pin accept judge`.")
+    if cfg.train.builtin is not None and not python:
+        raise UsageError("The builtin tiny-lm trainer needs --python: the Python of the "
+                         "environment under test, with torch installed.",
+                         hint="e.g. pin accept run accept.toml --python .venv/bin/python")
+    with tempfile.TemporaryDirectory(prefix="pin-accept-") as work:
+        train = run_train_gate(cfg.train, python, Path(work), timeout_s=timeout_s,
+                               config_dir=path.parent)
+    result = AcceptRunResult(pin_version=__version__, config_sha256=sha256_hex(raw),
+                             train=train, passed=train.passed)
+    if output is not None:
+        try:
+            atomic_write_bytes(cli_path(output),
+                               (result.model_dump_json(by_alias=True, indent=1) + "\n").encode())
+        except OSError as exc:
+            raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+    if fmt == "json":
+        emit(result.model_dump(mode="json", by_alias=True))
+    elif output != "-":
+        click.echo(_train_text(train))
+        if output is not None:
+            click.echo(f"Wrote {printable(output, newlines=False)}.")
+    if not train.passed:
+        raise AcceptanceFailed("The training gate failed: " + "; ".join(train.failed_checks)
+                               + ".")
+
+
+def _train_text(train: object) -> str:
+    """The training gate's checks as a table for people, then the verdict."""
+    from pinning.accept.train import TrainResult
+    from pinning.cli.render import table_text
+
+    assert isinstance(train, TrainResult)
+    rows = [(c.name, "-" if c.measured is None else f"{c.measured:.6g}",
+             "-" if c.limit is None else f"{c.limit:.6g}", "pass" if c.passed else "FAIL",
+             printable(c.reason, newlines=False)) for c in train.checks]
+    title = f"train: {train.trainer}, {train.steps} steps {'PASS' if train.passed else 'FAIL'}"
+    verdict = "PASS: every training check holds." if train.passed else (
+        f"FAIL: {len(train.failed_checks)} training check(s) failed.")
+    return table_text(("check", "measured", "limit", "verdict", "reason"), rows,
+                      title=title) + "\n\n" + verdict
+
+
 def _text(result: object) -> str:
     """The tables for people: one per run, then the verdict."""
     from pinning.accept.judge import AcceptResult
@@ -147,5 +225,5 @@ def _text(result: object) -> str:
 
 
 def register(group: click.Group) -> None:
-    """Add ``pin accept`` (init, judge) to the ``pin`` group."""
+    """Add ``pin accept`` (init, judge, run) to the ``pin`` group."""
     group.add_command(accept)

@@ -26,6 +26,7 @@ MISSING = "/nonexistent/pin-envelope-test"
 SCHEMA = json.loads((ROOT / "schemas" / "envelope.schema.json").read_text())
 NEEDS_REGISTRY = None  # a result needs Docker and a registry: tests/integration covers it
 NEEDS_MODEL = None  # a result needs a lock with a [model] and its files
+NEEDS_TORCH = None  # a result needs a Python with torch (the training gate)
 
 #: command -> (arguments that give a result, or NEEDS_REGISTRY; arguments that fail).
 #: ``{tmp}`` is replaced by a fresh folder, ``{lock}`` by a copy of LOCK in it.
@@ -55,6 +56,8 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "guard list": ([], ["--no-such-flag"]),
     "guard show": (["torch-device-rocm"], ["no-such-rule"]),
     "audit": (["{tmp}"], [MISSING]),
+    # A result needs a Python with torch: tests/unit/accept/test_train.py covers it.
+    "accept run": (NEEDS_TORCH, [MISSING]),
     "accept judge": ([str(ROOT / "pinning" / "accept" / "template.toml"), "--from",
                       str(DATA / "acceptance" / "vllm-bench-serve-smollm2-c1.json")],
                      [MISSING, "--from", MISSING]),
@@ -96,8 +99,9 @@ def _run(command: str, args: list[str], tmp_path: Path) -> Any:
 def test_a_result_is_enveloped(command: str, tmp_path: Path) -> None:
     args = CASES[command][0]
     if args is None:
-        pytest.skip("a result needs Docker and a registry (tests/integration), or a lock "
-                    "with a [model] (tests/unit/cli/test_lock_model.py)")
+        pytest.skip("a result needs Docker and a registry (tests/integration), a lock with "
+                    "a [model] (tests/unit/cli/test_lock_model.py) or a Python with torch "
+                    "(tests/unit/accept/test_train.py)")
     r, env = _run(command, args, tmp_path)
     assert env["result"] is not None, r.stderr
     assert env["ok"] or env["exit-code"] == 6  # doctor's dump has a problem: result, exit 6
