@@ -8,6 +8,7 @@ so ``pin --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +16,9 @@ from pinning.cli.envelope import emit
 from pinning.cli.options import cli_path, format_option, output_path, path_given
 from pinning.errors import AcceptanceFailed, UsageError
 from pinning.util.text import printable
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = ["accept", "register"]
 
@@ -85,7 +89,7 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
     from pinning.accept.config import read_config
     from pinning.accept.judge import judge as run_judge
     from pinning.accept.results import read_results
-    from pinning.util.files import atomic_write_bytes, sha256_hex
+    from pinning.util.files import sha256_hex
 
     sources = (*sources, *more_sources)
     if not sources:
@@ -108,11 +112,7 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
                        lock_content_hash=lock_hash, pin_version=__version__)
     document = result.model_dump(mode="json", by_alias=True)
     if output is not None:
-        try:
-            atomic_write_bytes(cli_path(output),
-                               (result.model_dump_json(by_alias=True, indent=1) + "\n").encode())
-        except OSError as exc:
-            raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+        _write_result(output, result)
     if fmt == "json":
         emit(document)
     elif output != "-":
@@ -148,7 +148,7 @@ def run(config: str, python: str | None, timeout_s: float, output: str | None,
     from pinning import __version__
     from pinning.accept.config import read_config
     from pinning.accept.train import AcceptRunResult, run_train_gate
-    from pinning.util.files import atomic_write_bytes, sha256_hex
+    from pinning.util.files import sha256_hex
 
     path = cli_path(config)
     raw, cfg = read_config(path)
@@ -167,11 +167,7 @@ def run(config: str, python: str | None, timeout_s: float, output: str | None,
     result = AcceptRunResult(pin_version=__version__, config_sha256=sha256_hex(raw),
                              train=train, passed=train.passed)
     if output is not None:
-        try:
-            atomic_write_bytes(cli_path(output),
-                               (result.model_dump_json(by_alias=True, indent=1) + "\n").encode())
-        except OSError as exc:
-            raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+        _write_result(output, result)
     if fmt == "json":
         emit(result.model_dump(mode="json", by_alias=True))
     elif output != "-":
@@ -222,6 +218,19 @@ def _text(result: object) -> str:
     verdict = "PASS: every SLO holds." if result.passed else (
         f"FAIL: {len(result.failed_slos)} SLO check(s) failed.")
     return "\n\n".join(parts) + "\n\n" + verdict
+
+
+def _write_result(output: str, result: BaseModel) -> None:
+    """Write ``result`` as JSON to ``-o output`` atomically ('-': standard output); exit 2
+    naming the path when it cannot be written.
+    """
+    from pinning.util.files import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(cli_path(output),
+                           (result.model_dump_json(by_alias=True, indent=1) + "\n").encode())
+    except OSError as exc:
+        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
 
 
 def register(group: click.Group) -> None:
