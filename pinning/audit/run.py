@@ -81,6 +81,10 @@ for _pattern, _target in _SCANNERS:
         _GLOBS.append((_pattern, _target))
 
 
+_ORDER = {target: i for i, (_p, target) in reversed(list(enumerate(_SCANNERS)))}
+"""Each target's first place in :data:`_SCANNERS`: the order a file's scanners run in."""
+
+
 def _targets(key: str) -> list[str]:
     """The ``module:function`` targets for a lower-cased file name, in :data:`_SCANNERS`
     order (exact names and plain ``*.ext`` patterns by dictionary, the rest by glob).
@@ -90,8 +94,7 @@ def _targets(key: str) -> list[str]:
     if dot >= 0:
         found += _BY_SUFFIX.get(key[dot:], ())
     found += [t for pattern, t in _GLOBS if fnmatch.fnmatchcase(key, pattern)]
-    order = [t for _p, t in _SCANNERS]
-    return sorted(dict.fromkeys(found), key=order.index)
+    return sorted(set(found), key=_ORDER.__getitem__)
 
 
 _loaded: dict[str, Callable[[Path, str, Context], FileScan]] = {}

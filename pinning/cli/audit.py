@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,6 +16,9 @@ from pinning.cli.envelope import emit, note_format
 from pinning.cli.options import cli_path, output_path, path_given
 from pinning.errors import AuditFailed, UsageError
 from pinning.util.text import printable
+
+if TYPE_CHECKING:
+    from pinning.audit.bill import AuditReport
 
 __all__ = ["audit", "register"]
 
@@ -151,21 +155,17 @@ def _refuse_overwriting_an_input(output: str, paths: tuple[str, ...]) -> None:
                                             "audit.txt, or write it outside the folder.")
 
 
-def _summary(report: object) -> str:
-    from pinning.audit.bill import AuditReport
+def _summary(report: AuditReport) -> str:
     from pinning.audit.model import VERDICTS_SHOWN
 
-    assert isinstance(report, AuditReport)
     return ", ".join(f"{report.totals.get(v, 0)} {v.value}" for v in VERDICTS_SHOWN) + "."
 
 
-def _document(report: object, fmt: str) -> str:
+def _document(report: AuditReport, fmt: str) -> str:
     """The bill in ``fmt``: the text bill, the report JSON, or a SARIF log."""
     from pinning import __version__
-    from pinning.audit.bill import AuditReport
     from pinning.audit.render import render_sarif, render_text
 
-    assert isinstance(report, AuditReport)
     if fmt == "text":
         return render_text(report)
     if fmt == "sarif":

@@ -25,6 +25,7 @@ from pinning.audit.model import (
     Skipped,
     Verdict,
 )
+from pinning.audit.packages import index_kind
 from pinning.util.versions import normalize_name
 
 _ROCM_DOCKER = Citation(
@@ -63,9 +64,6 @@ MAX_REQUIREMENTS = 10_000
 the rest are one :class:`Skipped` entry."""
 
 _UBUNTU = re.compile(r"ubuntu(\d\d\.\d\d)")
-_CUDA_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/|test/)?(cu\d+)"
-                         r"|(pypi\.nvidia\.com)|(pypi\.ngc\.nvidia\.com)")
-
 # pip / uv pip options that take a value (the value is the next word unless `=` joins it)
 _VALUED = frozenset({
     "-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
@@ -238,8 +236,8 @@ def scan_dockerfile(path: Path, display: str, ctx: Context) -> FileScan:
     wheel index in a pip line: swap), ``dockerfile.torch-cuda-arch-list`` (``ENV`` / ``ARG``
     / inline ``TORCH_CUDA_ARCH_LIST``: port). Each requirement of a ``pip install`` /
     ``pip3`` / ``python -m pip`` / ``uv pip install`` becomes a :class:`DeclaredPackage`
-    (origin ``dockerfile``, the RUN's line). CUDA indexes are told by a private helper
-    (``pinning.audit.packages.index_kind`` did not exist when this was written). Raises
+    (origin ``dockerfile``, the RUN's line). CUDA indexes are told by
+    :func:`pinning.audit.packages.index_kind`, as in requirements files. Raises
     :class:`~pinning.audit.model.Skip` for an unreadable file.
     """
     scan = FileScan()
@@ -399,14 +397,6 @@ def _from(scan: FileScan, rest: str, args: dict[str, str], stages: set[str], dis
         citation=_ROCM_PYTORCH if rocm == "rocm/pytorch" else _ROCM_DOCKER))
 
 
-def _cuda_index(url: str) -> str | None:
-    """What marks ``url`` as a CUDA wheel index (``cu121``, ``pypi.nvidia.com``), or None.
-    Private: ``pinning.audit.packages.index_kind`` did not exist when this was written.
-    """
-    m = _CUDA_INDEX.search(url)
-    return next((g for g in m.groups() if g), None) if m else None
-
-
 def _run(scan: FileScan, rest: str, display: str, line: int, ctx: Context,
          budget: list[int]) -> None:
     """The TORCH_CUDA_ARCH_LIST assignments and pip installs of one ``RUN``; ``budget`` is
@@ -469,12 +459,11 @@ def _pip_args(scan: FileScan, args: list[str], display: str, line: int,
             reqs.append(a)
         k += 1
     for url in indexes:
-        mark = _cuda_index(url)
-        if mark:
+        if index_kind(url) == "cuda":
             scan.findings.append(Finding(
                 kind=Kind.INDEX, rule="dockerfile.cuda-index", verdict=Verdict.SWAP,
                 subject=url, path=display, line=line,
-                why=f"a CUDA wheel index ({mark}): the wheels it serves are NVIDIA builds",
+                why="a CUDA wheel index: the wheels it serves are NVIDIA builds",
                 todo="install from the ROCm wheel index (download.pytorch.org/whl/rocmX.Y) "
                      "matching the ROCm version you lock", citation=_ROCM_PYTORCH))
     for r in reqs:

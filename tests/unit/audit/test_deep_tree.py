@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pinning.audit.device_strings import MAX_DEPTH, audit_paths, python_files
-from pinning.audit.run import MAX_DEPTH as RUN_MAX_DEPTH
+from pinning.audit.model import Kind, Skipped
+from pinning.audit.run import MAX_DEPTH, AuditRequest, audit, walk
 from tests.support.cli import pin
 
 
@@ -77,16 +77,17 @@ def test_tree_deeper_than_the_recursion_limit_is_not_exit_1(project: Path) -> No
     assert r.returncode == 11, r.stderr  # top.py is found; the deep one is listed, not read
     assert "Traceback" not in r.stderr
     assert "top.py:1" in r.stdout and "deep.py" not in r.stdout
-    assert f"more than {RUN_MAX_DEPTH} levels deep; not scanned" in r.stdout
+    assert f"more than {MAX_DEPTH} levels deep; not scanned" in r.stdout
 
 
 def test_files_down_to_the_depth_bound_are_scanned(project: Path) -> None:
     src = _deep(project, MAX_DEPTH)
-    problems: list[str] = []
-    found = list(python_files(src, problems))
+    problems: list[Skipped] = []
+    found = [path for path, _rel in walk(src, problems)]
     assert [p.name for p in found] == ["deep.py"] and problems == []
-    result = audit_paths([src])
-    assert len(result.hits) == 1 and result.unparsed == []
+    report = audit(AuditRequest(paths=[str(src)]))
+    hits = [f for f in report.findings if f.kind is Kind.DEVICE_STRING]
+    assert len(hits) == 1 and report.skipped == []
 
 
 def test_walk_order_is_os_walk_order(tmp_path: Path) -> None:
@@ -97,7 +98,8 @@ def test_walk_order_is_os_walk_order(tmp_path: Path) -> None:
     for base, dirs, files in os.walk(tmp_path):
         dirs[:] = sorted(d for d in dirs if d != ".venv")
         expected += [Path(base) / f for f in sorted(files) if f.endswith(".py")]
-    assert list(python_files(tmp_path, [])) == expected
+    found = [path for path, _rel in walk(tmp_path, []) if path.suffix == ".py"]
+    assert found == expected
 
 
 def test_source_nested_too_deeply_is_not_scanned(tmp_path: Path) -> None:

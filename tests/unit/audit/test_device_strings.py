@@ -6,7 +6,8 @@ from pathlib import Path
 
 
 def test_audit_finds_rocm_and_hip_device_strings(tmp_path: Path) -> None:
-    from pinning.audit.device_strings import audit_source
+    from pinning.audit.model import Context, Kind
+    from pinning.audit.python_rules import scan_python_text
 
     code = (
         "import torch\n"
@@ -17,6 +18,8 @@ def test_audit_finds_rocm_and_hip_device_strings(tmp_path: Path) -> None:
         "e = x.to('cpu')\n"
         "f = 'rocm'\n"
     )
-    hits = audit_source(code, "m.py")
-    assert [(h.line, h.text) for h in hits] == [
-        (2, "'rocm' as a device"), (3, "'hip:1' as a device"), (4, "'hip' as a device")]
+    scan = scan_python_text(code, "m.py", Context())
+    hits = sorted((f.line, f.subject) for f in scan.findings if f.kind is Kind.DEVICE_STRING)
+    assert [line for line, _subject in hits] == [2, 3, 4]
+    assert all(device in subject for (_line, subject), device in
+               zip(hits, ["'rocm'", "'hip:1'", "'hip'"], strict=True)), hits
