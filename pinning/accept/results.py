@@ -35,7 +35,7 @@ from pinning.util.models import Strict
 __all__ = ["Harness", "LatencyStats", "PerRequest", "ReadResult", "ServeSummary",
            "Throughput", "read_results"]
 
-Harness = Literal["vllm-bench-serve", "sglang-bench-serving", "guidellm"]
+Harness = Literal["vllm-bench-serve", "sglang-bench-serving", "guidellm", "pin-loadgen"]
 _METRICS = ("ttft", "tpot", "itl", "e2el")
 _HINT = ("Pass the file `vllm bench serve --save-result` wrote (JSON), the --output-file of "
          "SGLang's bench_serving (JSON lines) or GuideLLM's benchmarks.json, unedited.")
