@@ -23,6 +23,7 @@ import os
 import signal
 import statistics
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from pinning.accept.config import TrainGate
 from pinning.util.models import Strict
 from pinning.util.text import printable
 
-__all__ = ["AcceptRunResult", "TrainCheck", "TrainResult", "TrainRun", "run_train_gate"]
+__all__ = ["TrainCheck", "TrainResult", "TrainRun", "run_train_gate"]
 
 # At most this much of a trainer's standard output is read (64 MiB), and this much of
 # each line (64 KiB); the tail of standard error kept for a reason (2 KiB).
@@ -94,17 +95,6 @@ class TrainResult(Strict):
         return [f"{c.name}: {c.reason}" for c in self.checks if not c.passed]
 
 
-class AcceptRunResult(Strict):
-    """What ``pin accept run`` records: pin's version, the sha256 of the gates file's bytes,
-    the training gate's result and ``passed``.
-    """
-
-    pin_version: str
-    config_sha256: str
-    train: TrainResult
-    passed: bool
-
-
 @dataclass
 class _Proc:
     """A finished trainer process as read: step lines and what went wrong."""
@@ -128,16 +118,23 @@ class _Proc:
 
 
 def run_train_gate(gate: TrainGate, python: str | None, workdir: Path, *,
-                   timeout_s: float = 600.0, config_dir: Path | None = None) -> TrainResult:
-    """Run ``gate`` on this host and judge it.
+                   timeout_s: float = 600.0, config_dir: Path | None = None,
+                   wrap: Callable[[list[str]], list[str]] | None = None) -> TrainResult:
+    """Run ``gate`` on this host (or, with ``wrap``, in an image) and judge it.
 
     ``python`` runs the ``tiny-lm`` harness (a path or a name on PATH; unused for a
     ``command`` gate, which runs as given); ``workdir`` (an existing folder) holds the
     checkpoint folders and the trainers' output; ``timeout_s`` bounds each process in
     seconds (then its whole process group is killed); ``config_dir`` (the gates file's
     folder) is the trainers' working directory (else the current one) and resolves a
-    relative ``[train.loss] reference``. Returns a :class:`TrainResult`; a trainer that fails is a
-    failed check, never an exception. Raises nothing of its own.
+    relative ``[train.loss] reference``. ``wrap`` turns each trainer argv into the argv
+    actually run, such as :func:`pinning.accept.container.wrap_argv`'s shim that runs it in
+    the lock's image (the ``PIN_*`` variables travel with it). In that image mode
+    ``python`` is the image's interpreter (default ``python3`` on the image's PATH), and
+    the container must see ``workdir``, ``config_dir`` and, for ``tiny-lm``, the harness
+    file (:data:`pinning.accept.harness.TINY_LM`) at the same paths. Returns a
+    :class:`TrainResult`; a trainer that fails is a failed check, never an exception.
+    Raises nothing of its own.
     """
     cwd = config_dir if config_dir is not None else Path.cwd()
     if python is not None and os.sep in python:
@@ -163,6 +160,8 @@ def run_train_gate(gate: TrainGate, python: str | None, workdir: Path, *,
             argv += ["--resume"] if resume else []
         else:
             argv = list(gate.command or [])
+        if wrap is not None:
+            argv = wrap(argv)
         first = stop_at + 1 if resume and stop_at is not None else 1
         last = stop_at if stop_at is not None and not resume else gate.steps
         return _run_process(label, argv, env, workdir, cwd, timeout_s,
