@@ -95,6 +95,7 @@ bench: install wheelhouse
 	$(BIN)/python bench/bench_audit_tree.py
 	$(BIN)/python bench/bench_audit_closure.py
 	$(BIN)/python bench/bench_model_hash.py
+	$(BIN)/python bench/bench_loadgen.py
 
 # Regenerate pin's copy of HIPIFY's CUDA->HIP API tables from the staged sources (a test
 # fails when the committed pinning/audit/data/hipify.json differs from what this writes).

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope",
-           "audit-report", "accept-config", "accept-result", "accept-run-result")
+           "audit-report", "accept-config", "accept-result")
 
 
 def generate() -> dict[str, str]:
@@ -14,8 +14,7 @@ def generate() -> dict[str, str]:
     from pydantic import BaseModel
 
     from pinning.accept.config import AcceptConfig
-    from pinning.accept.judge import AcceptResult
-    from pinning.accept.train import AcceptRunResult
+    from pinning.accept.result import AcceptanceResult
     from pinning.audit.bill import AuditReport
     from pinning.doctor.report import DoctorReport
     from pinning.guards.models import RuleFile
@@ -29,8 +28,7 @@ def generate() -> dict[str, str]:
         ("matrix", MatrixFile), ("lockfile", Lockfile), ("host", HostFacts),
         ("verify-report", VerifyReport), ("doctor-report", DoctorReport), ("guards", RuleFile),
         ("envelope", Envelope), ("audit-report", AuditReport),
-        ("accept-config", AcceptConfig), ("accept-result", AcceptResult),
-        ("accept-run-result", AcceptRunResult),
+        ("accept-config", AcceptConfig), ("accept-result", AcceptanceResult),
     )
     out: dict[str, str] = {}
     for name, model in models:

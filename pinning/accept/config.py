@@ -17,8 +17,8 @@ from pinning.errors import UsageError
 from pinning.util.models import OneLine, Strict, validation_summary
 
 __all__ = ["PERCENTILES", "AcceptConfig", "ImportGate", "LatencyMetric", "ServeGate",
-           "ServeQuality", "ServeSlo", "ServeWorkload", "TrainGate", "load_config",
-           "read_config"]
+           "ServeQuality", "ServeSlo", "ServeSustained", "ServeWorkload", "TrainGate",
+           "load_config", "read_config"]
 
 #: Per-request latency metrics an SLO may limit: time to first token, time per output token
 #: ((end-to-end latency - TTFT) / (output tokens - 1), as vLLM defines it), inter-token
@@ -108,7 +108,11 @@ class ServeWorkload(Strict):
     min_duration_s: Annotated[float | None, Field(default=None, gt=0, le=86_400,
                                                   strict=True, allow_inf_nan=False)]
     prompts: OneLine | None = None
+    tokenizer: OneLine | None = None
     api: Literal["completions", "chat"] = "completions"
+    ignore_eos: bool = False
+    request_timeout_s: Annotated[float, Field(gt=0, le=86_400, strict=True,
+                                              allow_inf_nan=False)] = 600.0
 
 
 class ServeQuality(Strict):
@@ -120,8 +124,20 @@ class ServeQuality(Strict):
     exact_match_min: Ratio | None = None
     token_agreement_min: Ratio | None = None
     score_file: OneLine | None = None
+    score_task: OneLine | None = None
+    score_metric: OneLine | None = None
     score_min: Annotated[float | None, Field(default=None, strict=True,
                                              allow_inf_nan=False)]
+
+
+class ServeSustained(Strict):
+    """``[serve.sustained]``: a fixed-duration run at one concurrency whose output-token
+    throughput in its last third must stay within ``max-drop-pct`` percent of its first.
+    """
+
+    duration_s: Annotated[float, Field(gt=0, le=86_400, strict=True, allow_inf_nan=False)]
+    concurrency: Annotated[int, Field(ge=1, le=100_000, strict=True)] = 1
+    max_drop_pct: Annotated[float, Field(ge=0, le=100, strict=True, allow_inf_nan=False)]
 
 
 class ServeGate(Strict):
@@ -135,6 +151,7 @@ class ServeGate(Strict):
     workload: ServeWorkload = ServeWorkload()
     slo: ServeSlo = ServeSlo()
     quality: ServeQuality | None = None
+    sustained: ServeSustained | None = None
 
 
 class LossCheck(Strict):
@@ -213,6 +230,7 @@ class ImportGate(Strict):
                                         allow_inf_nan=False)]
     atol: Annotated[float | None, Field(default=None, ge=0, le=1, strict=True,
                                         allow_inf_nan=False)]
+    numeric_check: bool = True
 
 
 class AcceptConfig(Strict):

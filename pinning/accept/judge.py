@@ -17,10 +17,9 @@ from typing import Literal
 
 from pinning.accept.config import LatencyMetric, ServeSlo
 from pinning.accept.results import PerRequest, ReadResult, ServeSummary
-from pinning.util.models import FormatVersion, Strict
+from pinning.util.models import Strict
 
-__all__ = ["AcceptResult", "Check", "PointVerdict", "goodput", "judge", "judge_point",
-           "percentile"]
+__all__ = ["Check", "PointVerdict", "goodput", "judge_point", "percentile"]
 
 Basis = Literal["from-file", "recomputed", "missing"]
 
@@ -48,22 +47,6 @@ class PointVerdict(Strict):
     summary: ServeSummary
     checks: list[Check]
     passed: bool
-
-
-class AcceptResult(Strict):
-    """The result of ``pin accept judge`` (schema ``accept-result``): the gates file's
-    sha256, the lock's content hash when one was given, every run judged, and overall
-    ``passed`` with the keys that failed (``failed-slos``, ``file#index: key``).
-    """
-
-    schema_version: FormatVersion = 1
-    pin_version: str
-    gate: Literal["serve"] = "serve"
-    config_hash: str
-    lock_content_hash: str | None = None
-    points: list[PointVerdict]
-    passed: bool
-    failed_slos: list[str]
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -191,17 +174,3 @@ def _goodput_check(s: ServeSummary, reqs: PerRequest | None, slo: ServeSlo) -> C
         return check
     return check.model_copy(update={"reason": check.reason + ", the file's own goodput "
                                     "(its harness's --goodput SLOs, not necessarily yours)"})
-
-
-def judge(reads: Sequence[ReadResult], slo: ServeSlo, *, config_hash: str,
-          lock_content_hash: str | None, pin_version: str) -> AcceptResult:
-    """Judge every run in ``reads`` against ``slo``; overall passed when every run has
-    at least one check and every check passed.
-    """
-    points = [judge_point(r, slo) for r in reads]
-    failed = [f"{p.summary.source}#{p.summary.index}: {c.slo}"
-              for p in points for c in p.checks if not c.passed]
-    passed = bool(points) and all(p.passed and p.checks for p in points)
-    return AcceptResult(pin_version=pin_version, config_hash=config_hash,
-                        lock_content_hash=lock_content_hash, points=points, passed=passed,
-                        failed_slos=failed)

@@ -7,7 +7,7 @@ so ``pin --help`` stays fast.
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
@@ -20,6 +20,8 @@ from pinning.util.text import printable
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from pinning.accept.result import AcceptanceResult
+
 __all__ = ["accept", "register"]
 
 
@@ -30,7 +32,10 @@ def accept() -> None:
     \b
       pin accept init                                   # write accept.toml (commented)
       pin accept judge accept.toml --from result.json   # judge results you already have
-      pin accept run accept.toml --python .venv/bin/python  # run the [train] gate here
+      pin accept run accept.toml --python .venv/bin/python  # run every gate here
+      pin accept run accept.toml --image REF --lock pin.lock -o result.json --sign key
+      pin accept show result.json                       # what was tested, every check
+      pin accept compare nvidia.json rocm.json          # two platforms side by side
     """
 
 
@@ -85,139 +90,209 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
     Exit 0 when every SLO holds on every run, 12 naming the failed SLOs otherwise, 2 for
     a bad gates or result file, 5 for a bad lockfile.
     """
-    from pinning import __version__
-    from pinning.accept.config import read_config
-    from pinning.accept.judge import judge as run_judge
-    from pinning.accept.results import read_results
-    from pinning.util.files import sha256_hex
+    from pinning.accept.runner import judge_files
 
     sources = (*sources, *more_sources)
     if not sources:
         raise UsageError("pin accept judge needs at least one result file (--from FILE).",
                          hint="e.g. pin accept judge accept.toml --from result.json")
-    raw, cfg = read_config(cli_path(config))
-    if cfg.serve is None:
-        raise UsageError(f"Gates file {config}: no [serve] section; judge needs its "
-                         "[serve.slo].", hint="Add [serve.slo] (see `pin accept init`).")
-    if not cfg.serve.slo.model_dump(exclude_none=True):
-        raise UsageError(f"Gates file {config}: [serve.slo] sets no limit; nothing to "
-                         "judge.", hint="Set e.g. ttft-p99-ms, tpot-p99-ms, failed-max.")
-    lock_hash = None
-    if lock_file is not None:
-        from pinning.lockfile.io import read_lock
-
-        lock_hash = read_lock(cli_path(lock_file)).content_hash
-    reads = [r for src in sources for r in read_results(cli_path(src))]
-    result = run_judge(reads, cfg.serve.slo, config_hash=sha256_hex(raw),
-                       lock_content_hash=lock_hash, pin_version=__version__)
-    document = result.model_dump(mode="json", by_alias=True)
-    if output is not None:
-        _write_result(output, result)
-    if fmt == "json":
-        emit(document)
-    elif output != "-":
-        click.echo(_text(result))
-        if output is not None:
-            click.echo(f"Wrote {printable(output, newlines=False)}.")
-    if not result.passed:
-        raise AcceptanceFailed("The serving gate failed: " + "; ".join(result.failed_slos)
-                               + ".")
-
-
-@accept.command("run")
-@click.argument("config", metavar="ACCEPT.TOML", callback=path_given)
-@click.option("--python", "python", metavar="PYTHON",
-              help="The Python of the environment under test (with torch) that runs the "
-                   "builtin tiny-lm trainer; unused for a [train] command.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1, max=86_400),
-              default=600.0, show_default=True, metavar="SECONDS",
-              help="The limit for each trainer process.")
-@click.option("-o", "--output", callback=output_path, metavar="FILE",
-              help="Write the result JSON here.")
-@format_option
-def run(config: str, python: str | None, timeout_s: float, output: str | None,
-        fmt: str) -> None:
-    """Run the [train] gate of ACCEPT.TOML on this host: a full run, a run stopped at
-    resume-at and resumed in a new process, and the loss, checkpoint and step-time checks.
-
-    Only [train] runs in this version. Exit 0 when every check passes, 12 naming the
-    failed checks otherwise, 2 for a bad gates file or a missing --python.
-    """
-    import tempfile
-
-    from pinning import __version__
-    from pinning.accept.config import read_config
-    from pinning.accept.train import AcceptRunResult, run_train_gate
-    from pinning.util.files import sha256_hex
-
-    path = cli_path(config)
-    raw, cfg = read_config(path)
-    if cfg.train is None:
-        raise UsageError(f"Gates file {config}: no [train] section; only the [train] gate "
-                         "runs in this version of pin accept run.",
-                         hint="Add [train] (see `pin accept init`); judge serving results "
-                              "with `pin accept judge`.")
-    if cfg.train.builtin is not None and not python:
-        raise UsageError("The builtin tiny-lm trainer needs --python: the Python of the "
-                         "environment under test, with torch installed.",
-                         hint="e.g. pin accept run accept.toml --python .venv/bin/python")
-    with tempfile.TemporaryDirectory(prefix="pin-accept-") as work:
-        train = run_train_gate(cfg.train, python, Path(work), timeout_s=timeout_s,
-                               config_dir=path.parent)
-    result = AcceptRunResult(pin_version=__version__, config_sha256=sha256_hex(raw),
-                             train=train, passed=train.passed)
+    result = judge_files(cli_path(config), [cli_path(s) for s in sources],
+                         lock=lock_file)
     if output is not None:
         _write_result(output, result)
     if fmt == "json":
         emit(result.model_dump(mode="json", by_alias=True))
     elif output != "-":
-        click.echo(_train_text(train))
+        from pinning.cli.accept_report import result_text
+
+        click.echo(result_text(result))
         if output is not None:
             click.echo(f"Wrote {printable(output, newlines=False)}.")
-    if not train.passed:
-        raise AcceptanceFailed("The training gate failed: " + "; ".join(train.failed_checks)
-                               + ".")
+    if not result.passed:
+        raise AcceptanceFailed("The serving gate failed: " + "; ".join(result.failed) + ".")
 
 
-def _train_text(train: object) -> str:
-    """The training gate's checks as a table for people, then the verdict."""
-    from pinning.accept.train import TrainResult
-    from pinning.cli.render import table_text
+@accept.command("run")
+@click.argument("config", metavar="ACCEPT.TOML", callback=path_given)
+@click.option("--gate", "gates", multiple=True, type=click.Choice(["import", "train", "serve"]),
+              help="Run only this gate (repeatable). Default: every gate the file has.")
+@click.option("--lock", "lock_file", metavar="LOCK", callback=path_given,
+              help="The lockfile of the stack under test: its content hash (and its model's) "
+                   "goes into the result.")
+@click.option("--image", "image", metavar="REF",
+              help="Run the import and training gates inside this image (Docker): AMD "
+                   "gets /dev/kfd and /dev/dri, NVIDIA a GPU device request, per --vendor.")
+@click.option("--host", "on_host", is_flag=True,
+              help="Run the gates on this host (the default).")
+@click.option("--vendor", type=click.Choice(["auto", "amd", "nvidia", "cpu"]), default="auto",
+              show_default=True,
+              help="GPU access for --image: auto reads /dev (kfd: AMD, nvidiactl: NVIDIA).")
+@click.option("--python", "python", metavar="PYTHON",
+              help="The Python of the environment under test, which runs the import probe "
+                   "and the builtin tiny-lm trainer (in --image mode the image's, default "
+                   "python3).")
+@click.option("--snapshot", "snapshot", metavar="FILE", callback=path_given,
+              help="This host's snapshot (pin probe -o FILE) whose hash goes into the "
+                   "result; default: probe this host now.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1, max=86_400),
+              default=600.0, show_default=True, metavar="SECONDS",
+              help="The limit for each import-probe and trainer process.")
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
+              help="Write the result JSON here (with --sign: the signed DSSE envelope).")
+@click.option("--sign", "sign_key", metavar="KEY", callback=path_given,
+              help="Sign the result with this private key (pin keygen): an in-toto "
+                   "statement in a DSSE envelope, attached to --image when it is in a "
+                   "registry.")
+@click.option("--registry", "registry_url", metavar="URL",
+              help="Registry URL override for attaching the signed result.")
+@click.option("--engine", metavar="URL",
+              help="Docker Engine for --image (default: DOCKER_HOST, else the local socket).")
+@format_option
+def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str | None,
+        on_host: bool, vendor: str, python: str | None, snapshot: str | None,
+        timeout_s: float, output: str | None, sign_key: str | None,
+        registry_url: str | None, engine: str | None, fmt: str) -> None:
+    """Run the gates of ACCEPT.TOML and record the result with what was tested.
 
-    assert isinstance(train, TrainResult)
-    rows = [(c.name, "-" if c.measured is None else f"{c.measured:.6g}",
-             "-" if c.limit is None else f"{c.limit:.6g}", "pass" if c.passed else "FAIL",
-             printable(c.reason, newlines=False)) for c in train.checks]
-    title = f"train: {train.trainer}, {train.steps} steps {'PASS' if train.passed else 'FAIL'}"
-    verdict = "PASS: every training check holds." if train.passed else (
-        f"FAIL: {len(train.failed_checks)} training check(s) failed.")
-    return table_text(("check", "measured", "limit", "verdict", "reason"), rows,
-                      title=title) + "\n\n" + verdict
+    \b
+    import  imports the modules, records the build (torch HIP/CUDA, devices,
+            collect_env) and checks a small matmul on the device against a CPU
+            reference within the dtype tolerance
+    train   a full run, a run stopped at resume-at and resumed in a new process:
+            finite loss, loss ratio, bit-exact resume, step-time spread
+    serve   pin's load generator against [serve] endpoint: a concurrency sweep,
+            SLOs per run, output quality and sustained throughput
+
+    The result records the lock's content hash, the image digest, the host snapshot hash,
+    the model's content hash and pin's version, and per gate pass or fail with the reason.
+    Exit 0 when every gate passes, 12 naming the failed checks otherwise, 2 for a bad
+    gates file, a missing --python or an unreachable endpoint, 5 for a bad lockfile, 9 when
+    signing fails.
+    """
+    from pinning.accept.runner import RunRequest, run_gates
+
+    if image and on_host:
+        raise UsageError("--image and --host exclude each other: the gates run either "
+                         "inside the image or on this host.")
+    if sign_key is not None and output is None and fmt != "json":
+        raise UsageError("--sign makes a signed envelope: say where it goes with -o FILE "
+                         "('-': standard output).")
+    request = RunRequest(config=cli_path(config), gates=gates, lock=lock_file,
+                         image=image, vendor=vendor, python=python, snapshot=snapshot,
+                         engine=engine, timeout_s=timeout_s, progress=_progress(fmt, output))
+    result = run_gates(request)
+    envelope = None
+    if sign_key is not None:
+        envelope = _sign(result, sign_key, image, registry_url)
+    if output is not None:
+        if envelope is not None:
+            _write_bytes(output, envelope)
+        else:
+            _write_result(output, result)
+    if fmt == "json":
+        emit(result.model_dump(mode="json", by_alias=True))
+    elif output != "-":
+        from pinning.cli.accept_report import result_text
+
+        click.echo(result_text(result))
+        if output is not None:
+            click.echo(f"Wrote {printable(output, newlines=False)}"
+                       + (" (signed)." if envelope is not None else "."))
+    if not result.passed:
+        raise AcceptanceFailed("Acceptance failed: " + "; ".join(result.failed) + ".")
 
 
-def _text(result: object) -> str:
-    """The tables for people: one per run, then the verdict."""
-    from pinning.accept.judge import AcceptResult
-    from pinning.cli.render import table_text
+def _progress(fmt: str, output: str | None) -> Callable[[str], None]:
+    """Progress lines on standard error (always there: the gates take minutes)."""
 
-    assert isinstance(result, AcceptResult)
-    parts = []
-    for p in result.points:
-        s = p.summary
-        where = (f"concurrency {s.max_concurrency}" if s.max_concurrency else
-                 f"rate {s.request_rate}/s" if s.request_rate else "unlimited rate")
-        version = s.harness_version or "version not recorded"
-        title = (f"{s.source}#{s.index} ({s.harness}, {version}; {where}; "
-                 f"{s.completed} completed) {'PASS' if p.passed else 'FAIL'}")
-        rows = [(c.slo, "-" if c.measured is None else f"{c.measured:.6g}",
-                 f"{'<=' if c.bound == 'max' else '>='} {c.limit:.6g} {c.unit}",
-                 "pass" if c.passed else "FAIL", c.reason) for c in p.checks]
-        rates = ", ".join(f"{t.per_s:.4g}/s {t.basis}" for t in s.throughput)
-        parts.append(table_text(("metric", "measured", "limit", "verdict", "reason"), rows,
-                                title=title) + (f"\n  throughput: {rates}" if rates else ""))
-    verdict = "PASS: every SLO holds." if result.passed else (
-        f"FAIL: {len(result.failed_slos)} SLO check(s) failed.")
-    return "\n\n".join(parts) + "\n\n" + verdict
+    def show(line: str) -> None:
+        click.echo(printable(line, newlines=False), err=True)
+
+    return show
+
+
+def _sign(result: BaseModel, key_path: str, image: str | None,
+          registry_url: str | None) -> bytes:
+    """The signed envelope of ``result``; attached to ``image`` when it is a registry
+    reference with a manifest digest.
+    """
+    from pinning.accept.attest import attach_result, sign_result
+    from pinning.accept.result import AcceptanceResult
+    from pinning.cli.sign import _ask
+    from pinning.sign.policy import signing_key
+
+    assert isinstance(result, AcceptanceResult)
+    key = signing_key(cli_path(key_path), _ask)
+    name = image.split("@", 1)[0] if image else None
+    envelope = sign_result(result, key, image_name=name)
+    subject = result.subject
+    if image and subject.image_digest_kind == "manifest":
+        attach_result(result, image, key, registry_url=registry_url)
+        click.echo(printable(f"Attached the signed result to {image}.", newlines=False),
+                   err=True)
+    return envelope
+
+
+@accept.command("show")
+@click.argument("result_file", metavar="RESULT", callback=path_given)
+@click.option("--key", "pub_path", metavar="PUB", callback=path_given,
+              help="Verify a signed result with this public key (exit 9 when it does not).")
+@format_option
+def show(result_file: str, pub_path: str | None, fmt: str) -> None:
+    """Show a result of pin accept run or judge (plain JSON or signed envelope): what was
+    tested, each gate and every check with its measured value, limit and reason.
+
+    Exit 0 whatever the result says (the verdict is printed), 2 for a file that is not a
+    result, 9 when --key is given and the signature does not verify.
+    """
+    from pinning.cli.accept_report import result_text
+
+    result, verified = _read_result(result_file, pub_path)
+    if fmt == "json":
+        emit({"result": result.model_dump(mode="json", by_alias=True),
+              "signature-verified": verified})
+        return
+    click.echo(result_text(result))
+    if pub_path is not None:
+        click.echo("Signature: verified with " + printable(pub_path, newlines=False) + ".")
+
+
+@accept.command("compare")
+@click.argument("first", metavar="A", callback=path_given)
+@click.argument("second", metavar="B", callback=path_given)
+@click.option("--key", "pub_path", metavar="PUB", callback=path_given,
+              help="Verify signed results with this public key.")
+@format_option
+def compare(first: str, second: str, pub_path: str | None, fmt: str) -> None:
+    """Two results side by side (e.g. the NVIDIA control and the ROCm candidate): what
+    each tested, each metric in both with the delta, and which gates pass where.
+
+    Serving runs are paired by concurrency and rate. Exit 0 (the comparison is printed),
+    2 for a file that is not a result, 9 for a bad signature with --key.
+    """
+    from pinning.accept.compare import compare_results
+    from pinning.cli.accept_report import compare_text
+
+    a, _ = _read_result(first, pub_path)
+    b, _ = _read_result(second, pub_path)
+    table = compare_results(a, b, first, second)
+    if fmt == "json":
+        emit(table.model_dump(mode="json", by_alias=True))
+    else:
+        click.echo(compare_text(table))
+
+
+def _read_result(name: str, pub_path: str | None) -> tuple[AcceptanceResult, bool]:
+    """A result file (plain or signed) and whether its signature was verified."""
+    from pinning.accept.attest import open_signed_result
+    from pinning.sign.crypto import load_public
+    from pinning.util.files import read_regular_bytes
+
+    data = read_regular_bytes(cli_path(name), UsageError, label=f"Result {name}",
+                              hint="Pass a file pin accept run or judge wrote (-o).",
+                              limit=256 * 1024 * 1024)
+    key = load_public(cli_path(pub_path)) if pub_path is not None else None
+    return open_signed_result(data, key, label=f"Result {name}")
 
 
 def _write_result(output: str, result: BaseModel) -> None:
@@ -233,6 +308,18 @@ def _write_result(output: str, result: BaseModel) -> None:
         raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
 
 
+def _write_bytes(output: str, data: bytes) -> None:
+    """Write ``data`` to ``-o output`` atomically ('-': standard output); exit 2 naming the
+    path when it cannot be written.
+    """
+    from pinning.util.files import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(cli_path(output), data)
+    except OSError as exc:
+        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+
+
 def register(group: click.Group) -> None:
-    """Add ``pin accept`` (init, judge, run) to the ``pin`` group."""
+    """Add ``pin accept`` (init, judge, run, show, compare) to the ``pin`` group."""
     group.add_command(accept)

@@ -77,28 +77,47 @@ def sign(ref: str, key_path: str, lock_path: str | None, registry_url: str | Non
               help="Public key (PEM).")
 @click.option("--lock", "lock_path", type=click.Path(),
               help="Also check the attested lockfile is this file and the image label agrees.")
+@click.option("--require-acceptance", "require_acceptance", is_flag=True,
+              help="Also require a signed, passing acceptance result (pin accept run --sign) "
+                   "for exactly this lock (its content hash) and this image digest; needs "
+                   "--lock.")
 @click.option("--registry", "registry_url", metavar="URL", help="Registry URL override.")
 @format_option
-def verify_image(ref: str, pub_path: str, lock_path: str | None, registry_url: str | None,
-                 fmt: str) -> None:
+def verify_image(ref: str, pub_path: str, lock_path: str | None, require_acceptance: bool,
+                 registry_url: str | None, fmt: str) -> None:
     """Check offline, with a public key, that the image REF is signed and (with --lock) was
     built from that lockfile. Signatures and attestations are verified over the exact bytes
     fetched; the signed digest must be the image's manifest digest.
 
-    Exit 0 when valid, 9 with the precise reason when not.
+    With --require-acceptance (and --lock), one of the image's verified attestations must
+    also be a pin acceptance result that passed, run against this lock's content hash and
+    this image's digest.
+
+    Exit 0 when valid, 9 with the precise reason when not, 2 for --require-acceptance
+    without --lock.
     """
+    from pinning.errors import UsageError
     from pinning.image.plan import expected_label
     from pinning.oci.reference import parse
     from pinning.sign.crypto import load_public
     from pinning.sign.policy import LockEvidence, read_lock_file, verify_signed_image
 
+    if require_acceptance and lock_path is None:
+        raise UsageError("--require-acceptance needs --lock LOCK: an acceptance result counts "
+                         "only for the lock it was run against.",
+                         hint="Add --lock with the lockfile the image was built from.")
     image = parse(ref)
     key = load_public(Path(pub_path))
-    evidence = None
+    evidence = lock = None
     if lock_path is not None:
         raw, lock = read_lock_file(cli_path(lock_path), f"--lock {lock_path}")
         evidence = LockEvidence(name=lock_path, raw=raw, label=expected_label(lock))
     result = verify_signed_image(image, key, lock=evidence, registry_url=registry_url)
+    if require_acceptance and lock is not None:
+        from pinning.accept.attest import require_acceptance as require
+
+        result.checks.append(require(result, lock_content_hash=lock.content_hash,
+                                     digest=result.digest))
     served = f"{image.name}@{result.digest}"
     if fmt == "json":
         emit({"image": served, "valid": True, "signatures": result.signatures,

@@ -172,9 +172,12 @@ def test_cli_judge_passes_and_writes_result(tmp_path: Path) -> None:
     assert r.returncode == 0 and result["passed"] is True
     written = json.loads(out.read_text())
     assert written == result
-    assert written["config-hash"].startswith("sha256:")
-    assert written["lock-content-hash"].startswith("sha256:")
-    assert [p["summary"]["max-concurrency"] for p in written["points"]] == [1, 4]
+    assert written["mode"] == "judged" and written["gates"] == {"serve": True}
+    assert written["config-sha256"].startswith("sha256:")
+    assert written["subject"]["lock-content-hash"].startswith("sha256:")
+    assert "image-digest" in written["subject"]["unknown"]
+    assert written["serve"]["harness"] == "vllm-bench-serve"
+    assert [p["summary"]["max-concurrency"] for p in written["serve"]["points"]] == [1, 4]
 
 
 def test_cli_judge_fails_with_exit_12(tmp_path: Path) -> None:
@@ -207,6 +210,6 @@ def test_cli_judge_takes_several_files_after_one_from() -> None:
     """`--from a.json b.json` (the issue's `--from FILE...`) judges both files."""
     r = pin("accept", "judge", str(TEMPLATE), "--from", str(C1), str(C4), "--format", "json")
     assert r.returncode == 0, r.stderr
-    assert len(json_result(r)["points"]) == 2
+    assert len(json_result(r)["serve"]["points"]) == 2
     none = pin("accept", "judge", str(TEMPLATE))
     assert none.returncode == 2 and "at least one result file" in none.stderr

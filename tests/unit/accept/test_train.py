@@ -166,17 +166,18 @@ def test_cli_accept_run(tmp_path: Path, ratio: float, code: int) -> None:
     assert json.loads(out.read_text())["config-sha256"] == result["config-sha256"]
 
 
-def test_cli_accept_run_without_train_is_usage_error(tmp_path: Path) -> None:
+def test_cli_accept_run_gate_not_in_file_is_usage_error(tmp_path: Path) -> None:
     path = tmp_path / "accept.toml"
     path.write_text('[serve]\nendpoint = "http://127.0.0.1:8000/v1"\n')
-    done = pin("accept", "run", str(path), "--python", sys.executable)
-    assert done.returncode == 2
-    assert "only the [train] gate runs in this version" in done.stderr
+    done = pin("accept", "run", str(path), "--gate", "train", "--python", sys.executable)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "no [train] section for --gate train" in done.stderr
+
 
 
 def test_cli_builtin_needs_python(tmp_path: Path) -> None:
     done = pin("accept", "run", str(_write(tmp_path, 0.5)))
-    assert done.returncode == 2 and "needs --python" in done.stderr
+    assert done.returncode == 2 and "need --python" in done.stderr
 
 
 @pytest.mark.parametrize(("ref_loss", "passed", "fragment"), [

@@ -58,6 +58,9 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "audit": (["{tmp}"], [MISSING]),
     # A result needs a Python with torch: tests/unit/accept/test_train.py covers it.
     "accept run": (NEEDS_TORCH, [MISSING]),
+    "accept show": ([str(DATA / "acceptance" / "judged-c1.json")], [MISSING]),
+    "accept compare": ([str(DATA / "acceptance" / "judged-c1.json"),
+                        str(DATA / "acceptance" / "judged-c4.json")], [MISSING, MISSING]),
     "accept judge": ([str(ROOT / "pinning" / "accept" / "template.toml"), "--from",
                       str(DATA / "acceptance" / "vllm-bench-serve-smollm2-c1.json")],
                      [MISSING, "--from", MISSING]),

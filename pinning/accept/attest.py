@@ -1,0 +1,333 @@
+"""Signed acceptance results: the in-toto statement, its DSSE envelope, the attestation on
+the image and the check ``pin verify-image --require-acceptance`` makes.
+
+A signed result is an in-toto Statement v1 (``https://in-toto.io/Statement/v1``) whose
+``predicateType`` is :data:`~pinning.accept.result.PREDICATE_TYPE` and whose ``predicate``
+is the :class:`~pinning.accept.result.AcceptanceResult` in its JSON form (kebab-case keys),
+inside a DSSE envelope of payload type ``application/vnd.in-toto+json`` signed with pin's
+ECDSA P-256 key (:mod:`pinning.sign.crypto`). Its subject is what the gates ran against,
+the most specific known: the image (its name and registry manifest digest), else the lock
+(its file name and content hash), else the gates file (its sha256). On the image, it is one
+more layer of cosign's ``sha256-<hex>.att`` manifest (:func:`pinning.sign.cosign.attest_image`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric import ec
+from pydantic import ValidationError
+
+from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult
+from pinning.errors import SignatureError, UsageError
+from pinning.sign.cosign import STATEMENT_V1, ImageVerification, attest_image, statement
+from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope
+from pinning.util.digests import canonical_json
+from pinning.util.models import validation_summary
+from pinning.util.text import printable
+
+__all__ = ["acceptance_statement", "attach_result", "open_signed_result", "require_acceptance",
+           "sign_result"]
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+# The subject name of a statement about the gates file alone (the result does not record
+# the file's path, only its sha256).
+GATES_SUBJECT = "pin-accept-gates"
+SIGN_HINT = ("Run the gates against the image and lock with `pin accept run --sign` "
+             "(it attaches the signed result to the image).")
+
+
+def _hex(value: str | None) -> str | None:
+    """The 64-hex part of ``sha256:<hex>`` (or of bare hex), ``None`` for anything else."""
+    if value is None:
+        return None
+    text = value.removeprefix("sha256:")
+    return text if _HEX64.fullmatch(text) else None
+
+
+def _manifest_hex(result: AcceptanceResult) -> str | None:
+    """The hex of the result's image manifest digest, ``None`` when it records none."""
+    s = result.subject
+    return _hex(s.image_digest) if s.image_digest_kind == "manifest" else None
+
+
+def _image_name(result: AcceptanceResult, image_name: str | None) -> str:
+    """The statement subject name of the result's image: ``image_name`` when given, else
+    the reference the result records without tag and digest (as written when it does not
+    parse as ``HOST/REPO...``).
+    """
+    if image_name:
+        return image_name
+    ref = result.subject.image or ""
+    from pinning.oci.reference import parse
+
+    try:
+        return parse(ref).name
+    except UsageError:
+        return ref or "image"
+
+
+def _subject(result: AcceptanceResult, image_name: str | None) -> dict[str, Any]:
+    """The one in-toto subject of the result's statement (see :func:`acceptance_statement`).
+    Raises :class:`UsageError` when the result records none of the three digests.
+    """
+    s = result.subject
+    image_hex = _manifest_hex(result)
+    if image_hex is not None:
+        return {"name": _image_name(result, image_name), "digest": {"sha256": image_hex}}
+    lock_hex = _hex(s.lock_content_hash)
+    if lock_hex is not None:
+        return {"name": s.lock or "lock", "digest": {"sha256": lock_hex}}
+    gates_hex = _hex(result.config_sha256)
+    if gates_hex is not None:
+        return {"name": GATES_SUBJECT, "digest": {"sha256": gates_hex}}
+    raise UsageError(f"The acceptance result names nothing to sign: no image manifest digest, "
+                     f"no lock content hash and config-sha256 {result.config_sha256!r} is not "
+                     "a sha256.")
+
+
+def acceptance_statement(result: AcceptanceResult, *, image_name: str | None) -> bytes:
+    """The in-toto Statement v1 of ``result`` as canonical JSON bytes (keys sorted, no
+    whitespace, non-ASCII escaped; these exact bytes are what the DSSE envelope signs).
+
+    ``predicateType`` is :data:`PREDICATE_TYPE`, ``predicate`` is
+    ``result.model_dump(mode="json", by_alias=True)``. The one subject is, the first that
+    the result records: the image (``name`` = ``image_name``, default the result's image
+    reference without tag and digest; ``digest.sha256`` = the manifest digest's hex, only
+    when ``subject.image-digest-kind`` is ``manifest``: the same bytes
+    :func:`pinning.sign.cosign.statement` makes), else the lock (``name`` = ``subject.lock``,
+    ``digest.sha256`` = its content hash's hex), else the gates file (``name``
+    ``pin-accept-gates``, ``digest.sha256`` = ``config-sha256``). Raises :class:`UsageError`
+    (exit 2) when none of the three is a sha256.
+    """
+    subject = _subject(result, image_name)
+    predicate = result.model_dump(mode="json", by_alias=True)
+    if _manifest_hex(result) is not None:  # cosign's statement about an image, byte for byte
+        return statement(f"sha256:{subject['digest']['sha256']}", subject["name"],
+                         PREDICATE_TYPE, predicate)
+    doc = {"_type": STATEMENT_V1, "subject": [subject], "predicateType": PREDICATE_TYPE,
+           "predicate": predicate}
+    return canonical_json(doc, ascii_only=True)
+
+
+def sign_result(result: AcceptanceResult, key: ec.EllipticCurvePrivateKey, *,
+                image_name: str | None = None) -> bytes:
+    """The DSSE envelope (canonical JSON bytes: ``payload`` base64, ``payloadType``
+    ``application/vnd.in-toto+json``, one ECDSA P-256 signature over the pre-authentication
+    encoding) of :func:`acceptance_statement` of ``result``. Raises :class:`UsageError` as
+    that function does.
+    """
+    return dsse_envelope(key, IN_TOTO, acceptance_statement(result, image_name=image_name))
+
+
+def _is_envelope(doc: object) -> bool:
+    """Whether the parsed JSON ``doc`` has the shape of a DSSE envelope."""
+    return isinstance(doc, dict) and "payloadType" in doc and "payload" in doc
+
+
+def _unverified_body(doc: dict[str, Any], label: str) -> tuple[str, bytes]:
+    """``(payloadType, body)`` of an envelope read without a key; :class:`UsageError`."""
+    try:
+        payload_type = doc["payloadType"]
+        body = base64.b64decode(str(doc["payload"]), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise UsageError(f"{label}: the DSSE envelope's payload is not valid base64.") from exc
+    return str(payload_type), body
+
+
+def _predicate(body: bytes, payload_type: str, label: str) -> tuple[Any, list[Any]]:
+    """The acceptance predicate and the subjects of the in-toto statement ``body``. Raises
+    :class:`UsageError` naming ``label`` for another payload type, a body that is not an
+    in-toto statement, or another predicate type.
+    """
+    if payload_type != IN_TOTO:
+        raise UsageError(f"{label}: the DSSE payload type is {printable(payload_type)!r}, not "
+                         f"{IN_TOTO!r}.")
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{label}: the signed statement is not JSON ({exc}).") from exc
+    if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_V1:
+        got = doc.get("_type") if isinstance(doc, dict) else type(doc).__name__
+        raise UsageError(f"{label}: the signed payload is not an in-toto Statement v1 "
+                         f"(_type {printable(str(got))!r}).")
+    if doc.get("predicateType") != PREDICATE_TYPE:
+        raise UsageError(f"{label}: the statement's predicateType is "
+                         f"{printable(str(doc.get('predicateType')))!r}, not {PREDICATE_TYPE!r}; "
+                         "it is not a pin acceptance result.")
+    subjects = doc.get("subject")
+    return doc.get("predicate"), subjects if isinstance(subjects, list) else []
+
+
+def _validate(data: object, label: str) -> AcceptanceResult:
+    """``data`` as :class:`AcceptanceResult`; :class:`UsageError` naming ``label``."""
+    try:
+        return AcceptanceResult.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(f"{label}: not a valid pin acceptance result: "
+                         f"{validation_summary(exc, data)}.",
+                         hint="Pass the file pin accept run or pin accept judge wrote.") from exc
+
+
+def open_signed_result(data: bytes, key: ec.EllipticCurvePublicKey | None, *,
+                       label: str) -> tuple[AcceptanceResult, bool]:
+    """Read an acceptance result from ``data``: a plain result JSON document or a DSSE
+    envelope around its in-toto statement (what :func:`sign_result` makes). Returns
+    ``(result, verified)``: ``verified`` is true when ``key`` was given and a signature of
+    the envelope verifies with it.
+
+    With ``key``, the envelope's signature must verify (:class:`SignatureError`, exit 9,
+    otherwise, also for a plain document, which carries no signature); without ``key`` the
+    envelope is read unverified. The payload type must be in-toto, the statement a
+    Statement v1 of :data:`PREDICATE_TYPE` whose subject is the one its result names, and
+    the predicate a valid :class:`AcceptanceResult`; otherwise :class:`UsageError` (exit 2)
+    naming ``label`` (the file as the user gave it).
+    """
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{label}: not JSON ({exc}).",
+                         hint="Pass the result file pin accept run or pin accept judge wrote."
+                         ) from exc
+    if not _is_envelope(doc):
+        if key is not None:
+            raise SignatureError(f"{label} is a plain acceptance result, not a signed one (no "
+                                 "DSSE envelope); there is no signature to verify.",
+                                 hint="Sign it with `pin accept run --sign`, or read it "
+                                      "without a key.")
+        return _validate(doc, label), False
+    if key is not None:
+        try:
+            envelope = open_envelope(key, data)
+        except SignatureError as exc:
+            raise SignatureError(f"{label}: {exc.message}", hint=exc.hint) from exc
+        payload_type, body = envelope.payload_type, envelope.body
+    else:
+        payload_type, body = _unverified_body(doc, label)
+    predicate, subjects = _predicate(body, payload_type, label)
+    result = _validate(predicate, label)
+    expected = _subject(result, None)["digest"]["sha256"]
+    named = [s.get("digest", {}).get("sha256") for s in subjects
+             if isinstance(s, dict) and isinstance(s.get("digest"), dict)]
+    if expected not in named:
+        raise UsageError(f"{label}: the statement's subject is not what its result was run "
+                         f"against (sha256 {expected[:12]}…).")
+    return result, key is not None
+
+
+def attach_result(result: AcceptanceResult, image_ref: str, key: ec.EllipticCurvePrivateKey,
+                  *, registry_url: str | None) -> str:
+    """Attach the signed statement of ``result`` to the image ``image_ref``
+    (``HOST/REPO[:TAG][@sha256:<hex>]``) as one more DSSE layer of its cosign ``.att``
+    manifest (predicate type :data:`PREDICATE_TYPE`; not added twice); return the ``.att``
+    manifest digest (``sha256:<hex>``).
+
+    ``registry_url`` overrides the registry the reference names. The result must record a
+    manifest digest (``subject.image-digest-kind`` ``manifest``; else :class:`UsageError`,
+    exit 2), and it must be the digest the registry serves for ``image_ref`` (else
+    :class:`SignatureError`, exit 9, as for an image absent from the registry or a digest in
+    ``image_ref`` that is not the one served). :class:`~pinning.errors.BuildError` (exit 8)
+    when the registry fails.
+    """
+    from pinning.oci.reference import parse
+    from pinning.oci.registry import Registry
+
+    s = result.subject
+    if _manifest_hex(result) is None:
+        why = s.unknown.get("image-digest") or s.unknown.get("image_digest")
+        raise UsageError(
+            f"The acceptance result records no registry manifest digest for its image "
+            f"(image-digest {s.image_digest}, kind {s.image_digest_kind}"
+            + (f": {printable(why, newlines=False)}" if why else "") + "); an attestation "
+            "can only be attached to an image by digest.",
+            hint="Push the image and run the gates against HOST/REPO@sha256:...")
+    image = parse(image_ref)
+    registry = Registry(registry_url or image.registry_url)
+    repo = image.repository
+    served = registry.manifest_digest(repo, image.manifest_reference)
+    if served is None:
+        raise SignatureError(f"{image_ref} is not in the registry; nothing to attach the "
+                             "acceptance result to.")
+    if image.digest is not None and served != image.digest:
+        raise SignatureError(f"The registry serves {served} for {image_ref}, not {image.digest}.")
+    if served != s.image_digest:
+        raise SignatureError(f"The acceptance result is for image {s.image_digest}, but the "
+                             f"registry serves {served} for {image_ref}; attach a result to "
+                             "the image it was run against.")
+    predicate = result.model_dump(mode="json", by_alias=True)
+    return attest_image(registry, repo, served, key, PREDICATE_TYPE, predicate,
+                        reference=image.name)
+
+
+def _when(result: AcceptanceResult) -> str:
+    """``finished <time>`` (or started), or ``time not recorded``."""
+    if result.finished_at:
+        return f"finished {result.finished_at}"
+    if result.started_at:
+        return f"started {result.started_at}"
+    return "time not recorded"
+
+
+def require_acceptance(verification: ImageVerification, *, lock_content_hash: str,
+                       digest: str) -> str:
+    """Require, among the verified attestations of :data:`PREDICATE_TYPE` in
+    ``verification`` (from :func:`pinning.sign.cosign.verify_image` with attestations), a
+    valid :class:`AcceptanceResult` with ``passed`` true, ``subject.lock-content-hash`` equal
+    to ``lock_content_hash`` (``sha256:<hex>``) and ``subject.image-digest`` equal to
+    ``digest`` (the image's manifest digest). Returns the check line for people (``passing
+    acceptance result for lock sha256:abcd…: gates import, train passed (mode host,
+    finished <time>)``; the latest finished when several pass).
+
+    Raises :class:`SignatureError` (exit 9) saying what is missing: no acceptance
+    attestation, none that is a valid result, results only for other locks (their content
+    hash prefixes), only for other images, or only failing ones (their failed checks).
+    """
+    found = verification.attestations.get(PREDICATE_TYPE, [])
+    if not found:
+        raise SignatureError(f"No acceptance attestation ({PREDICATE_TYPE}) for {digest}.",
+                             hint=SIGN_HINT)
+    results: list[AcceptanceResult] = []
+    invalid: list[str] = []
+    for predicate in found:
+        try:
+            results.append(AcceptanceResult.model_validate(predicate))
+        except ValidationError as exc:
+            invalid.append(validation_summary(exc, predicate, limit=2))
+    if not results:
+        raise SignatureError(f"No acceptance attestation for {digest} is a valid pin acceptance "
+                             f"result ({'; '.join(invalid)[:300]}).", hint=SIGN_HINT)
+    for_lock = [r for r in results if r.subject.lock_content_hash == lock_content_hash]
+    if not for_lock:
+        others = sorted({_prefix(r.subject.lock_content_hash) for r in results})
+        raise SignatureError(f"The acceptance results attested for {digest} are for other locks "
+                             f"({', '.join(others)}), not {_prefix(lock_content_hash)}.",
+                             hint=SIGN_HINT)
+    for_image = [r for r in for_lock if r.subject.image_digest == digest]
+    if not for_image:
+        others = sorted({_prefix(r.subject.image_digest) for r in for_lock})
+        raise SignatureError(f"The acceptance results for lock {_prefix(lock_content_hash)} "
+                             f"attested on {digest} are for other images ({', '.join(others)}).",
+                             hint=SIGN_HINT)
+    passing = [r for r in for_image if r.passed]
+    if not passing:
+        failed = sorted({f for r in for_image for f in r.failed})
+        detail = "; ".join(printable(f, newlines=False) for f in failed[:5]) or "no failed check"
+        raise SignatureError(f"Only failing acceptance results ({len(for_image)}) for lock "
+                             f"{_prefix(lock_content_hash)} and {digest}: {detail}.",
+                             hint="Fix what failed and run the gates again.")
+    best = max(passing, key=lambda r: r.finished_at or r.started_at or "")
+    gates = ", ".join(g for g, ok in best.gates.items() if ok)
+    return (f"passing acceptance result for lock {_prefix(lock_content_hash)}: gates {gates} "
+            f"passed (mode {best.mode}, {_when(best)})")
+
+
+def _prefix(value: str | None) -> str:
+    """``sha256:<first 12 hex>…`` for messages (``unknown`` for ``None``)."""
+    if value is None:
+        return "unknown"
+    head, _, tail = value.partition(":")
+    return printable(f"{head}:{tail[:12]}…" if tail else value[:19], newlines=False)

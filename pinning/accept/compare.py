@@ -1,0 +1,113 @@
+"""Two acceptance results side by side (``pin accept compare``): each metric in both, the
+delta and percent change, the better side by the metric's sense, and which gates pass where.
+Serving runs are paired by concurrency and rate.
+"""
+
+from __future__ import annotations
+
+from pinning.accept.result import AcceptanceResult
+from pinning.util.models import Strict
+
+__all__ = ["Comparison", "MetricRow", "compare_results"]
+
+
+class MetricRow(Strict):
+    """One metric in both results: ``a``/``b`` (``None`` where a result lacks it),
+    ``delta`` = b - a and ``change-pct`` = delta / a * 100, ``better`` which side is
+    better (``a``, ``b``, ``same`` or ``None`` when not comparable) by the metric's sense
+    (lower latency, higher throughput).
+    """
+
+    gate: str
+    metric: str
+    unit: str
+    a: float | None
+    b: float | None
+    delta: float | None
+    change_pct: float | None
+    better: str | None
+
+
+class Comparison(Strict):
+    """Two results side by side: their names, subjects, gate verdicts per side, and the
+    metric rows.
+    """
+
+    a: str
+    b: str
+    subject_a: dict[str, object]
+    subject_b: dict[str, object]
+    gates: dict[str, dict[str, bool | None]]
+    rows: list[MetricRow]
+
+
+def _row(gate: str, metric: str, unit: str, a: float | None, b: float | None,
+         lower_is_better: bool) -> MetricRow:
+    """A :class:`MetricRow` with its delta and the better side."""
+    delta = b - a if a is not None and b is not None else None
+    pct = delta / a * 100.0 if delta is not None and a else None
+    better = None
+    if delta is not None:
+        better = "same" if delta == 0 else (
+            ("b" if delta < 0 else "a") if lower_is_better else ("b" if delta > 0 else "a"))
+    return MetricRow(gate=gate, metric=metric, unit=unit, a=a, b=b, delta=delta,
+                     change_pct=pct, better=better)
+
+
+def _serve_metrics(result: AcceptanceResult) -> dict[str, tuple[str, float, bool]]:
+    """``{"c4 ttft p99": ("ms", 12.3, True)}``: each serving run's latency percentiles
+    (lower is better) and throughputs (higher is better), keyed by concurrency and rate.
+    """
+    out: dict[str, tuple[str, float, bool]] = {}
+    if result.serve is None:
+        return out
+    for p in result.serve.points:
+        s = p.summary
+        key = (f"c{s.max_concurrency}" if s.max_concurrency else "c-") + (
+            f" r{s.request_rate:g}" if s.request_rate else "")
+        for metric, stats in s.latency.items():
+            values = dict(stats.percentiles)
+            if "p50" not in values and stats.median is not None:
+                values["p50"] = stats.median
+            for pct in ("p50", "p90", "p99"):
+                if pct in values:
+                    out[f"{key} {metric} {pct}"] = ("ms", values[pct], True)
+        for t in s.throughput:
+            out[f"{key} {t.name}"] = (f"/s ({t.basis})", t.per_s, False)
+    return out
+
+
+def _train_metrics(result: AcceptanceResult) -> dict[str, tuple[str, float, bool]]:
+    """The training gate's step-time summary and final loss (lower is better)."""
+    out: dict[str, tuple[str, float, bool]] = {}
+    t = result.train
+    if t is None:
+        return out
+    for name, value in (("step time median", t.step_time_median_s),
+                        ("step time p90", t.step_time_p90_s),
+                        ("step time cv", t.step_time_cv)):
+        if value is not None:
+            out[name] = ("s" if "cv" not in name else "", value, True)
+    full = next((r for r in t.runs if r.label == "full"), None)
+    if full is not None and full.losses and full.losses[-1] is not None:
+        out["final loss"] = ("", full.losses[-1], True)
+    return out
+
+
+def compare_results(a: AcceptanceResult, b: AcceptanceResult, name_a: str,
+                    name_b: str) -> Comparison:
+    """Pair ``a`` and ``b`` metric by metric (see :class:`Comparison`)."""
+    rows: list[MetricRow] = []
+    for gate, pick in (("train", _train_metrics), ("serve", _serve_metrics)):
+        ma, mb = pick(a), pick(b)
+        for metric in list(ma) + [m for m in mb if m not in ma]:
+            unit, _, lower = ma.get(metric) or mb[metric]
+            rows.append(_row(gate, metric, unit, ma[metric][1] if metric in ma else None,
+                             mb[metric][1] if metric in mb else None, lower))
+    gates = {g: {"a": a.gates.get(g), "b": b.gates.get(g)}
+             for g in ("import", "train", "serve") if g in a.gates or g in b.gates}
+    return Comparison(
+        a=name_a, b=name_b,
+        subject_a=a.subject.model_dump(mode="json", by_alias=True, exclude_none=True),
+        subject_b=b.subject.model_dump(mode="json", by_alias=True, exclude_none=True),
+        gates=gates, rows=rows)

@@ -1,0 +1,153 @@
+"""Acceptance results for people: ``pin accept show`` / ``run`` / ``judge`` print
+:func:`result_text` (what was tested, each gate's checks with measured value, limit and
+reason, then the verdict per gate and overall); ``pin accept compare`` prints
+:func:`compare_text` of a :class:`~pinning.accept.compare.Comparison`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pinning.accept.compare import Comparison
+from pinning.accept.judge import PointVerdict
+from pinning.accept.result import AcceptanceResult
+from pinning.cli.render import table_text
+from pinning.util.text import printable
+
+__all__ = ["compare_text", "result_text"]
+
+
+def _num(value: float | None) -> str:
+    """A value for a table cell (``-`` when unknown)."""
+    return "-" if value is None else f"{value:.6g}"
+
+
+def _subject_lines(result: AcceptanceResult) -> list[str]:
+    """What was tested, one line a fact (unknown ones with their reason)."""
+    s = result.subject
+    lines = [f"pin {result.pin_version}, mode {result.mode}, gates file sha256 "
+             f"{result.config_sha256[:16]}…"]
+    for key, value in (("lock", s.lock), ("lock content hash", s.lock_content_hash),
+                       ("image", s.image),
+                       ("image digest", s.image_digest and
+                        f"{s.image_digest} ({s.image_digest_kind})"),
+                       ("host snapshot", s.host_snapshot_hash),
+                       ("model content hash", s.model_content_hash and
+                        f"{s.model_content_hash} ({s.model_hash_basis})")):
+        if value:
+            lines.append(f"  {key}: {value}")
+    for key, why in sorted(s.unknown.items()):
+        lines.append(f"  {key}: unknown ({why})")
+    if result.started_at:
+        lines.append(f"  ran {result.started_at} .. {result.finished_at}")
+    return [printable(line, newlines=False) for line in lines]
+
+
+def _import_text(result: AcceptanceResult) -> str | None:
+    """The import gate's build facts and checks."""
+    imp = result.import_
+    if imp is None:
+        return None
+    rows = [(c.name, _num(c.measured), _num(c.limit), "pass" if c.passed else "FAIL",
+             c.reason) for c in imp.checks]
+    title = f"import {'PASS' if imp.passed else 'FAIL'}"
+    facts = imp.model_dump(mode="json", by_alias=True, exclude={"checks", "modules",
+                                                                 "collect_env",
+                                                                 "failed_checks"},
+                           exclude_none=True)
+    extra = ", ".join(f"{k} {v}" for k, v in facts.items() if not isinstance(v, dict | list)
+                      and k not in ("passed",))
+    return table_text(("check", "measured", "limit", "verdict", "reason"), rows,
+                      title=title) + (f"\n  build: {printable(extra, newlines=False)}"
+                                      if extra else "")
+
+
+def _train_text(result: AcceptanceResult) -> str | None:
+    """The training gate's checks."""
+    train = result.train
+    if train is None:
+        return None
+    rows = [(c.name, _num(c.measured), _num(c.limit), "pass" if c.passed else "FAIL",
+             c.reason) for c in train.checks]
+    title = f"train: {train.trainer}, {train.steps} steps {'PASS' if train.passed else 'FAIL'}"
+    return table_text(("check", "measured", "limit", "verdict", "reason"), rows, title=title)
+
+
+def _where(p: PointVerdict) -> str:
+    """``concurrency 4`` / ``rate 2/s`` / ``unlimited rate`` for a serving run."""
+    s = p.summary
+    parts = []
+    if s.max_concurrency:
+        parts.append(f"concurrency {s.max_concurrency}")
+    if s.request_rate:
+        parts.append(f"rate {s.request_rate:g}/s")
+    return ", ".join(parts) or "unlimited rate"
+
+
+def _serve_text(result: AcceptanceResult) -> Iterator[str]:
+    """One table per serving run, then quality and sustained throughput."""
+    serve = result.serve
+    if serve is None:
+        return
+    for p in serve.points:
+        s = p.summary
+        version = s.harness_version or "version not recorded"
+        title = (f"serve {s.source}#{s.index} ({s.harness}, {version}; {_where(p)}; "
+                 f"{s.completed} completed, {s.failed if s.failed is not None else '?'} "
+                 f"failed) {'PASS' if p.passed else 'FAIL'}")
+        rows = [(c.slo, _num(c.measured),
+                 f"{'<=' if c.bound == 'max' else '>='} {c.limit:.6g} {c.unit}",
+                 "pass" if c.passed else "FAIL", c.reason) for c in p.checks]
+        rates = ", ".join(f"{t.per_s:.4g}/s {t.basis}" for t in s.throughput)
+        yield table_text(("metric", "measured", "limit", "verdict", "reason"), rows,
+                         title=title) + (f"\n  throughput: {rates}" if rates else "")
+    if serve.quality is not None:
+        q = serve.quality
+        rows = [(c.slo, _num(c.measured), f">= {c.limit:.6g}",
+                 "pass" if c.passed else "FAIL", c.reason) for c in q.checks]
+        note = (f"\n  {q.exact_matches} of {q.prompts} outputs equal the reference; token "
+                f"agreement on {q.token_basis}" if q.reference else "")
+        yield table_text(("check", "measured", "limit", "verdict", "reason"), rows,
+                         title=f"serve quality {'PASS' if q.passed else 'FAIL'}") + note
+    if serve.sustained is not None:
+        st = serve.sustained
+        c = st.check
+        yield table_text(("check", "measured", "limit", "verdict", "reason"),
+                         [(c.slo, _num(c.measured), f"<= {c.limit:.6g} %",
+                           "pass" if c.passed else "FAIL", c.reason)],
+                         title=(f"serve sustained ({st.duration_s:g} s at concurrency "
+                                f"{st.concurrency}) {'PASS' if st.passed else 'FAIL'}"))
+
+
+def result_text(result: AcceptanceResult) -> str:
+    """The whole result for people: subject, each gate, the verdict per gate and overall."""
+    parts = ["\n".join(_subject_lines(result))]
+    for part in (_import_text(result), _train_text(result)):
+        if part is not None:
+            parts.append(part)
+    parts.extend(_serve_text(result))
+    gates = ", ".join(f"{'imports' if g == 'import' else g + 's'}: "
+                      f"{'yes' if ok else 'NO'}" for g, ok in result.gates.items())
+    verdict = ("PASS: every gate holds." if result.passed else
+               f"FAIL: {len(result.failed)} check(s) failed:\n" + "\n".join(
+                   "  " + printable(f, newlines=False) for f in result.failed))
+    return "\n\n".join(parts) + f"\n\n{gates}\n{verdict}"
+
+
+def compare_text(cmp: Comparison) -> str:
+    """The comparison for people: the gates per side, then every metric with the delta."""
+    def verdict(v: bool | None) -> str:
+        return "-" if v is None else ("pass" if v else "FAIL")
+
+    gate_rows = [(g, verdict(v["a"]), verdict(v["b"])) for g, v in cmp.gates.items()]
+    parts = [f"A: {cmp.a}\nB: {cmp.b}",
+             table_text(("gate", "A", "B"), gate_rows, title="gates")]
+    metric_rows = [(r.gate, r.metric, _num(r.a), _num(r.b), _num(r.delta),
+                    "-" if r.change_pct is None else f"{r.change_pct:+.1f}%",
+                    r.better or "-", r.unit) for r in cmp.rows]
+    if metric_rows:
+        parts.append(table_text(("gate", "metric", "A", "B", "B-A", "change", "better",
+                                 "unit"), metric_rows, title="metrics"))
+    else:
+        parts.append("No metric in common to compare.")
+    return printable("\n\n".join(parts), newlines=True)
