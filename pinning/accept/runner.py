@@ -107,6 +107,11 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
                 imports = run_import_gate(
                     cfg.import_, for_gate("import")(argv) if for_gate else argv[0],
                     workdir / "import", timeout_s=request.timeout_s)
+                if for_gate is not None:
+                    # Record the Python run inside the image, not the host-side shim that
+                    # started it (its argv names this host's interpreter and a temporary
+                    # spec file, neither of which says what was tested).
+                    imports = imports.model_copy(update={"python": argv[0]})
             if "train" in gates and cfg.train is not None:
                 from pinning.accept.train import run_train_gate
 
