@@ -91,7 +91,7 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-bench: install wheelhouse
+bench: install wheelhouse vllmenv
 	$(BIN)/python bench/bench_resolve.py
 	$(BIN)/python bench/bench_probe.py
 	$(BIN)/python bench/bench_build.py
@@ -102,6 +102,7 @@ bench: install wheelhouse
 	$(BIN)/python bench/bench_audit_closure.py
 	$(BIN)/python bench/bench_model_hash.py
 	$(BIN)/python bench/bench_loadgen.py
+	$(BIN)/python bench/bench_serve_vs_vllm.py
 
 # Regenerate pin's copy of HIPIFY's CUDA->HIP API tables from the staged sources (a test
 # fails when the committed pinning/audit/data/hipify.json differs from what this writes).
