@@ -5,6 +5,8 @@ Serving runs are paired by concurrency and rate.
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from pinning.accept.result import AcceptanceResult
 from pinning.util.models import Strict
 
@@ -29,8 +31,8 @@ class MetricRow(Strict):
 
 
 class Comparison(Strict):
-    """Two results side by side: their names, subjects, gate verdicts per side, and the
-    metric rows.
+    """Two results side by side: their names, subjects, gate verdicts per side, the
+    metric rows, and ``notes`` on why they may not measure the same thing.
     """
 
     a: str
@@ -39,6 +41,7 @@ class Comparison(Strict):
     subject_b: dict[str, object]
     gates: dict[str, dict[str, bool | None]]
     rows: list[MetricRow]
+    notes: list[str] = Field(default_factory=list)
 
 
 def _row(gate: str, metric: str, unit: str, a: float | None, b: float | None,
@@ -107,7 +110,36 @@ def compare_results(a: AcceptanceResult, b: AcceptanceResult, name_a: str,
     gates = {g: {"a": a.gates.get(g), "b": b.gates.get(g)}
              for g in ("import", "train", "serve") if g in a.gates or g in b.gates}
     return Comparison(
-        a=name_a, b=name_b,
+        a=name_a, b=name_b, notes=comparability_notes(a, b),
         subject_a=a.subject.model_dump(mode="json", by_alias=True, exclude_none=True),
         subject_b=b.subject.model_dump(mode="json", by_alias=True, exclude_none=True),
         gates=gates, rows=rows)
+
+
+def comparability_notes(a: AcceptanceResult, b: AcceptanceResult) -> list[str]:
+    """Why ``a`` and ``b`` may not measure the same thing: another mode (a live run against
+    judged files), another serving harness (harnesses disagree by several percent), another
+    workload (token lengths, API, prompts), another model or training setup. Empty when
+    nothing differs that pin can see.
+    """
+    notes: list[str] = []
+    if a.mode != b.mode:
+        notes.append(f"modes differ: A {a.mode}, B {b.mode}")
+    sa, sb = a.serve, b.serve
+    if sa is not None and sb is not None:
+        if sa.harness != sb.harness:
+            notes.append(f"serving harnesses differ: A {sa.harness}, B {sb.harness} "
+                         "(harnesses measure the same server differently)")
+        if sa.workload != sb.workload:
+            notes.append("serving workloads differ (tokens, requests, concurrency, API or "
+                         "prompts): deltas mix the workload with the platform")
+        if sa.model != sb.model:
+            notes.append(f"served model names differ: A {sa.model}, B {sb.model}")
+    ta, tb = a.train, b.train
+    if ta is not None and tb is not None and (ta.trainer, ta.steps) != (tb.trainer, tb.steps):
+        notes.append(f"training runs differ: A {ta.trainer} x{ta.steps}, B {tb.trainer} "
+                     f"x{tb.steps}")
+    ma, mb = a.subject.model_content_hash, b.subject.model_content_hash
+    if ma and mb and ma != mb:
+        notes.append("model content hashes differ: not the same weights")
+    return notes

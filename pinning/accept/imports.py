@@ -277,6 +277,9 @@ def _run_probe(argv: list[str], workdir: Path,
                 _kill_group(child)
                 return None, None, (f"timed out after {timeout_s:g} s"
                                     f"{_stage(err_path)}{_tail(err_path)}")
+            except BaseException:  # Ctrl-C or an error here: never leave the probe running
+                _kill_group(child)
+                raise
     except OSError as exc:
         return None, None, (f"could not start {printable(argv[0], newlines=False)}: "
                             f"{exc.strerror or exc}")

@@ -10,6 +10,7 @@ gates file names (the server may run anywhere, in the image included).
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,8 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
                              "the Python of the environment under test, with torch.",
                              hint="e.g. pin accept run accept.toml --python .venv/bin/python")
         python = "python3"
+    if needs_python and request.image is None and python is not None:
+        _check_python(python)
     started = _now()
     say = request.progress or (lambda _line: None)
     subject = subject_for(request)
@@ -134,6 +137,22 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
         config_sha256=sha256_hex(raw), started_at=started, finished_at=_now(),
         subject=subject, import_=imports, train=train, serve=serve, gates=verdicts,
         passed=bool(verdicts) and all(verdicts.values()), failed=failed)
+
+
+def _check_python(python: str) -> None:
+    """Raise ``UsageError`` (exit 2) unless ``python`` is an executable file (a path) or a
+    command found on ``PATH``.
+    """
+    import shutil
+
+    path = Path(python)
+    found = (path.is_file() and os.access(path, os.X_OK)) if os.sep in python else (
+        shutil.which(python) is not None)
+    if not found:
+        raise UsageError(f"--python {python}: not an executable file"
+                         + ("" if os.sep in python else " on PATH") + ".",
+                         hint="Give the Python of the environment under test, e.g. "
+                              "--python .venv/bin/python.")
 
 
 def detect_vendor(root: Path = Path("/")) -> Literal["amd", "nvidia", "cpu"]:

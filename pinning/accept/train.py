@@ -244,6 +244,9 @@ def _run_process(label: str, argv: list[str], env: dict[str, str], workdir: Path
             except subprocess.TimeoutExpired:
                 _kill_group(child)
                 proc.error = f"timed out after {timeout_s:g} s"
+            except BaseException:  # Ctrl-C or an error here: never leave the trainer running
+                _kill_group(child)
+                raise
     except OSError as exc:
         proc.error = f"could not start {printable(argv[0], newlines=False)}: " \
                      f"{exc.strerror or exc}"
@@ -262,13 +265,21 @@ def _run_process(label: str, argv: list[str], env: dict[str, str], workdir: Path
     return proc
 
 
-def _kill_group(child: subprocess.Popen[bytes]) -> None:
-    """Kill ``child``'s process group (it was started in a new session) and reap it."""
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except OSError:
-        child.kill()
-    child.wait()
+def _kill_group(child: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
+    """Stop ``child``'s process group (it was started in a new session) and reap it:
+    SIGTERM first, so a process that cleans up (the container shim removes its container)
+    can, then SIGKILL after ``grace_s`` seconds.
+    """
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
+        try:
+            os.killpg(child.pid, sig)
+        except OSError:
+            child.send_signal(sig)
+        try:
+            child.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _span(steps: list[int]) -> str:

@@ -18,6 +18,7 @@ from pinning.errors import AcceptanceFailed, UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
     from pydantic import BaseModel
 
     from pinning.accept.result import AcceptanceResult
@@ -33,20 +34,21 @@ def accept() -> None:
       pin accept init                                   # write accept.toml (commented)
       pin accept judge accept.toml --from result.json   # judge results you already have
       pin accept run accept.toml --python .venv/bin/python  # run every gate here
-      pin accept run accept.toml --image REF --lock pin.lock -o result.json --sign key
+      pin accept run accept.toml --image REF --lock pin.lock -o result.json --sign pin.key
       pin accept show result.json                       # what was tested, every check
       pin accept compare nvidia.json rocm.json          # two platforms side by side
     """
 
 
-@accept.command("init")
+@accept.command("init", short_help="Write a commented gates file (accept.toml).")
 @click.option("-o", "--output", callback=output_path, default="accept.toml",
               show_default=True, metavar="FILE", help="Where to write the template.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
 def init(output: str, force: bool) -> None:
     """Write a commented gates file whose example values name their public source.
 
-    Never replaces an existing file unless --force is given (exit 2).
+    Never replaces an existing file unless --force is given (exit 2); --force replaces a
+    symbolic link itself, not the file it points to.
     """
     from importlib.resources import files
 
@@ -58,6 +60,8 @@ def init(output: str, force: bool) -> None:
                          hint="Give --force to replace it, or -o another file.")
     data = files("pinning.accept").joinpath("template.toml").read_bytes()
     try:
+        if output != "-" and path.is_symlink():
+            path.unlink()  # --force replaces the link itself, never the file it points to
         atomic_write_bytes(path, data)
     except OSError as exc:
         raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
@@ -66,7 +70,7 @@ def init(output: str, force: bool) -> None:
                    "before you rely on it.")
 
 
-@accept.command("judge")
+@accept.command("judge", short_help="Judge vLLM, SGLang or GuideLLM results against SLOs.")
 @click.argument("config", metavar="ACCEPT.TOML", callback=path_given)
 @click.argument("more_sources", metavar="[FILE]...", nargs=-1, callback=path_given)
 @click.option("--from", "sources", multiple=True, metavar="FILE", callback=path_given,
@@ -96,6 +100,9 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
     if not sources:
         raise UsageError("pin accept judge needs at least one result file (--from FILE).",
                          hint="e.g. pin accept judge accept.toml --from result.json")
+    _refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
+                                 **{f"the result file {i + 1}": src
+                                    for i, src in enumerate(sources)}})
     result = judge_files(cli_path(config), [cli_path(s) for s in sources],
                          lock=lock_file)
     if output is not None:
@@ -112,7 +119,7 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
         raise AcceptanceFailed("The serving gate failed: " + "; ".join(result.failed) + ".")
 
 
-@accept.command("run")
+@accept.command("run", short_help="Run the import, training and serving gates.")
 @click.argument("config", metavar="ACCEPT.TOML", callback=path_given)
 @click.option("--gate", "gates", multiple=True, type=click.Choice(["import", "train", "serve"]),
               help="Run only this gate (repeatable). Default: every gate the file has.")
@@ -174,16 +181,19 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
     if image and on_host:
         raise UsageError("--image and --host exclude each other: the gates run either "
                          "inside the image or on this host.")
-    if sign_key is not None and output is None and fmt != "json":
+    if sign_key is not None and output is None:
         raise UsageError("--sign makes a signed envelope: say where it goes with -o FILE "
                          "('-': standard output).")
+    _refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
+                                 "the signing key": sign_key, "the snapshot": snapshot})
+    key = _signing_key(sign_key) if sign_key is not None else None  # before the gates run
     request = RunRequest(config=cli_path(config), gates=gates, lock=lock_file,
                          image=image, vendor=vendor, python=python, snapshot=snapshot,
                          engine=engine, timeout_s=timeout_s, progress=_progress(fmt, output))
     result = run_gates(request)
     envelope = None
-    if sign_key is not None:
-        envelope = _sign(result, sign_key, image, registry_url)
+    if key is not None:
+        envelope = _sign(result, key, image, registry_url)
     if output is not None:
         if envelope is not None:
             _write_bytes(output, envelope)
@@ -211,18 +221,26 @@ def _progress(fmt: str, output: str | None) -> Callable[[str], None]:
     return show
 
 
-def _sign(result: BaseModel, key_path: str, image: str | None,
+def _signing_key(key_path: str) -> EllipticCurvePrivateKey:
+    """The private key of ``--sign``, loaded (and its passphrase asked) before any gate
+    runs, so a missing key or a wrong passphrase costs nothing. Raises ``UsageError`` (exit
+    2) without a passphrase, ``SignatureError`` (exit 9) for a key that cannot be loaded.
+    """
+    from pinning.cli.sign import _ask
+    from pinning.sign.policy import signing_key
+
+    return signing_key(cli_path(key_path), _ask)
+
+
+def _sign(result: BaseModel, key: EllipticCurvePrivateKey, image: str | None,
           registry_url: str | None) -> bytes:
     """The signed envelope of ``result``; attached to ``image`` when it is a registry
     reference with a manifest digest.
     """
     from pinning.accept.attest import attach_result, sign_result
     from pinning.accept.result import AcceptanceResult
-    from pinning.cli.sign import _ask
-    from pinning.sign.policy import signing_key
 
     assert isinstance(result, AcceptanceResult)
-    key = signing_key(cli_path(key_path), _ask)
     name = image.split("@", 1)[0] if image else None
     envelope = sign_result(result, key, image_name=name)
     subject = result.subject
@@ -233,7 +251,7 @@ def _sign(result: BaseModel, key_path: str, image: str | None,
     return envelope
 
 
-@accept.command("show")
+@accept.command("show", short_help="Show a result: what was tested, every check.")
 @click.argument("result_file", metavar="RESULT", callback=path_given)
 @click.option("--key", "pub_path", metavar="PUB", callback=path_given,
               help="Verify a signed result with this public key (exit 9 when it does not).")
@@ -255,9 +273,11 @@ def show(result_file: str, pub_path: str | None, fmt: str) -> None:
     click.echo(result_text(result))
     if pub_path is not None:
         click.echo("Signature: verified with " + printable(pub_path, newlines=False) + ".")
+    elif _is_envelope(result_file):
+        click.echo("Signature: NOT verified (a signed envelope; give --key PUB to verify it).")
 
 
-@accept.command("compare")
+@accept.command("compare", short_help="Two results side by side, metric by metric.")
 @click.argument("first", metavar="A", callback=path_given)
 @click.argument("second", metavar="B", callback=path_given)
 @click.option("--key", "pub_path", metavar="PUB", callback=path_given,
@@ -280,6 +300,17 @@ def compare(first: str, second: str, pub_path: str | None, fmt: str) -> None:
         emit(table.model_dump(mode="json", by_alias=True))
     else:
         click.echo(compare_text(table))
+
+
+def _is_envelope(name: str) -> bool:
+    """Whether the file ``name`` holds a DSSE envelope (best effort; False when unreadable)."""
+    import json
+
+    try:
+        doc = json.loads(cli_path(name).read_bytes()) if name != "-" else None
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(doc, dict) and "payloadType" in doc
 
 
 def _read_result(name: str, pub_path: str | None) -> tuple[AcceptanceResult, bool]:
@@ -306,6 +337,35 @@ def _write_result(output: str, result: BaseModel) -> None:
                            (result.model_dump_json(by_alias=True, indent=1) + "\n").encode())
     except OSError as exc:
         raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+
+
+def _refuse_inputs(output: str | None, fmt: str, inputs: dict[str, str | None]) -> None:
+    """Raise ``UsageError`` (exit 2) when ``-o`` names one of ``inputs`` (``{"the gates
+    file": path}``; the result would replace it: a key, a lock, a gates or result file),
+    or sends the result to standard output where ``--format json`` prints its envelope.
+    """
+    if output is None:
+        return
+    if output == "-":
+        if fmt == "json":
+            raise UsageError("-o - writes the result to standard output and so would "
+                             "--format json.", hint="Drop one of them: with --format json the "
+                                                    "envelope's result is the document.")
+        return
+    import contextlib
+    import os
+
+    target = cli_path(output)
+    for what, name in inputs.items():
+        if not name or name == "-":
+            continue
+        same = os.path.abspath(target) == os.path.abspath(cli_path(name))
+        with contextlib.suppress(OSError):
+            same = same or target.resolve() == cli_path(name).resolve() or (
+                target.exists() and target.samefile(cli_path(name)))
+        if same:
+            raise UsageError(f"-o {output} is {what} ({name}); the result would replace it.",
+                             hint="Write the result to another file.")
 
 
 def _write_bytes(output: str, data: bytes) -> None:

@@ -140,7 +140,7 @@ def compare_text(cmp: Comparison) -> str:
         return "-" if v is None else ("pass" if v else "FAIL")
 
     gate_rows = [(g, verdict(v["a"]), verdict(v["b"])) for g, v in cmp.gates.items()]
-    parts = [f"A: {cmp.a}\nB: {cmp.b}",
+    parts = [f"A: {cmp.a}\nB: {cmp.b}" + "".join(f"\nNote: {n}" for n in cmp.notes),
              table_text(("gate", "A", "B"), gate_rows, title="gates")]
     metric_rows = [(r.gate, r.metric, _num(r.a), _num(r.b), _num(r.delta),
                     "-" if r.change_pct is None else f"{r.change_pct:+.1f}%",

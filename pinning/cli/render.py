@@ -99,16 +99,18 @@ def table_text(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
                title: str | None = None, style: Style | None = None) -> str:
     """A table: plain aligned columns under a header line (no trailing blanks), or, with
     ``style.rich``, a rich table with ANSI styling (colour unless ``style.color`` is false).
-    Every cell is escaped first (:func:`printable`), and never read as rich markup.
+    Every cell and the title are escaped first (:func:`printable`), and never read as rich
+    markup.
     """
     cells = [[_cell(c) for c in row] for row in rows]
+    title = _cell(title) if title else title
     if style is not None and style.rich:
         from rich import box
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
-                      header_style="bold cyan", title_style="bold")
+        table = Table(title=Text(title) if title else None, title_justify="left",
+                      box=box.SIMPLE_HEAD, header_style="bold cyan", title_style="bold")
         for h in headers:
             table.add_column(h)
         for row in cells:
