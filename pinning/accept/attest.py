@@ -16,13 +16,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 from pydantic import ValidationError
 
-from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult
+from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult, check_consistent
 from pinning.errors import SignatureError, UsageError
 from pinning.sign.cosign import STATEMENT_V1, ImageVerification, attest_image, statement
 from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope
@@ -148,7 +149,7 @@ def _predicate(body: bytes, payload_type: str, label: str) -> tuple[Any, list[An
         raise UsageError(f"{label}: the DSSE payload type is {printable(payload_type)!r}, not "
                          f"{IN_TOTO!r}.")
     try:
-        doc = json.loads(body)
+        doc = _loads(body)
     except (ValueError, RecursionError) as exc:
         raise UsageError(f"{label}: the signed statement is not JSON ({exc}).") from exc
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_V1:
@@ -163,14 +164,62 @@ def _predicate(body: bytes, payload_type: str, label: str) -> tuple[Any, list[An
     return doc.get("predicate"), subjects if isinstance(subjects, list) else []
 
 
+def _reject_constant(name: str) -> None:
+    """``json.loads``'s ``parse_constant``: refuse ``NaN``, ``Infinity``, ``-Infinity``."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _loads(data: bytes | str) -> Any:
+    """Strict JSON: ``json.loads`` without its extensions ``NaN``/``Infinity`` and without
+    numbers too large for a float (``1e999`` would become infinity); ``ValueError`` or
+    ``RecursionError`` otherwise.
+    """
+    return json.loads(data, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
+def _finite_float(text: str) -> float:
+    """``json.loads``'s ``parse_float``: the number, refusing one too large for a float."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is too large for a float")
+    return value
+
+
+def _non_finite(doc: Any, path: str = "") -> str | None:
+    """The JSON path (``serve.points[0].checks[1].measured``) of the first number in
+    ``doc`` that is not finite, or ``None``.
+    """
+    stack: list[tuple[Any, str]] = [(doc, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return where or "(the document)"
+        if isinstance(node, dict):
+            stack += [(v, f"{where}.{k}" if where else str(k)) for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(v, f"{where}[{i}]") for i, v in enumerate(node)]
+    return None
+
+
 def _validate(data: object, label: str) -> AcceptanceResult:
-    """``data`` as :class:`AcceptanceResult`; :class:`UsageError` naming ``label``."""
+    """``data`` as a consistent :class:`AcceptanceResult`: only finite numbers, valid
+    against the model, and :func:`~pinning.accept.result.check_consistent`;
+    :class:`UsageError` naming ``label``.
+    """
+    bad = _non_finite(data)
+    if bad is not None:
+        raise UsageError(f"{label}: `{printable(bad, newlines=False)[:120]}` is not a finite "
+                         "number (NaN or infinity); pin writes only finite numbers, so the "
+                         "result was edited or damaged.",
+                         hint="Pass the file pin accept run or pin accept judge wrote.")
     try:
-        return AcceptanceResult.model_validate(data)
+        result = AcceptanceResult.model_validate(data)
     except ValidationError as exc:
         raise UsageError(f"{label}: not a valid pin acceptance result: "
                          f"{validation_summary(exc, data)}.",
                          hint="Pass the file pin accept run or pin accept judge wrote.") from exc
+    check_consistent(result, label=label)
+    return result
 
 
 def open_signed_result(data: bytes, key: ec.EllipticCurvePublicKey | None, *,
@@ -184,11 +233,14 @@ def open_signed_result(data: bytes, key: ec.EllipticCurvePublicKey | None, *,
     otherwise, also for a plain document, which carries no signature); without ``key`` the
     envelope is read unverified. The payload type must be in-toto, the statement a
     Statement v1 of :data:`PREDICATE_TYPE` whose subject is the one its result names, and
-    the predicate a valid :class:`AcceptanceResult`; otherwise :class:`UsageError` (exit 2)
-    naming ``label`` (the file as the user gave it).
+    the predicate a valid :class:`AcceptanceResult` holding only finite numbers (JSON's
+    ``NaN``/``Infinity`` extensions and overflowing numbers such as ``1e999`` are refused)
+    whose verdicts agree with its checks
+    (:func:`~pinning.accept.result.check_consistent`); otherwise :class:`UsageError`
+    (exit 2) naming ``label`` (the file as the user gave it).
     """
     try:
-        doc = json.loads(data)
+        doc = _loads(data)
     except (ValueError, RecursionError) as exc:
         raise UsageError(f"{label}: not JSON ({exc}).",
                          hint="Pass the result file pin accept run or pin accept judge wrote."
@@ -294,9 +346,16 @@ def require_acceptance(verification: ImageVerification, *, lock_content_hash: st
     invalid: list[str] = []
     for predicate in found:
         try:
-            results.append(AcceptanceResult.model_validate(predicate))
+            candidate = AcceptanceResult.model_validate(predicate)
         except ValidationError as exc:
             invalid.append(validation_summary(exc, predicate, limit=2))
+            continue
+        try:
+            check_consistent(candidate, label="an attested result")
+        except UsageError as exc:  # its verdicts disagree with its own checks: not evidence
+            invalid.append(exc.message)
+            continue
+        results.append(candidate)
     if not results:
         raise SignatureError(f"No acceptance attestation for {digest} is a valid pin acceptance "
                              f"result ({'; '.join(invalid)[:300]}).", hint=SIGN_HINT)

@@ -121,7 +121,10 @@ def _check(slo: str, measured: float | None, limit: float, unit: str,
 
 
 def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
-    """Judge one run against every SLO set in ``slo``."""
+    """Judge one run against every SLO set in ``slo``, then ``completed-min`` (at least
+    one request completed), which is always judged: a run that completed nothing fails
+    whatever its other values say.
+    """
     s, reqs = read.summary, read.requests
     checks: list[Check] = []
     for key, metric, pct, limit in slo.latency_limits():
@@ -134,12 +137,12 @@ def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
             value = _recomputed(reqs, metric, pct)
             basis = "recomputed"
         checks.append(_check(key, value, limit, "ms", "max", basis,
-                             f"the file has no {pct} {metric.upper()} and no per-request "
-                             "data to compute it from"))
+                             f"the results have no {pct} {metric.upper()} and no "
+                             "per-request data to compute it from"))
     if slo.failed_max is not None:
         checks.append(_check("failed-max", None if s.failed is None else float(s.failed),
                              float(slo.failed_max), "requests", "max", "from-file",
-                             "the file does not record failed requests"))
+                             "the results do not record failed requests"))
     if slo.goodput_min_rps is not None:
         checks.append(_goodput_check(s, reqs, slo))
     rates: dict[str, float] = {t.name: t.per_s for t in s.throughput}
@@ -150,8 +153,22 @@ def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
              "output tok/s")):
         if limit_rate is not None:
             checks.append(_check(key, rates.get(name), limit_rate, unit, "min", "from-file",
-                                 f"the file has no {name} throughput"))
+                                 f"the results have no {name} throughput"))
+    checks.append(_completed_check(s))
     return PointVerdict(summary=s, checks=checks, passed=all(c.passed for c in checks))
+
+
+def _completed_check(s: ServeSummary) -> Check:
+    """``completed-min``: at least one request completed. Always judged, whatever the
+    SLOs: a run in which no request completed measured nothing (its latencies, if any,
+    describe no successful request), so it can never pass.
+    """
+    check = _check("completed-min", float(s.completed), 1.0, "requests", "min", "from-file",
+                   "")
+    if check.passed:
+        return check
+    return check.model_copy(update={"reason": "no request completed: nothing was measured"
+                                    + (f" ({s.failed} failed)" if s.failed else "")})
 
 
 def _goodput_check(s: ServeSummary, reqs: PerRequest | None, slo: ServeSlo) -> Check:
@@ -169,7 +186,7 @@ def _goodput_check(s: ServeSummary, reqs: PerRequest | None, slo: ServeSlo) -> C
     from_file = next((t.per_s for t in s.throughput if t.name == "goodput"), None)
     check = _check("goodput-min-rps", from_file, slo.goodput_min_rps, "req/s", "min",
                    "from-file", "no per-request latencies to recompute it and no goodput "
-                                "in the file")
+                                "in the results")
     if from_file is None:
         return check
     return check.model_copy(update={"reason": check.reason + ", the file's own goodput "

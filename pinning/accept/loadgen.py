@@ -19,7 +19,18 @@ records, with times in seconds from :func:`time.perf_counter`:
   else the caller's tokenizer count of the text (``tokenizer``), else the number of events
   with text (``chunks``).
 * ``error``: ``""`` on success; else why (``HTTP 500: <body head>``, ``timeout after 600 s``,
-  the error event's message, ``no token received``).
+  the error event's message, ``no token received``, a stream that ended before ``[DONE]``
+  and without a ``finish_reason``, a ``usage.completion_tokens`` above ``max_tokens``).
+
+A request succeeds only when its stream ended with ``data: [DONE]`` or a choice carried a
+non-null ``finish_reason``: vLLM's completions stream puts ``finish_reason`` on the chunk of
+the last token, then sends the ``usage`` chunk (``choices: []``) and always ends with
+``data: [DONE]``, even after an error event (vllm-project/vllm@
+00463e627b4cbe549b5e9815a2bdb0100ae88ea9:vllm/entrypoints/openai/serving_completion.py;
+date not recorded); a stream cut before either is a dropped connection, not an answer. The
+server's ``usage.completion_tokens`` is believed up to ``max_tokens`` (vLLM may merge
+several tokens into one event, so a count above the number of events is normal); above both
+``max_tokens`` and the events received it is impossible and fails the request.
 
 Requests start at once (``request_rate=None``) or at Poisson arrivals: exponential gaps
 from ``random.Random(seed).expovariate(rate)``, the first request at 0. vLLM's
@@ -31,12 +42,21 @@ in flight either way. ``warmup`` requests go first
 and are not recorded. With ``min_duration_s`` the prompt list repeats until both every
 prompt was sent and that much time has passed. A refused connection or an unknown host
 before any response raises ``UsageError`` (the server is not there) instead of counting
-every request as failed.
+every request as failed; so does an endpoint that is not a valid URL, or (with
+``stop_on_404``) one whose first answer is HTTP 404, and this process running out of file
+descriptors (``EMFILE``/``ENFILE``). At most ``min(concurrency, requests)`` requests are in
+flight at once (``requests`` when no ``concurrency`` is set; ``concurrency`` itself under
+``min_duration_s``).
+
+Credentials in the endpoint (``http://user:password@host/v1``) are sent as HTTP basic auth
+and never recorded: :func:`redact_endpoint` gives the form stored and printed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import errno
 import json
 import random
 import statistics
@@ -46,19 +66,74 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import aiohttp
+import yarl
 
 from pinning.accept.judge import percentile
 from pinning.accept.results import LatencyStats, PerRequest, ReadResult, ServeSummary, Throughput
 from pinning.accept.workload import Prompt
 from pinning.errors import UsageError
 
-__all__ = ["Api", "LoadRun", "RequestRecord", "TokenBasis", "poisson_schedule", "run_load",
-           "run_point", "thirds"]
+__all__ = ["Api", "LoadRun", "RequestRecord", "TokenBasis", "check_endpoint",
+           "poisson_schedule", "redact_endpoint", "run_load", "run_point", "thirds"]
 
 Api = Literal["completions", "chat"]
 #: Where a request's output-token count came from (module docstring).
 TokenBasis = Literal["usage", "tokenizer", "chunks"]
 _BODY_HEAD = 300
+_FD_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def redact_endpoint(endpoint: str) -> str:
+    """``endpoint`` with the userinfo of its authority replaced by ``***``
+    (``http://user:pw@host:8000/v1?x=1`` -> ``http://***@host:8000/v1?x=1``); unchanged when
+    it has none. Works on text that is not a valid URL too, so error messages can use it.
+    """
+    scheme, sep, rest = endpoint.partition("://")
+    if not sep:
+        return endpoint
+    end = len(rest)
+    for stop in "/?#":
+        at = rest.find(stop)
+        if at != -1:
+            end = min(end, at)
+    authority = rest[:end]
+    if "@" not in authority:
+        return endpoint
+    return f"{scheme}://***@{authority.rpartition('@')[2]}{rest[end:]}"
+
+
+def _split_endpoint(endpoint: str) -> tuple[yarl.URL, str | None]:
+    """``(URL without userinfo, basic-auth header value or None)`` of ``endpoint``;
+    ``UsageError`` naming ``[serve] endpoint`` when it is not an http(s) URL with a host
+    and a valid port.
+    """
+    shown = redact_endpoint(endpoint)
+    hint = ("Set `[serve] endpoint` in the gates file to the server's base URL, such as "
+            "http://127.0.0.1:8000/v1.")
+    try:
+        url = yarl.URL(endpoint)
+        port = url.port
+        host = url.host
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"[serve] endpoint {shown}: not a valid URL ({exc}).",
+                         hint=hint) from exc
+    if url.scheme not in ("http", "https") or not host or port is None:
+        raise UsageError(f"[serve] endpoint {shown}: not an http:// or https:// URL with a "
+                         "host.", hint=hint)
+    auth = None
+    if url.user is not None or url.password is not None:
+        pair = f"{url.user or ''}:{url.password or ''}".encode()
+        auth = "Basic " + base64.b64encode(pair).decode("ascii")
+        url = url.with_user(None)
+    return url, auth
+
+
+def check_endpoint(endpoint: str) -> None:
+    """Raise ``UsageError`` (exit 2) naming ``[serve] endpoint`` when ``endpoint`` is not an
+    http(s) URL with a host and a port in 0-65535 (``http://host:99999/v1``,
+    ``http://[::1/v1``); the message shows it with :func:`redact_endpoint`.
+    """
+    _split_endpoint(endpoint)
 
 
 @dataclass
@@ -85,8 +160,8 @@ class RequestRecord:
 class _Stream:
     """The SSE parser and timer of one response: fed raw bytes as they arrive."""
 
-    __slots__ = ("buf", "chat", "chunks", "data", "done", "error", "first", "itls", "last",
-                 "parts", "prompt_tokens", "usage_tokens")
+    __slots__ = ("buf", "chat", "chunks", "data", "done", "error", "finished", "first", "itls",
+                 "last", "parts", "prompt_tokens", "usage_tokens")
 
     def __init__(self, chat: bool) -> None:
         self.chat = chat
@@ -100,6 +175,7 @@ class _Stream:
         self.usage_tokens: int | None = None
         self.prompt_tokens: int | None = None
         self.done = False
+        self.finished = False
         self.error = ""
 
     def feed(self, data: bytes, now: float) -> None:
@@ -143,6 +219,8 @@ class _Stream:
                 return
             choices = obj.get("choices")
             if choices:
+                if any(c.get("finish_reason") is not None for c in choices):
+                    self.finished = True
                 choice = choices[0]
                 if self.chat:
                     delta = choice.get("delta") or {}
@@ -180,7 +258,8 @@ def _message(err: Any) -> str:
 @dataclass
 class LoadRun:
     """One finished run: its ``records`` in the order requests were sent (warm-up ones
-    excluded), ``duration_s`` from the first measured send to the last completion, and
+    excluded), ``endpoint`` with any credentials redacted (:func:`redact_endpoint`),
+    ``duration_s`` from the first measured send to the last completion, and
     the settings it ran with.
     """
 
@@ -319,10 +398,13 @@ class _Runner:
 
     def __init__(self, endpoint: str, model: str, api: Api, *, timeout_s: float,
                  ignore_eos: bool, count_tokens: Callable[[str], int] | None,
-                 api_key: str | None) -> None:
-        base = endpoint.rstrip("/")
-        self.endpoint = endpoint
-        self.url = base + ("/chat/completions" if api == "chat" else "/completions")
+                 api_key: str | None, stop_on_404: bool) -> None:
+        url, basic = _split_endpoint(endpoint)
+        self.endpoint = redact_endpoint(endpoint)
+        path = url.path.rstrip("/") + ("/chat/completions" if api == "chat" else "/completions")
+        query = "?" + url.raw_query_string if url.raw_query_string else ""  # kept as given
+        self.url = yarl.URL(str(url.with_path(path)) + query, encoded=True)
+        self.shown_url = str(self.url).replace("://", "://***@", 1) if basic else str(self.url)
         self.chat = api == "chat"
         self.model = model
         self.ignore_eos = ignore_eos
@@ -332,8 +414,12 @@ class _Runner:
         self.headers = {"Content-Type": "application/json"}
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
+        elif basic:
+            self.headers["Authorization"] = basic
+        self.stop_on_404 = stop_on_404
         self.connected = False
-        self.fatal: BaseException | None = None
+        self.answered = False
+        self.fatal: UsageError | None = None
         self.t0 = 0.0
         self.session: aiohttp.ClientSession | None = None
 
@@ -351,12 +437,15 @@ class _Runner:
         return json.dumps(payload).encode()
 
     async def one(self, prompt: Prompt) -> RequestRecord:
-        """Send ``prompt`` and time its stream; never raises for the server's faults."""
+        """Send ``prompt`` and time its stream; never raises for the server's faults (a
+        fatal condition is left in :attr:`fatal` and the request recorded as failed).
+        """
         assert self.session is not None
         body = self.body(prompt)
         sent = time.perf_counter()
         rec = RequestRecord(start_s=sent - self.t0, input_tokens=prompt.input_tokens)
         stream = _Stream(self.chat)
+        closed = ""
         try:
             async with self.session.post(self.url, data=body, headers=self.headers,
                                          timeout=self.timeout) as resp:
@@ -365,56 +454,109 @@ class _Runner:
                     head = await resp.content.read(_BODY_HEAD)
                     rec.error = (f"HTTP {resp.status}: "
                                  f"{head.decode('utf-8', 'replace').strip()}")
+                    if resp.status == 404 and self.stop_on_404 and not self.answered:
+                        self._set_fatal(self.not_found())
                     return rec
+                self.answered = True
                 perf = time.perf_counter
-                async for data in resp.content.iter_any():
-                    stream.feed(data, perf())
-                    if stream.done or stream.error:
-                        break
+                try:
+                    async for data in resp.content.iter_any():
+                        stream.feed(data, perf())
+                        if stream.done or stream.error:
+                            break
+                except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as exc:
+                    closed = f"{type(exc).__name__}: {exc}"
                 stream.finish(perf())
                 end = perf()
         except aiohttp.ClientConnectorError as exc:
-            if not self.connected and self.fatal is None:
-                self.fatal = exc
+            if exc.os_error.errno in _FD_ERRNOS:
+                self._set_fatal(self.out_of_files(exc.os_error))
+            elif not self.connected:
+                self._set_fatal(self.refused(exc))
             rec.error = f"cannot connect: {exc}"
             return rec
         except TimeoutError:
             rec.error = f"timeout after {self.timeout_s:g} s"
             return rec
         except (aiohttp.ClientError, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno in _FD_ERRNOS:
+                self._set_fatal(self.out_of_files(exc))
             rec.error = f"{type(exc).__name__}: {exc}"[:_BODY_HEAD]
             return rec
-        return self._finish(rec, stream, sent, end)
+        return self._finish(rec, stream, prompt.max_tokens, sent, end, closed)
 
-    def _finish(self, rec: RequestRecord, stream: _Stream, sent: float,
-                end: float) -> RequestRecord:
-        """Fill ``rec`` from a stream that ended."""
+    def _set_fatal(self, error: UsageError) -> None:
+        """Keep the first fatal error: the run stops sending and raises it."""
+        if self.fatal is None:
+            self.fatal = error
+
+    def _finish(self, rec: RequestRecord, stream: _Stream, max_tokens: int, sent: float,
+                end: float, closed: str) -> RequestRecord:
+        """Fill ``rec`` from a stream that ended (``closed``: why the connection broke,
+        ``""`` when it ended in order).
+        """
         rec.text = "".join(stream.parts)
         if stream.error:
             rec.error = stream.error
             return rec
+        if not (stream.done or stream.finished):
+            rec.error = (f"the stream ended before [DONE] / a finish_reason (connection "
+                         f"closed after {stream.chunks} chunks"
+                         + (f"; {closed}" if closed else "") + ")")[:_BODY_HEAD]
+            return rec
         if not stream.chunks:
             rec.error = "no token received: the stream ended without text"
+            return rec
+        usage = stream.usage_tokens
+        if usage is not None and usage > max(max_tokens, stream.chunks):
+            rec.error = (f"the server reported {usage} completion tokens for max_tokens "
+                         f"{max_tokens} ({stream.chunks} chunks with text received)")
             return rec
         rec.ttft_s = stream.first - sent
         rec.itls_s = stream.itls
         rec.latency_s = end - sent
         if stream.prompt_tokens is not None:
             rec.input_tokens = stream.prompt_tokens
-        if stream.usage_tokens is not None:
-            rec.output_tokens, rec.token_basis = stream.usage_tokens, "usage"
+        if usage is not None:
+            rec.output_tokens, rec.token_basis = usage, "usage"
         elif self.count_tokens is not None:
             rec.output_tokens, rec.token_basis = self.count_tokens(rec.text), "tokenizer"
         else:
             rec.output_tokens, rec.token_basis = stream.chunks, "chunks"
         return rec
 
-    def refused(self) -> UsageError:
+    def refused(self, exc: BaseException) -> UsageError:
         """The error for an endpoint nothing answers at."""
         return UsageError(
-            f"[serve] endpoint {self.endpoint}: cannot connect ({self.fatal}).",
+            f"[serve] endpoint {self.endpoint}: cannot connect ({exc}).",
             hint="Start the server (vLLM, SGLang, TGI, llama.cpp) and wait until it "
                  "answers, or fix `[serve] endpoint` in the gates file.")
+
+    def not_found(self) -> UsageError:
+        """The error for an endpoint whose first answer is HTTP 404."""
+        return UsageError(
+            f"[serve] endpoint {self.endpoint}: the endpoint answered 404 for "
+            f"{self.shown_url}; no such API path.",
+            hint="The endpoint is the base URL the API paths hang off and usually ends in "
+                 "`/v1` (http://127.0.0.1:8000/v1); fix `[serve] endpoint` in the gates "
+                 "file.")
+
+    def out_of_files(self, exc: OSError) -> UsageError:
+        """The error for this process running out of file descriptors."""
+        limit = ""
+        try:
+            import resource
+
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            limit = f" (now {soft})" if soft != resource.RLIM_INFINITY else ""
+        except (ImportError, OSError, ValueError):
+            pass
+        return UsageError(
+            f"[serve] endpoint {self.endpoint}: pin ran out of file descriptors opening "
+            f"connections ({exc.strerror or exc}): this is this process's open-file limit "
+            f"(`ulimit -n`{limit}), not the server.",
+            hint="Lower `concurrency` in [serve.workload] / [serve.sustained], or raise the "
+                 "limit (`ulimit -n 65536` in the shell that runs pin) and run again.")
 
 
 async def _run_batch(runner: _Runner, prompts: list[Prompt], *, count: int,
@@ -422,9 +564,16 @@ async def _run_batch(runner: _Runner, prompts: list[Prompt], *, count: int,
                      min_duration_s: float | None, seed: int,
                      progress: Callable[[int, int], None] | None) -> list[RequestRecord]:
     """Send ``count`` requests (more while ``min_duration_s`` has not passed), cycling
-    ``prompts``; return their records in the order sent.
+    ``prompts``, at most ``min(concurrency, count)`` in flight (``concurrency`` under
+    ``min_duration_s``); return their records in the order sent. ``progress`` hears of
+    each request that finished (not of one cancelled).
     """
-    sem = asyncio.Semaphore(concurrency) if concurrency else None
+    # a fixed number of requests never needs more connections than requests; a timed
+    # run keeps ``concurrency`` busy (``count`` when none is set)
+    cap = concurrency or count
+    if min_duration_s is None:
+        cap = min(cap, count)
+    sem = asyncio.Semaphore(max(1, cap))
     rng = random.Random(seed)
     tasks: list[asyncio.Task[RequestRecord]] = []
     done = 0
@@ -432,13 +581,13 @@ async def _run_batch(runner: _Runner, prompts: list[Prompt], *, count: int,
     async def one(prompt: Prompt) -> RequestRecord:
         nonlocal done
         try:
-            return await runner.one(prompt)
+            rec = await runner.one(prompt)
         finally:
-            if sem is not None:
-                sem.release()
-            done += 1
-            if progress is not None:
-                progress(done, count)
+            sem.release()
+        done += 1
+        if progress is not None:
+            progress(done, count)
+        return rec
 
     def more(i: int) -> bool:
         if i < count:
@@ -447,21 +596,24 @@ async def _run_batch(runner: _Runner, prompts: list[Prompt], *, count: int,
 
     next_at = 0.0
     i = 0
-    while runner.fatal is None and more(i):
-        if request_rate is not None:
-            wait = runner.t0 + next_at - time.perf_counter()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            next_at += rng.expovariate(request_rate)
-        if sem is not None:
+    try:
+        while runner.fatal is None and more(i):
+            if request_rate is not None:
+                wait = runner.t0 + next_at - time.perf_counter()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                next_at += rng.expovariate(request_rate)
             await sem.acquire()
-        if runner.fatal is not None or not more(i):
-            if sem is not None:
+            if runner.fatal is not None or not more(i):
                 sem.release()
-            break
-        tasks.append(asyncio.create_task(one(prompts[i % len(prompts)])))
-        i += 1
-    return list(await asyncio.gather(*tasks))
+                break
+            tasks.append(asyncio.create_task(one(prompts[i % len(prompts)])))
+            i += 1
+        return list(await asyncio.gather(*tasks))
+    except BaseException:  # cancelled (Ctrl-C): stop the requests still in flight
+        for task in tasks:
+            task.cancel()
+        raise
 
 
 async def run_load(endpoint: str, model: str, api: Api, prompts: list[Prompt], *,
@@ -470,21 +622,27 @@ async def run_load(endpoint: str, model: str, api: Api, prompts: list[Prompt], *
                    timeout_s: float = 600.0, ignore_eos: bool = False,
                    count_tokens: Callable[[str], int] | None = None,
                    progress: Callable[[int, int], None] | None = None,
-                   api_key: str | None = None) -> LoadRun:
+                   api_key: str | None = None, stop_on_404: bool = False) -> LoadRun:
     """Run one load point against ``endpoint`` (the base URL ending in ``/v1``) and
-    return its :class:`LoadRun`.
+    return its :class:`LoadRun` (its ``endpoint`` with credentials redacted).
 
     ``prompts`` are sent in order (cycled under ``min_duration_s``); ``concurrency`` caps
-    requests in flight (``None``: no cap); ``request_rate`` (requests/s) spaces sends as
-    Poisson arrivals from ``seed`` (``None``: all at once); ``warmup`` requests (the first
-    prompts, at the same cap) run first and are dropped; ``timeout_s`` bounds each request;
-    ``count_tokens`` counts output text when the server sends no ``usage``; ``progress``
-    is called with (requests finished, requests planned) - under ``min_duration_s`` the
-    first may pass the second; ``api_key`` is sent as a bearer token when given.
+    requests in flight (``None``: no cap beyond the number of requests); ``request_rate``
+    (requests/s) spaces sends as Poisson arrivals from ``seed`` (``None``: all at once);
+    ``warmup`` requests (the first prompts, at the same cap) run first and are dropped;
+    ``timeout_s`` bounds each request; ``count_tokens`` counts output text when the server
+    sends no ``usage``; ``progress`` is called with (requests finished, requests planned) -
+    under ``min_duration_s`` the first may pass the second; a cancelled request is not
+    reported; ``api_key`` is sent as a bearer token when given (else the endpoint's
+    ``user:password``, if any, as basic auth); ``stop_on_404``: an HTTP 404 before any
+    request was answered 200 stops the run with ``UsageError`` (the path is wrong) instead
+    of counting failures.
 
     Raises ``UsageError`` (exit 2) when ``prompts`` is empty, when ``concurrency`` or
-    ``request_rate`` is not positive, and when the endpoint cannot be connected to before
-    any response (connection refused, unknown host).
+    ``request_rate`` is not positive, when ``endpoint`` is not a valid http(s) URL, when it
+    cannot be connected to before any response (connection refused, unknown host), on a
+    first HTTP 404 with ``stop_on_404``, and when this process runs out of file
+    descriptors.
     """
     if not prompts:
         raise UsageError("The load generator got no prompts to send.",
@@ -494,7 +652,7 @@ async def run_load(endpoint: str, model: str, api: Api, prompts: list[Prompt], *
         raise UsageError(f"concurrency ({concurrency}) must be >= 1 and request rate "
                          f"({request_rate}) > 0.", hint="Fix [serve.workload].")
     runner = _Runner(endpoint, model, api, timeout_s=timeout_s, ignore_eos=ignore_eos,
-                     count_tokens=count_tokens, api_key=api_key)
+                     count_tokens=count_tokens, api_key=api_key, stop_on_404=stop_on_404)
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
     async with aiohttp.ClientSession(connector=connector) as session:
         runner.session = session
@@ -503,7 +661,7 @@ async def run_load(endpoint: str, model: str, api: Api, prompts: list[Prompt], *
             await _run_batch(runner, prompts, count=warmup, concurrency=concurrency,
                              request_rate=None, min_duration_s=None, seed=seed, progress=None)
             if runner.fatal is not None:
-                raise runner.refused()
+                raise runner.fatal
         runner.t0 = time.perf_counter()
         records = await _run_batch(runner, prompts, count=len(prompts),
                                    concurrency=concurrency, request_rate=request_rate,
@@ -511,8 +669,8 @@ async def run_load(endpoint: str, model: str, api: Api, prompts: list[Prompt], *
                                    progress=progress)
         duration = time.perf_counter() - runner.t0
         if runner.fatal is not None:
-            raise runner.refused()
-    return LoadRun(endpoint=endpoint, model=model, api=api, records=records,
+            raise runner.fatal
+    return LoadRun(endpoint=runner.endpoint, model=model, api=api, records=records,
                    duration_s=duration, concurrency=concurrency, request_rate=request_rate,
                    warmup=warmup, seed=seed)
 
@@ -523,7 +681,7 @@ def run_point(endpoint: str, model: str, api: Api, prompts: list[Prompt], *,
               timeout_s: float = 600.0, ignore_eos: bool = False,
               count_tokens: Callable[[str], int] | None = None,
               progress: Callable[[int, int], None] | None = None,
-              api_key: str | None = None) -> LoadRun:
+              api_key: str | None = None, stop_on_404: bool = False) -> LoadRun:
     """:func:`run_load` from synchronous code (a fresh event loop; not from inside a
     running one). Raises as it does.
     """
@@ -532,4 +690,4 @@ def run_point(endpoint: str, model: str, api: Api, prompts: list[Prompt], *,
                                 min_duration_s=min_duration_s, seed=seed,
                                 timeout_s=timeout_s, ignore_eos=ignore_eos,
                                 count_tokens=count_tokens, progress=progress,
-                                api_key=api_key))
+                                api_key=api_key, stop_on_404=stop_on_404))

@@ -40,6 +40,10 @@ _METRICS = ("ttft", "tpot", "itl", "e2el")
 _HINT = ("Pass the file `vllm bench serve --save-result` wrote (JSON), the --output-file of "
          "SGLang's bench_serving (JSON lines) or GuideLLM's benchmarks.json, unedited.")
 _MAX_BYTES = 256 * 1024 * 1024
+#: The largest count (requests, tokens, concurrency) pin accepts from a results file: a
+#: sanity bound (10^12), far above any benchmark run, that rejects hand-edited or corrupt
+#: values such as 1e30.
+MAX_COUNT = 10**12
 
 
 class LatencyStats(Strict):
@@ -176,8 +180,11 @@ def _parse(text: str, label: str) -> list[dict[str, Any]]:
     return docs
 
 
-def _num(doc: dict[str, Any], key: str, where: str, *, required: bool = False) -> float | None:
-    """``doc[key]`` as a finite float; ``None`` when absent (or null) and not required."""
+def _num(doc: dict[str, Any], key: str, where: str, *, required: bool = False,
+         nonneg: bool = False) -> float | None:
+    """``doc[key]`` as a finite float (``>= 0`` with ``nonneg``: latencies, durations,
+    throughputs); ``None`` when absent (or null) and not required.
+    """
     value = doc.get(key)
     if value is None:
         if required:
@@ -187,17 +194,23 @@ def _num(doc: dict[str, Any], key: str, where: str, *, required: bool = False) -
             value):
         raise UsageError(f"{where}: `{key}` must be a finite number, not {value!r:.40}.",
                          hint=_HINT)
+    if nonneg and value < 0:
+        raise UsageError(f"{where}: `{key}` is {value:.6g}; a latency, duration or "
+                         "throughput cannot be negative, so the file is not what the "
+                         "harness wrote.", hint=_HINT)
     return float(value)
 
 
 def _int(doc: dict[str, Any], key: str, where: str, *, required: bool = False) -> int | None:
-    """``doc[key]`` as a non-negative integer; ``None`` when absent and not required."""
+    """``doc[key]`` as a whole number from 0 to :data:`MAX_COUNT`; ``None`` when absent
+    and not required.
+    """
     value = _num(doc, key, where, required=required)
     if value is None:
         return None
-    if value < 0 or value != int(value):
-        raise UsageError(f"{where}: `{key}` must be a whole number >= 0, not {value}.",
-                         hint=_HINT)
+    if value < 0 or value != int(value) or value > MAX_COUNT:
+        raise UsageError(f"{where}: `{key}` must be a whole number from 0 to "
+                         f"{MAX_COUNT:.0e}, not {value:.6g}.", hint=_HINT)
     return int(value)
 
 
@@ -210,22 +223,29 @@ def _text(doc: dict[str, Any], key: str) -> str | None:
 
 
 def _rate(doc: dict[str, Any], where: str) -> float | None:
-    """``request_rate``: a number, or ``"inf"``/absent for unlimited (``None``)."""
+    """``request_rate``: a positive number, or ``"inf"``/``inf``/absent for unlimited
+    (``None``; vLLM writes the string ``"inf"`` when no ``--request-rate`` was given).
+    """
     value = doc.get("request_rate")
-    if value is None or value == "inf" or value == float("inf"):
-        return None
     if isinstance(value, str):
         try:
             value = float(value)
         except ValueError as exc:
             raise UsageError(f"{where}: `request_rate` {value!r:.40} is not a number.",
                              hint=_HINT) from exc
-        return None if math.isinf(value) else value
-    return _num(doc, "request_rate", where)
+    if value is None or value == math.inf:
+        return None
+    rate = _num({"request_rate": value}, "request_rate", where)
+    if rate is not None and rate <= 0:
+        raise UsageError(f"{where}: `request_rate` is {rate:.6g}; a request rate must be "
+                         "above 0 (or inf for unlimited).", hint=_HINT)
+    return rate
 
 
 def _floats(doc: dict[str, Any], key: str, where: str) -> list[float] | None:
-    """``doc[key]`` as a list of finite numbers; ``None`` when absent."""
+    """``doc[key]`` as a list of finite numbers ``>= 0`` (times in seconds, token counts);
+    ``None`` when absent.
+    """
     value = doc.get(key)
     if value is None:
         return None
@@ -233,6 +253,9 @@ def _floats(doc: dict[str, Any], key: str, where: str) -> list[float] | None:
             isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
             for v in value):
         raise UsageError(f"{where}: `{key}` must be a list of numbers.", hint=_HINT)
+    if any(v < 0 for v in value):
+        raise UsageError(f"{where}: `{key}` holds a negative value; per-request times and "
+                         "counts cannot be negative.", hint=_HINT)
     return [float(v) for v in value]
 
 
@@ -258,10 +281,43 @@ def _per_request(doc: dict[str, Any], where: str, *, latencies: bool) -> PerRequ
         raise UsageError(f"{where}: the per-request arrays (ttfts, output_lens, itls, errors"
                          f"{', latencies' if lat else ''}) differ in length {sorted(sizes)}.",
                          hint=_HINT)
-    if any(v < 0 or v != int(v) for v in lens):
-        raise UsageError(f"{where}: `output_lens` must hold whole numbers >= 0.", hint=_HINT)
+    if any(v != int(v) or v > MAX_COUNT for v in lens):
+        raise UsageError(f"{where}: `output_lens` must hold whole numbers from 0 to "
+                         f"{MAX_COUNT:.0e}.", hint=_HINT)
     return PerRequest(ttfts=ttfts, latencies=lat, itls=itls,
                       output_lens=[int(v) for v in lens], errors=errors)
+
+
+def _counts_agree(requests: PerRequest | None, completed: int, failed: int | None,
+                  where: str) -> None:
+    """Refuse a run whose counts disagree with its own per-request records.
+
+    Every request is either completed or failed, and a request with an error text failed,
+    so with ``n`` requests of which ``e`` carry an error: ``completed + failed == n`` and
+    ``e == failed`` (without ``failed``: ``completed == n - e``). A file that breaks this
+    was edited or is corrupt, and neither its counts nor its per-request data can be
+    trusted to say which requests succeeded, so it is refused rather than judged with one
+    of the two. (A harness can record a failure with an empty error text, vLLM for an HTTP
+    error without a reason phrase; such a file is refused too, as its per-request data
+    cannot tell the failed requests from the good ones.) ``UsageError`` naming ``where``.
+    """
+    if requests is None:
+        return
+    total = len(requests.errors)
+    errored = sum(1 for e in requests.errors if e)
+    said = (f"`completed` {completed}" + (f" and `failed` {failed}" if failed is not None
+                                           else ""))
+    if failed is None:
+        ok = completed == total - errored
+    else:
+        ok = completed + failed == total and errored == failed
+    if not ok:
+        raise UsageError(
+            f"{where}: {said} disagree with the per-request data: {total} requests, "
+            f"{errored} with an error in `errors`. The file is inconsistent (edited or "
+            "corrupt); pin judges neither version.",
+            hint="Judge the file the harness wrote, unedited; rerun the benchmark if it "
+                 "was damaged.")
 
 
 def _stats(doc: dict[str, Any], where: str, names: dict[str, str]) -> dict[str, LatencyStats]:
@@ -275,7 +331,7 @@ def _stats(doc: dict[str, Any], where: str, names: dict[str, str]) -> dict[str, 
         stat, metric = key[:-3].split("_", 1)
         if metric not in names:
             continue
-        value = _num(doc, key, where)
+        value = _num(doc, key, where, nonneg=True)
         if value is None:
             continue
         slot = found.setdefault(names[metric], {"percentiles": {}})
@@ -301,7 +357,7 @@ def _throughputs(doc: dict[str, Any], where: str, keys: dict[str, str]) -> list[
              "output-tokens": "output tokens", "total-tokens": "input + output tokens"}
     out = []
     for name, key in keys.items():
-        value = _num(doc, key, where)
+        value = _num(doc, key, where, nonneg=True)
         if value is not None:
             out.append(Throughput.model_validate({"name": name, "per-s": value,
                                                   "basis": basis[name]}))
@@ -314,14 +370,18 @@ def _vllm(doc: dict[str, Any], source: str, index: int, where: str) -> ReadResul
                 if k not in _VLLM_KNOWN and not k.endswith("_ms")
                 and isinstance(v, str | int | float) and not isinstance(v, bool)}
     requests = _per_request(doc, where, latencies=True)
+    completed = _int(doc, "completed", where, required=True)
+    failed = _int(doc, "failed", where)
+    assert completed is not None
+    _counts_agree(requests, completed, failed, where)
     summary = ServeSummary.model_validate({
         "source": source, "index": index, "harness": "vllm-bench-serve",
         "backend": _text(doc, "backend"), "endpoint": _text(doc, "endpoint_type"),
         "model": _text(doc, "model_id"),
         "max-concurrency": _int(doc, "max_concurrency", where),
         "request-rate": _rate(doc, where),
-        "completed": _int(doc, "completed", where, required=True),
-        "failed": _int(doc, "failed", where), "duration-s": _num(doc, "duration", where),
+        "completed": completed, "failed": failed,
+        "duration-s": _num(doc, "duration", where, nonneg=True),
         "total-input-tokens": _int(doc, "total_input_tokens", where),
         "total-output-tokens": _int(doc, "total_output_tokens", where),
         "throughput": _throughputs(doc, where, {
@@ -336,13 +396,15 @@ def _sglang(doc: dict[str, Any], source: str, index: int, where: str) -> ReadRes
     """One line of SGLang ``bench_serving``'s JSONL output."""
     requests = _per_request(doc, where, latencies=False)
     completed = _int(doc, "completed", where, required=True)
+    assert completed is not None
+    _counts_agree(requests, completed, None, where)
     failed = None if requests is None else sum(1 for e in requests.errors if e)
     summary = ServeSummary.model_validate({
         "source": source, "index": index, "harness": "sglang-bench-serving",
         "backend": _text(doc, "backend"),
         "max-concurrency": _int(doc, "max_concurrency", where),
         "request-rate": _rate(doc, where), "completed": completed, "failed": failed,
-        "duration-s": _num(doc, "duration", where),
+        "duration-s": _num(doc, "duration", where, nonneg=True),
         "total-input-tokens": _int(doc, "total_input_tokens", where),
         "total-output-tokens": _int(doc, "total_output_tokens", where),
         "throughput": _throughputs(doc, where, {
@@ -370,11 +432,12 @@ def _dist(metrics: dict[str, Any], key: str, where: str, scale: float) -> Latenc
                          hint=_HINT)
     out: dict[str, Any] = {"percentiles": {}}
     for name, src in (("mean", "mean"), ("median", "median"), ("std", "std_dev")):
-        value = _num(succ, src, f"{where}: metrics.{key}.successful")
+        value = _num(succ, src, f"{where}: metrics.{key}.successful", nonneg=True)
         if value is not None:
             out[name] = value * scale
     for pct in ("p50", "p90", "p95", "p99"):
-        value = _num(pcts, pct, f"{where}: metrics.{key}.successful.percentiles")
+        value = _num(pcts, pct, f"{where}: metrics.{key}.successful.percentiles",
+                     nonneg=True)
         if value is not None:
             out["percentiles"][pct] = value * scale
     return LatencyStats.model_validate(out)
@@ -405,7 +468,10 @@ def _guidellm(doc: dict[str, Any], source: str, label: str) -> list[ReadResult]:
         kind = strategy.get("type_")
         streams = _int(strategy, "streams", where) if kind == "concurrent" else None
         rate = _num(strategy, "rate", where) if kind in ("constant", "poisson") else None
-        duration = _num(bench, "duration", where)
+        if rate is not None and rate <= 0:
+            raise UsageError(f"{where}: config.strategy.rate is {rate:.6g}; a request rate "
+                             "must be above 0.", hint=_HINT)
+        duration = _num(bench, "duration", where, nonneg=True)
         latency = {name: stats for name, stats in (
             ("ttft", _dist(metrics, "time_to_first_token_ms", where, 1.0)),
             ("tpot", _dist(metrics, "time_per_output_token_ms", where, 1.0)),

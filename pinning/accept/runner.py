@@ -127,9 +127,11 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
         finally:
             cleanup()
     if "serve" in gates and cfg.serve is not None:
+        from pinning.accept.loadgen import redact_endpoint
         from pinning.accept.serve import run_serve_gate
 
-        say(f"serve: {cfg.serve.endpoint} ({cfg.serve.model or 'model not named'})")
+        say(f"serve: {redact_endpoint(cfg.serve.endpoint)} "
+            f"({cfg.serve.model or 'model not named'})")
         serve = run_serve_gate(cfg.serve, config_dir, pin_version=__version__, progress=say)
     verdicts, failed = gate_verdicts(imports, train, serve)
     return AcceptanceResult(

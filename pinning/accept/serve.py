@@ -9,8 +9,11 @@ output-token throughput in its last third must stay within ``max-drop-pct`` perc
 first third).
 
 Raises ``UsageError`` (exit 2) for a gates file whose workload cannot be built (no
-tokenizer for random prompts, a bad prompt, reference or score file) or an endpoint that
-refuses the first connection; a run with failed requests is judged, not raised.
+tokenizer for random prompts, a bad prompt, reference or score file), an endpoint that is
+not a valid URL, refuses the first connection or answers its first request with HTTP 404
+(a base URL without ``/v1``), and when pin runs out of file descriptors; a run with failed
+requests is judged, not raised. Credentials in the endpoint are used but never recorded or
+printed (:func:`pinning.accept.loadgen.redact_endpoint`).
 """
 
 from __future__ import annotations
@@ -40,9 +43,11 @@ def run_serve_gate(gate: ServeGate, config_dir: Path, *, pin_version: str,
 
     Raises ``UsageError`` (exit 2) as the module says.
     """
-    from pinning.accept.loadgen import run_point
+    from pinning.accept.loadgen import check_endpoint, redact_endpoint, run_point
     from pinning.accept.workload import build_prompts, load_tokenizer
 
+    check_endpoint(gate.endpoint)
+    shown = redact_endpoint(gate.endpoint)
     w = gate.workload
     tokenizer = load_tokenizer(w.tokenizer, config_dir) if w.tokenizer else None
     count = tokenizer.count if tokenizer is not None else None
@@ -56,8 +61,9 @@ def run_serve_gate(gate: ServeGate, config_dir: Path, *, pin_version: str,
                         request_rate=w.request_rate, warmup=w.warmup_requests,
                         min_duration_s=w.min_duration_s, seed=w.seed,
                         timeout_s=w.request_timeout_s, ignore_eos=w.ignore_eos,
-                        count_tokens=count, progress=_counter(progress, label))
-        read = run.to_read_result(source=gate.endpoint, index=index,
+                        count_tokens=count, progress=_counter(progress, label),
+                        stop_on_404=True)
+        read = run.to_read_result(source=shown, index=index,
                                   harness_version=pin_version)
         points.append(_with_errors(judge_point(read, gate.slo), run))
     quality = None
@@ -77,7 +83,7 @@ def run_serve_gate(gate: ServeGate, config_dir: Path, *, pin_version: str,
         failed.append("slo: [serve.slo] sets no limit and no quality or sustained check is "
                       "configured; nothing was judged")
     return ServeResult(
-        harness="pin-loadgen", harness_version=pin_version, endpoint=gate.endpoint,
+        harness="pin-loadgen", harness_version=pin_version, endpoint=shown,
         model=gate.model, workload=w.model_dump(mode="json", by_alias=True,
                                                  exclude_none=True),
         slo=gate.slo.model_dump(mode="json", by_alias=True, exclude_none=True),
@@ -87,8 +93,8 @@ def run_serve_gate(gate: ServeGate, config_dir: Path, *, pin_version: str,
 
 def _with_errors(point: PointVerdict, run: Any) -> PointVerdict:
     """``point`` with the most common request errors (at most three, with counts) added to
-    its failed ``failed-max`` check's reason, or as its own failed check when no
-    ``failed-max`` was set but every request failed, so a run that measured nothing says why.
+    its ``failed-max`` check's reason, else to a failed ``completed-min`` check's (every
+    request failed), so a run that measured nothing says why. Verdicts are unchanged.
     """
     errors = [r.error for r in run.records if r.error]
     if not errors:
@@ -100,17 +106,14 @@ def _with_errors(point: PointVerdict, run: Any) -> PointVerdict:
     said = "; ".join(f"{n}x {e[:200]}" for e, n in top)
     checks = list(point.checks)
     idx = next((i for i, c in enumerate(checks) if c.slo == "failed-max"), None)
-    if idx is not None:
-        checks[idx] = checks[idx].model_copy(
-            update={"reason": checks[idx].reason + f" (errors: {said})"})
-    elif len(errors) == len(run.records):
-        checks.append(Check(slo="requests-completed", measured=0.0, limit=1.0,
-                            unit="requests", bound="min", basis="recomputed", passed=False,
-                            reason=f"every request failed (errors: {said})"))
-    else:
+    if idx is None:
+        idx = next((i for i, c in enumerate(checks)
+                    if c.slo == "completed-min" and not c.passed), None)
+    if idx is None:
         return point
-    return point.model_copy(update={"checks": checks,
-                                    "passed": all(c.passed for c in checks)})
+    checks[idx] = checks[idx].model_copy(
+        update={"reason": checks[idx].reason + f" (errors: {said})"})
+    return point.model_copy(update={"checks": checks})
 
 
 def _where(point: PointVerdict) -> str:
@@ -252,7 +255,7 @@ def _reference_check(gate: ServeGate, q: ServeQuality, config_dir: Path, tokeniz
                     concurrency=1, request_rate=None, warmup=0, min_duration_s=None,
                     seed=gate.workload.seed, timeout_s=gate.workload.request_timeout_s,
                     ignore_eos=False, count_tokens=None,
-                    progress=_counter(progress, "quality"))
+                    progress=_counter(progress, "quality"), stop_on_404=True)
     outputs = run.texts()
     exact = 0
     agreements: list[float] = []
@@ -338,7 +341,8 @@ def sustained_check(gate: ServeGate, sustained: ServeSustained, prompts: list[An
                     concurrency=sustained.concurrency, request_rate=None, warmup=0,
                     min_duration_s=sustained.duration_s, seed=w.seed,
                     timeout_s=w.request_timeout_s, ignore_eos=w.ignore_eos,
-                    count_tokens=count_tokens, progress=_counter(progress, "sustained"))
+                    count_tokens=count_tokens, progress=_counter(progress, "sustained"),
+                    stop_on_404=True)
     first, last = thirds(run)
     drop = None
     missing = "no output tokens in the first third of the run"

@@ -81,6 +81,10 @@ def acceptance(trial: Trial, *, passed: bool = True, lock_hash: str | None = Non
         "subject": {"lock": "trial.lock", "lock-content-hash": lock_hash or trial["lock_hash"],
                     "image": trial["ref"], "image-digest": digest or trial["digest"],
                     "image-digest-kind": "manifest"},
+        "train": {"trainer": "tiny-lm", "steps": 20, "runs": [], "passed": passed,
+                  "checks": [{"name": "finite-loss", "measured": None, "limit": None,
+                              "passed": passed, "reason": "all 20 losses finite" if passed
+                              else "loss was NaN at step 3"}]},
         "gates": {"train": passed}, "passed": passed,
         "failed": [] if passed else ["train: finite-loss: loss was NaN at step 3"]})
 

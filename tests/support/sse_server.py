@@ -7,7 +7,9 @@ opening with an empty ``{"role": "assistant", "content": ""}`` delta, the last t
 ``stream_options.include_usage`` is true, then ``data: [DONE]``). Each token is
 :attr:`SseConfig.token_text`; a response has ``max_tokens`` tokens unless
 :attr:`SseConfig.tokens` fixes the count. ``/health`` answers 200; ``/stats`` the requests
-seen, the most in flight at once and the recorded request bodies.
+seen, the most in flight at once, the recorded request bodies and their ``Authorization``
+headers (``""`` when none), and ``any_requests``: every HTTP request but ``/stats``,
+whatever its path.
 
 :class:`SseServer` runs it on 127.0.0.1 on a free port, in a thread of this process or
 (``process=True``) in child processes (``python -m tests.support.sse_server``; ``workers``
@@ -43,7 +45,11 @@ class SseConfig:
     answers 500; 0 never), ``error_after`` (after that many tokens an error event ends
     the stream; -1 never), ``split_bytes`` (write each event in pieces of that many bytes
     with a short pause between them, so the client reads events split across reads; 0
-    whole), ``crlf`` (end lines with CR LF), ``send_done`` (end with ``data: [DONE]``).
+    whole), ``crlf`` (end lines with CR LF), ``send_done`` (end with ``data: [DONE]``),
+    ``finish_reason`` (the last token carries ``finish_reason: "length"``; else null),
+    ``drop_after`` (after that many tokens close the connection mid-stream; -1 never),
+    ``usage_tokens`` (the ``completion_tokens`` the usage chunk claims; ``None``: the
+    tokens sent).
     """
 
     tokens: int | None = None
@@ -55,6 +61,9 @@ class SseConfig:
     split_bytes: int = 0
     crlf: bool = False
     send_done: bool = True
+    finish_reason: bool = True
+    drop_after: int = -1
+    usage_tokens: int | None = None
 
 
 class _App:
@@ -67,6 +76,16 @@ class _App:
         self.in_flight = 0
         self.max_in_flight = 0
         self.bodies: list[dict[str, Any]] = []
+        self.auth: list[str] = []
+        self.any_requests = 0
+
+    @web.middleware
+    async def count_all(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Count every HTTP request but ``/stats``, whatever its path (a 404 too)."""
+        if request.path != "/stats":
+            self.any_requests += 1
+        response: web.StreamResponse = await handler(request)
+        return response
 
     def event(self, obj: Any) -> bytes:
         """``obj`` (JSON, or raw bytes) as one SSE event."""
@@ -93,6 +112,7 @@ class _App:
             body = await request.json()
             if len(self.bodies) < 10_000:
                 self.bodies.append(body)
+                self.auth.append(request.headers.get("Authorization", ""))
             if self.config.fail_every and number % self.config.fail_every == 0:
                 return web.json_response({"object": "error", "message": "injected failure",
                                           "type": "InternalServerError", "code": 500},
@@ -123,15 +143,21 @@ class _App:
                     "message": "injected stream error", "type": "InternalServerError",
                     "code": 500}}))
                 return resp
+            if i == config.drop_after:
+                if request.transport is not None:
+                    request.transport.close()
+                return resp
             await self.send(resp, token_event if i < count - 1 else self.event(
-                _chunk(chat, model, config.token_text, "length")))
+                _chunk(chat, model, config.token_text,
+                       "length" if config.finish_reason else None)))
         if config.usage and (body.get("stream_options") or {}).get("include_usage"):
             prompt = body["messages"][-1]["content"] if chat else body.get("prompt")
             used = len(str(prompt).split())
+            claimed = count if config.usage_tokens is None else config.usage_tokens
             await self.send(resp, self.event({
                 "id": "x", "object": "chunk", "created": 0, "model": model, "choices": [],
-                "usage": {"prompt_tokens": used, "completion_tokens": count,
-                          "total_tokens": used + count}}))
+                "usage": {"prompt_tokens": used, "completion_tokens": claimed,
+                          "total_tokens": used + claimed}}))
         if config.send_done:
             await self.send(resp, self.event(b"[DONE]"))
         await resp.write_eof()
@@ -153,7 +179,8 @@ class _App:
         """``GET /stats``."""
         return web.json_response({"requests": self.requests, "in_flight": self.in_flight,
                                   "max_in_flight": self.max_in_flight,
-                                  "bodies": self.bodies})
+                                  "bodies": self.bodies, "auth": self.auth,
+                                  "any_requests": self.any_requests})
 
 
 def _chunk(chat: bool, model: str, text: str, finish: str | None,
@@ -174,7 +201,7 @@ def _chunk(chat: bool, model: str, text: str, finish: str | None,
 def make_app(config: SseConfig) -> web.Application:
     """The aiohttp application serving ``config``."""
     handlers = _App(config)
-    app = web.Application()
+    app = web.Application(middlewares=[handlers.count_all])
     app.router.add_post("/v1/completions", handlers.completions)
     app.router.add_post("/v1/chat/completions", handlers.chat)
     app.router.add_get("/health", handlers.health)
@@ -270,7 +297,9 @@ class SseServer:
             self._thread.join(30)
 
     def stats(self) -> dict[str, Any]:
-        """``/stats``: ``requests``, ``in_flight``, ``max_in_flight``, ``bodies``."""
+        """``/stats``: ``requests``, ``in_flight``, ``max_in_flight``, ``bodies``, ``auth``,
+        ``any_requests``.
+        """
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=30) as r:
             data: dict[str, Any] = json.loads(r.read())
         return data

@@ -111,7 +111,7 @@ def test_template_slos_pass_and_a_tightened_one_fails() -> None:
     (read,) = read_results(C4)
     verdict = judge_point(read, cfg.serve.slo)
     assert verdict.passed and [c.slo for c in verdict.checks] == [
-        "ttft-p99-ms", "tpot-p99-ms", "failed-max", "goodput-min-rps"]
+        "ttft-p99-ms", "tpot-p99-ms", "failed-max", "goodput-min-rps", "completed-min"]
     tight = ServeSlo.model_validate({"ttft-p99-ms": 300.0, "goodput-min-rps": 4.5})
     verdict = judge_point(read, tight)
     ttft = verdict.checks[0]

@@ -41,10 +41,15 @@ def result(*, passed: bool = True, lock_hash: str | None = LOCK_HASH,
         "lock": "trial.lock", "lock-content-hash": lock_hash,
         "image": IMAGE if digest else None, "image-digest": digest,
         "image-digest-kind": kind if digest else None})
+    # A consistent result (check_consistent): the train gate its verdict and failure name.
+    train = {"trainer": "tiny-lm", "steps": 20, "runs": [], "passed": passed, "checks": [
+        {"name": "loss-ratio", "measured": 0.2 if passed else 0.9, "limit": 0.3,
+         "passed": passed, "reason": "final/initial loss 0.2 within 0.3" if passed
+         else "final/initial loss 0.9 above 0.3"}]}
     return AcceptanceResult.model_validate({
         "pin-version": "0.1.0", "mode": "host", "config-sha256": config,
         "started-at": "2026-03-01T09:00:00Z", "finished-at": finished, "subject": subject,
-        "gates": {"train": passed}, "passed": passed,
+        "train": train, "gates": {"train": passed}, "passed": passed,
         "failed": [] if passed else ["train: loss-ratio: final/initial loss 0.9 above 0.3"]})
 
 
@@ -244,6 +249,14 @@ def test_require_acceptance_without_any() -> None:
 
 def test_require_acceptance_invalid_only() -> None:
     assert "valid pin acceptance result" in refused(verification({"passed": True}))
+
+
+def test_require_acceptance_ignores_a_result_whose_verdicts_disagree() -> None:
+    """A signed predicate edited to say "passed" over a failing check is not evidence."""
+    forged = result(passed=False).model_dump(mode="json", by_alias=True)
+    forged.update({"passed": True, "gates": {"train": True}, "failed": []})
+    message = refused(verification(forged))
+    assert "valid pin acceptance result" in message and "train" in message
 
 
 def test_require_acceptance_failing_only() -> None:

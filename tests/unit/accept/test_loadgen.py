@@ -290,7 +290,8 @@ def test_judge_point_passes_and_fails_on_a_loadgen_result(server: SseServer) -> 
                                      "output-throughput-min-tps": 1e9})
     verdict = judge_point(result, tight)
     assert not verdict.passed
-    assert [c.passed for c in verdict.checks] == [False, False]
+    assert [(c.slo, c.passed) for c in verdict.checks] == [
+        ("ttft-p99-ms", False), ("output-throughput-min-tps", False), ("completed-min", True)]
 
 
 def test_judge_counts_failures_of_a_loadgen_result() -> None:
