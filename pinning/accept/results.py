@@ -124,15 +124,11 @@ def read_results(path: Path) -> list[ReadResult]:
     Raises ``UsageError`` (exit 2) naming ``path`` when it cannot be read, is not UTF-8
     JSON / JSON lines, is none of the formats above, or holds a value of the wrong type.
     """
-    from pinning.util.files import read_regular_bytes
+    from pinning.util.files import decode_utf8, read_regular_bytes
 
     label = f"Results file {path}"
     raw = read_regular_bytes(Path(path), UsageError, label=label, hint=_HINT, limit=_MAX_BYTES)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{label}: not UTF-8 text (byte {exc.start}).", hint=_HINT) from exc
-    docs = _parse(text, label)
+    docs = _parse(decode_utf8(raw, UsageError, label=label, hint=_HINT), label)
     name = str(path)
     first = docs[0]
     if len(docs) == 1 and isinstance(first.get("benchmarks"), list) and "args" in first:
@@ -164,14 +160,10 @@ def _parse(text: str, label: str) -> list[dict[str, Any]]:
     if whole is not None:
         raise UsageError(f"{label}: expected a JSON object, found {type(whole).__name__}.",
                          hint=_HINT)
+    from pinning.util.files import json_lines
+
     docs: list[dict[str, Any]] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise UsageError(f"{label} line {n}: not JSON ({exc}).", hint=_HINT) from exc
+    for n, doc in json_lines(text, UsageError, label=label, hint=_HINT):
         if not isinstance(doc, dict):
             raise UsageError(f"{label} line {n}: expected a JSON object.", hint=_HINT)
         docs.append(doc)

@@ -185,20 +185,15 @@ def _read_reference(path: Path, label: str) -> list[dict[str, Any]]:
     """The reference lines (``prompt``, ``text``, optional ``max_tokens``) of a JSON-lines
     file; ``UsageError`` naming the file and line when one is not of that shape.
     """
-    from pinning.util.files import read_regular_bytes
+    from pinning.util.files import decode_utf8, json_lines, read_regular_bytes
 
     hint = ("Each line must be a JSON object with string `prompt` and `text` (and optional "
             "integer `max_tokens`), as temperature-0 outputs of the reference stack.")
     raw = read_regular_bytes(path, UsageError, label=label, hint=hint,
                              limit=64 * 1024 * 1024)
     out: list[dict[str, Any]] = []
-    for n, line in enumerate(raw.decode("utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise UsageError(f"{label} line {n}: not JSON ({exc}).", hint=hint) from exc
+    text = decode_utf8(raw, UsageError, label=label, hint=hint)
+    for n, doc in json_lines(text, UsageError, label=label, hint=hint):
         max_tokens = doc.get("max_tokens") if isinstance(doc, dict) else None
         if (not isinstance(doc, dict) or not isinstance(doc.get("prompt"), str)
                 or not isinstance(doc.get("text"), str)

@@ -27,7 +27,6 @@ folder. Bad input raises ``UsageError`` (exit 2) naming the file, the line and t
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -217,25 +216,15 @@ def read_prompt_file(path: Path, default_max_tokens: int,
     object, without a non-empty ``"prompt"`` string or with a bad ``"max_tokens"``, and
     for an unreadable, non-UTF-8 or empty file.
     """
-    from pinning.util.files import read_regular_bytes
+    from pinning.util.files import decode_utf8, json_lines, read_regular_bytes
 
     label = f"Prompt file {path}"
     raw = read_regular_bytes(Path(path), UsageError, label=label, hint=_PROMPTS_HINT,
                              limit=_MAX_PROMPT_FILE)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{label}: not UTF-8 text (byte {exc.start}).",
-                         hint=_PROMPTS_HINT) from exc
+    text = decode_utf8(raw, UsageError, label=label, hint=_PROMPTS_HINT)
     count = tokenizer.count_input if tokenizer is not None else None
     out: list[Prompt] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise UsageError(f"{label} line {n}: not JSON ({exc}).", hint=_PROMPTS_HINT) from exc
+    for n, doc in json_lines(text, UsageError, label=label, hint=_PROMPTS_HINT):
         out.append(_prompt_line(doc, f"{label} line {n}", default_max_tokens, count))
     if not out:
         raise UsageError(f"{label}: no prompt in it.", hint=_PROMPTS_HINT)

@@ -469,6 +469,32 @@ def _file_kind(mode: int) -> str:
     return next((word for test, word in kinds if test(mode)), "not a plain file")
 
 
+def decode_utf8(raw: bytes, error: type[PinError], *, label: str,
+                hint: str | None = None) -> str:
+    """``raw`` as UTF-8 text; raises ``error`` naming ``label`` and the first bad byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{label}: not UTF-8 text (byte {exc.start}).", hint=hint) from exc
+
+
+def json_lines(text: str, error: type[PinError], *, label: str,
+               hint: str | None = None) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed value)`` for every non-blank line of ``text`` (JSON lines),
+    numbered from 1. Raises ``error`` naming ``label`` and the line when one is not JSON or
+    nested too deeply to parse.
+    """
+    import json
+
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise error(f"{label} line {n}: not JSON ({exc}).", hint=hint) from exc
+
+
 def read_toml(
     path: Path,
     error: type[PinError],
