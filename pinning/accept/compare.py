@@ -129,7 +129,8 @@ def comparability_notes(a: AcceptanceResult, b: AcceptanceResult) -> list[str]:
     if sa is not None and sb is not None:
         if sa.harness != sb.harness:
             notes.append(f"serving harnesses differ: A {sa.harness}, B {sb.harness} "
-                         "(harnesses measure the same server differently)")
+                         "(harnesses measure the same server differently; see "
+                         "vllm-project/guidellm#470)")
         if sa.workload != sb.workload:
             notes.append("serving workloads differ (tokens, requests, concurrency, API or "
                          "prompts): deltas mix the workload with the platform")
@@ -139,6 +140,10 @@ def comparability_notes(a: AcceptanceResult, b: AcceptanceResult) -> list[str]:
     if ta is not None and tb is not None and (ta.trainer, ta.steps) != (tb.trainer, tb.steps):
         notes.append(f"training runs differ: A {ta.trainer} x{ta.steps}, B {tb.trainer} "
                      f"x{tb.steps}")
+    pa, pb = _serve_metrics(a), _serve_metrics(b)
+    if pa and pb and not set(pa) & set(pb):
+        notes.append("no serving run pairs: A and B ran at different concurrency or rate "
+                     "points, so each metric appears on one side only")
     ma, mb = a.subject.model_content_hash, b.subject.model_content_hash
     if ma and mb and ma != mb:
         notes.append("model content hashes differ: not the same weights")

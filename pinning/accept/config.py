@@ -40,7 +40,10 @@ class ServeSlo(Strict):
 
     A request is good when each of its TTFT, TPOT, ITL (its largest gap) and end-to-end
     latency is within the tightest limit set for that metric; goodput is good requests
-    per second (vLLM's ``--goodput``, after DistServe, arXiv 2401.09670).
+    per second. vLLM's ``--goodput`` counts the same way for TTFT, TPOT and end-to-end
+    latency (vllm-project/vllm@009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1:
+    vllm/benchmarks/serve.py, commit date not recorded; after DistServe, arXiv 2401.09670);
+    it has no ITL limit, which pin adds as a request's largest gap.
     """
 
     ttft_p50_ms: Ms

@@ -1,12 +1,15 @@
 """Judge normalised serving results against ``[serve.slo]``: per SLO the measured value,
 the limit, pass or fail with a one-line reason; one verdict per run and one overall.
 
-Goodput is recomputed from the per-request arrays when the file holds them (a request is
+Goodput is recomputed from the per-request arrays when the file holds them: a request is
 good when its TTFT, TPOT = (latency - TTFT) / (output tokens - 1), largest inter-token gap
-and end-to-end latency are each within the per-request limit; vLLM's definition in
-vllm-project/vllm:vllm/benchmarks/serve.py, after DistServe, arXiv 2401.09670); otherwise
-the file's own ``request_goodput`` is used and marked ``from-file`` (its SLOs were the
-harness's ``--goodput`` flags, which may differ from yours).
+and end-to-end latency are each within the per-request limit. vLLM's ``--goodput`` counts
+the same way for TTFT, TPOT and end-to-end latency (vllm-project/vllm@
+009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1:vllm/benchmarks/serve.py, commit date not
+recorded; after DistServe, arXiv 2401.09670) and has no ITL limit: the limit on a
+request's largest gap is pin's own. Otherwise the file's own ``request_goodput`` is used
+and marked ``from-file`` (its SLOs were the harness's ``--goodput`` flags, which may
+differ from yours).
 """
 
 from __future__ import annotations
@@ -51,7 +54,9 @@ class PointVerdict(Strict):
 
 def percentile(values: Sequence[float], pct: float) -> float:
     """The ``pct`` percentile (0-100) of ``values`` with linear interpolation between
-    closest ranks (numpy's default, which vLLM uses). ``values`` must not be empty.
+    closest ranks (numpy's default ``linear`` method; vLLM computes its percentiles with
+    ``np.percentile``, vllm-project/vllm@009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1:
+    vllm/benchmarks/serve.py). ``values`` must not be empty.
     """
     data = sorted(values)
     pos = (len(data) - 1) * pct / 100.0

@@ -2,10 +2,13 @@
 
 One run (:func:`run_load`, or :func:`run_point` from synchronous code) sends the prompts
 to ``{endpoint}/completions`` (``prompt``) or ``{endpoint}/chat/completions`` (``messages``)
-with ``stream: true``, ``stream_options: {"include_usage": true}``, ``temperature: 0`` and
-``max_tokens``, as vLLM's benchmark client does (vllm-project/vllm@
+with ``stream: true``, ``stream_options: {"include_usage": true}`` and ``max_tokens``, as
+vLLM's benchmark client does (vllm-project/vllm@
 3aee4a4f4c4d1a2a7af3ebdb88c768e459e6c602:vllm/benchmarks/lib/endpoint_request_func.py, an
-aiohttp client reading ``data:`` events; date not recorded). What each request
+aiohttp client reading ``data:`` events; date not recorded), and ``temperature: 0`` (greedy,
+so runs repeat), which that client does not send: it leaves sampling to the server's
+defaults. For chat pin sends ``max_tokens`` where that client sends
+``max_completion_tokens`` (vLLM 0.32.0 honours both; tried here). What each request
 records, with times in seconds from :func:`time.perf_counter`:
 
 * ``ttft_s``: from sending to the first event whose text is non-empty (``choices[0].text``;
@@ -34,7 +37,8 @@ several tokens into one event, so a count above the number of events is normal);
 
 Requests start at once (``request_rate=None``) or at Poisson arrivals: exponential gaps
 from ``random.Random(seed).expovariate(rate)``, the first request at 0. vLLM's
-``get_request`` (vllm/benchmarks/serve.py, commit and date not recorded) draws gamma gaps
+``get_request`` (vllm-project/vllm@009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1:
+vllm/benchmarks/serve.py, commit date not recorded) draws gamma gaps
 (``burstiness`` 1 is the exponential) with numpy, delays the first request too and
 rescales the gaps so the last request lands at ``requests / rate``; pin does not rescale,
 since ``min_duration_s`` leaves the number of requests open. ``concurrency`` caps requests

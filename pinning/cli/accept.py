@@ -35,6 +35,7 @@ def accept() -> None:
       pin accept judge accept.toml --from result.json   # judge results you already have
       pin accept run accept.toml --python .venv/bin/python  # run every gate here
       pin accept run accept.toml --image REF --lock pin.lock -o result.json --sign pin.key
+      pin accept reference accept.toml --prompts p.jsonl -o ref.jsonl  # on the trusted stack
       pin accept show result.json                       # what was tested, every check
       pin accept compare nvidia.json rocm.json          # two platforms side by side
     """
@@ -116,7 +117,7 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
         if output is not None:
             click.echo(f"Wrote {printable(output, newlines=False)}.")
     if not result.passed:
-        raise AcceptanceFailed("The serving gate failed: " + "; ".join(result.failed) + ".")
+        raise AcceptanceFailed(_failure(result))
 
 
 @accept.command("run", short_help="Run the import, training and serving gates.")
@@ -172,9 +173,10 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
 
     The result records the lock's content hash, the image digest, the host snapshot hash,
     the model's content hash and pin's version, and per gate pass or fail with the reason.
-    Exit 0 when every gate passes, 12 naming the failed checks otherwise, 2 for a bad
-    gates file, a missing --python or an unreachable endpoint, 5 for a bad lockfile, 9 when
-    signing fails.
+    --python is needed on this host for [import] and the builtin trainer. Exit 0 when
+    every gate passes, 12 naming the failed checks otherwise, 2 for a bad gates file, a
+    missing --python or an unreachable endpoint, 5 for a bad lockfile, 8 when the Docker
+    engine for --image cannot be reached, 9 when signing fails.
     """
     from pinning.accept.runner import RunRequest, run_gates
 
@@ -209,7 +211,7 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
             click.echo(f"Wrote {printable(output, newlines=False)}"
                        + (" (signed)." if envelope is not None else "."))
     if not result.passed:
-        raise AcceptanceFailed("Acceptance failed: " + "; ".join(result.failed) + ".")
+        raise AcceptanceFailed(_failure(result))
 
 
 def _progress(fmt: str, output: str | None) -> Callable[[str], None]:
@@ -249,6 +251,45 @@ def _sign(result: BaseModel, key: EllipticCurvePrivateKey, image: str | None,
         click.echo(printable(f"Attached the signed result to {image}.", newlines=False),
                    err=True)
     return envelope
+
+
+@accept.command("reference", short_help="Record greedy reference outputs from a server.")
+@click.argument("config", metavar="ACCEPT.TOML", callback=path_given)
+@click.option("--prompts", "prompts", metavar="FILE", callback=path_given,
+              help="A prompt file (JSON lines, {\"prompt\": ...} a line); default: the "
+                   "[serve.workload] prompts.")
+@click.option("-o", "--output", callback=output_path, required=True, metavar="FILE",
+              help="Where to write the reference (JSON lines; '-': standard output).")
+@format_option
+def reference(config: str, prompts: str | None, output: str, fmt: str) -> None:
+    """Record the reference for [serve.quality]: each prompt completed at temperature 0 by
+    the [serve] endpoint of ACCEPT.TOML, one at a time. Run it against the stack you trust
+    (e.g. the current NVIDIA one), then gate the candidate with reference = FILE.
+
+    Exit 0 when every prompt was answered, 2 for a bad gates or prompt file, an endpoint
+    that cannot be reached or a request that fails.
+    """
+    import json
+
+    from pinning.accept.config import read_config
+    from pinning.accept.serve import record_reference
+
+    _refuse_inputs(output, fmt, {"the gates file": config, "the prompt file": prompts})
+    path = cli_path(config)
+    _, cfg = read_config(path)
+    if cfg.serve is None:
+        raise UsageError(f"Gates file {config}: no [serve] section; the reference comes from "
+                         "its endpoint.", hint="Add [serve] (see `pin accept init`).")
+    lines = record_reference(cfg.serve, path.parent,
+                             prompts_file=cli_path(prompts) if prompts else None,
+                             progress=_progress(fmt, output))
+    data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+    _write_bytes(output, data)
+    if fmt == "json":
+        emit({"output": output, "prompts": len(lines)})
+    elif output != "-":
+        click.echo(f"Wrote {len(lines)} reference output(s) to "
+                   f"{printable(output, newlines=False)}.")
 
 
 @accept.command("show", short_help="Show a result: what was tested, every check.")
@@ -300,6 +341,29 @@ def compare(first: str, second: str, pub_path: str | None, fmt: str) -> None:
         emit(table.model_dump(mode="json", by_alias=True))
     else:
         click.echo(compare_text(table))
+
+
+def _failure(result: AcceptanceResult) -> str:
+    """The error paragraph of a failed result: which checks failed, by name (their values,
+    limits and reasons are in the output above, or the JSON result).
+    """
+    names: list[str] = []
+    if result.import_ is not None:
+        names += [f"import: {c.name}" for c in result.import_.checks if not c.passed]
+    if result.train is not None:
+        names += [f"train: {c.name}" for c in result.train.checks if not c.passed]
+    if result.serve is not None:
+        serve = result.serve
+        names += [f"serve: {p.summary.source}#{p.summary.index}: {c.slo}"
+                  for p in serve.points for c in p.checks if not c.passed]
+        if serve.quality is not None:
+            names += [f"serve: quality: {c.slo}" for c in serve.quality.checks if not c.passed]
+        if serve.sustained is not None and not serve.sustained.passed:
+            names.append(f"serve: sustained: {serve.sustained.check.slo}")
+    shown = "; ".join(names[:20]) + (f"; and {len(names) - 20} more" if len(names) > 20
+                                     else "")
+    return (f"Acceptance failed: {len(names) or len(result.failed)} check(s): "
+            f"{shown or '; '.join(result.failed)}.")
 
 
 def _is_envelope(name: str) -> bool:
@@ -381,5 +445,7 @@ def _write_bytes(output: str, data: bytes) -> None:
 
 
 def register(group: click.Group) -> None:
-    """Add ``pin accept`` (init, judge, run, show, compare) to the ``pin`` group."""
+    """Add ``pin accept`` (init, judge, run, reference, show, compare) to the ``pin``
+    group.
+    """
     group.add_command(accept)

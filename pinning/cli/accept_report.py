@@ -25,8 +25,8 @@ def _num(value: float | None) -> str:
 def _subject_lines(result: AcceptanceResult) -> list[str]:
     """What was tested, one line a fact (unknown ones with their reason)."""
     s = result.subject
-    lines = [f"pin {result.pin_version}, mode {result.mode}, gates file sha256 "
-             f"{result.config_sha256[:16]}…"]
+    lines = [f"pin {result.pin_version}, mode {result.mode}, gates file "
+             f"{result.config_sha256[:19]}…"]
     for key, value in (("lock", s.lock), ("lock content hash", s.lock_content_hash),
                        ("image", s.image),
                        ("image digest", s.image_digest and
@@ -38,7 +38,9 @@ def _subject_lines(result: AcceptanceResult) -> list[str]:
             lines.append(f"  {key}: {value}")
     for key, why in sorted(s.unknown.items()):
         lines.append(f"  {key}: unknown ({why})")
-    if result.started_at:
+    if result.mode == "judged" and result.finished_at:
+        lines.append(f"  judged {result.finished_at} (the runs themselves are the files')")
+    elif result.started_at:
         lines.append(f"  ran {result.started_at} .. {result.finished_at}")
     return [printable(line, newlines=False) for line in lines]
 

@@ -153,4 +153,8 @@ def test_compare_says_when_results_do_not_measure_the_same_thing(tmp_path: Path)
     assert any("modes differ" in n for n in notes)
     assert any("harnesses differ" in n for n in notes)
     same = pin("accept", "compare", str(C1), str(C4), "--format", "json")
-    assert json_result(same)["notes"] == []
+    assert json_result(same)["notes"] == [
+        "no serving run pairs: A and B ran at different concurrency or rate points, so each "
+        "metric appears on one side only"]
+    assert pin("accept", "compare", str(C1), str(C1), "--format",
+               "json").stdout.count("no serving run pairs") == 0

@@ -202,3 +202,26 @@ def test_template_serving_keys_load() -> None:
     cfg = load_config(ROOT / "pinning" / "accept" / "template.toml")
     assert cfg.serve is not None and cfg.serve.sustained is not None
     assert cfg.serve.quality is not None and cfg.serve.quality.exact_match_min == 1.0
+
+
+def test_reference_records_greedy_outputs_the_quality_gate_then_passes(
+        tmp_path: Path, endpoint: str) -> None:
+    gates = _gates(tmp_path, endpoint)
+    ref = tmp_path / "recorded.jsonl"
+    done = pin("accept", "reference", str(gates), "--prompts", str(tmp_path / "prompts.jsonl"),
+               "-o", str(ref), env=_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in ref.read_text().splitlines()]
+    assert [x["prompt"] for x in lines] == ["one two three", "four"]
+    assert lines[0]["text"] == " the" * 4 and lines[0]["max_tokens"] == 4
+    gates.write_text(gates.read_text() + f'[serve.quality]\nreference = "{ref}"\n'
+                     "exact-match-min = 1.0\n")
+    assert pin("accept", "run", str(gates), env=_env(tmp_path)).returncode == 0
+    refused = pin("accept", "reference", str(gates), "-o", str(gates), env=_env(tmp_path))
+    assert refused.returncode == 2 and "is the gates file" in refused.stderr
+    with SseServer(SseConfig(fail_every=1)) as bad:
+        failing = _gates(tmp_path, bad.url)
+        done = pin("accept", "reference", str(failing), "-o", str(tmp_path / "x.jsonl"),
+                   env=_env(tmp_path))
+    assert done.returncode == 2 and "must be complete" in done.stderr
+    assert not (tmp_path / "x.jsonl").exists()

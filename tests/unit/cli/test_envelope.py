@@ -58,6 +58,8 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "audit": (["{tmp}"], [MISSING]),
     # A result needs a Python with torch: tests/unit/accept/test_train.py covers it.
     "accept run": (NEEDS_TORCH, [MISSING]),
+    # A result needs a streaming endpoint: tests/unit/accept/test_accept_run.py covers it.
+    "accept reference": (NEEDS_TORCH, [MISSING, "-o", "{tmp}/ref.jsonl"]),
     "accept show": ([str(DATA / "acceptance" / "judged-c1.json")], [MISSING]),
     "accept compare": ([str(DATA / "acceptance" / "judged-c1.json"),
                         str(DATA / "acceptance" / "judged-c4.json")], [MISSING, MISSING]),
@@ -103,8 +105,9 @@ def test_a_result_is_enveloped(command: str, tmp_path: Path) -> None:
     args = CASES[command][0]
     if args is None:
         pytest.skip("a result needs Docker and a registry (tests/integration), a lock with "
-                    "a [model] (tests/unit/cli/test_lock_model.py) or a Python with torch "
-                    "(tests/unit/accept/test_train.py)")
+                    "a [model] (tests/unit/cli/test_lock_model.py), a Python with torch "
+                    "(tests/unit/accept/test_train.py) or a streaming endpoint "
+                    "(tests/unit/accept/test_accept_run.py)")
     r, env = _run(command, args, tmp_path)
     assert env["result"] is not None, r.stderr
     assert env["ok"] or env["exit-code"] == 6  # doctor's dump has a problem: result, exit 6
