@@ -32,6 +32,10 @@ demo: install
 	@echo "--- the porting bill of a small CUDA project (pin audit exits 11: inline PTX is blocked):"
 	$(BIN)/pin audit examples/cuda-project --gpu mi300x --format sarif -o demo-out/audit.sarif; test $$? -eq 11
 	$(BIN)/pin audit examples/cuda-project --gpu mi300x; test $$? -eq 11
+	@echo "--- acceptance: vLLM's own benchmark results (CPU, SmolLM2-135M) judged against the template's SLOs:"
+	$(BIN)/pin accept init -o demo-out/accept.toml
+	$(BIN)/pin accept judge demo-out/accept.toml --lock demo-out/mi300x.lock -o demo-out/accepted.json \
+	  --from tests/data/acceptance/vllm-bench-serve-smollm2-c1.json tests/data/acceptance/vllm-bench-serve-smollm2-c4.json
 
 # Real PyPI wheels the image-build tests install (pure Python, any platform).
 WHEELHOUSE := .wheelhouse

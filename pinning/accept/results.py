@@ -349,7 +349,9 @@ _VLLM_KNOWN = frozenset({
 
 def _throughputs(doc: dict[str, Any], where: str, keys: dict[str, str]) -> list[Throughput]:
     """Throughputs named in ``keys`` (pin name -> file key) that the file holds."""
-    basis = {"requests": "requests", "goodput": "requests meeting the harness's own goodput SLOs",
+    basis = {"requests": "requests",
+             "goodput": ("requests meeting the harness's own --goodput SLOs (which the "
+                         "file does not record)"),
              "output-tokens": "output tokens", "total-tokens": "input + output tokens"}
     out = []
     for name, key in keys.items():
