@@ -307,9 +307,17 @@ def _raise_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def _environment(spec: ContainerSpec, environ: dict[str, str]) -> dict[str, str]:
-    """Every ``PIN_*`` variable of ``environ`` and the spec's named ones that are set."""
+    """Every ``PIN_*`` variable of ``environ`` and the spec's named ones that are set; and,
+    unless the spec passes ``HOME`` on, ``HOME`` set to the first writable mount: the
+    process runs as the caller's uid, which the image's ``/etc/passwd`` may not know, and
+    torch, Triton and Hugging Face write their caches under ``HOME``.
+    """
     names = [n for n in environ if n.startswith("PIN_")] + list(spec.env)
-    return {n: environ[n] for n in dict.fromkeys(names) if n in environ}
+    out = {n: environ[n] for n in dict.fromkeys(names) if n in environ}
+    writable = next((m.path for m in spec.mounts if not m.read_only), None)
+    if "HOME" not in out and writable is not None:
+        out["HOME"] = writable
+    return out
 
 
 def _pump(chunks: Iterator[bytes], out: IO[bytes]) -> None:

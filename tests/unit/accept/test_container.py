@@ -202,7 +202,13 @@ def test_environment_passes_pin_variables_and_named_ones() -> None:
     spec = ContainerSpec.model_validate(_spec(env=["HF_HOME", "UNSET_ONE", "PIN_STEPS"]))
     env = {"PIN_STEPS": "20", "PIN_RESUME": "0", "HF_HOME": "/h", "HOME": "/root",
            "PINNED": "x"}
-    assert _environment(spec, env) == {"PIN_STEPS": "20", "PIN_RESUME": "0", "HF_HOME": "/h"}
+    assert _environment(spec, env) == {"PIN_STEPS": "20", "PIN_RESUME": "0", "HF_HOME": "/h",
+                                       "HOME": "/tmp/work"}  # not the host's /root
+    mounted = ContainerSpec.model_validate(_spec(mounts=[
+        {"path": "/opt/harness", "read-only": True}, {"path": "/tmp/work"}]))
+    assert _environment(mounted, {})["HOME"] == "/tmp/work"
+    passed_on = ContainerSpec.model_validate(_spec(env=["HOME"], mounts=[{"path": "/tmp/w"}]))
+    assert _environment(passed_on, {"HOME": "/home/me"})["HOME"] == "/home/me"
 
 
 class _Image:
