@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope",
-           "audit-report", "accept-config", "accept-result")
+           "audit-report", "accept-config", "accept-result", "prices", "cost-report")
 
 
 def generate() -> dict[str, str]:
@@ -16,6 +16,7 @@ def generate() -> dict[str, str]:
     from pinning.accept.config import AcceptConfig
     from pinning.accept.result import AcceptanceResult
     from pinning.audit.bill import AuditReport
+    from pinning.cost.model import CostReport, PriceFile
     from pinning.doctor.report import DoctorReport
     from pinning.guards.models import RuleFile
     from pinning.lockfile.models import Lockfile
@@ -29,6 +30,7 @@ def generate() -> dict[str, str]:
         ("verify-report", VerifyReport), ("doctor-report", DoctorReport), ("guards", RuleFile),
         ("envelope", Envelope), ("audit-report", AuditReport),
         ("accept-config", AcceptConfig), ("accept-result", AcceptanceResult),
+        ("prices", PriceFile), ("cost-report", CostReport),
     )
     out: dict[str, str] = {}
     for name, model in models:

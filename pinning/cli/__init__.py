@@ -4,8 +4,9 @@ This module holds the ``main`` group (error handling, ``--debug``, ``--version``
 registers the command groups, one module each: :mod:`~pinning.cli.resolve`,
 :mod:`~pinning.cli.matrix`, :mod:`~pinning.cli.lock`, :mod:`~pinning.cli.host` (probe, freeze,
 verify), :mod:`~pinning.cli.doctor`, :mod:`~pinning.cli.image`, :mod:`~pinning.cli.sign`,
-:mod:`~pinning.cli.guard`, :mod:`~pinning.cli.audit` and
-:mod:`~pinning.cli.accept`; shared options live in
+:mod:`~pinning.cli.guard`, :mod:`~pinning.cli.audit`,
+:mod:`~pinning.cli.accept`, :mod:`~pinning.cli.cost` and :mod:`~pinning.cli.report`;
+shared options live in
 :mod:`~pinning.cli.options`, text renderers in :mod:`~pinning.cli.render`. Only the CLI
 package prints or exits. Heavy imports happen inside commands so that ``pin --help`` stays
 fast.
@@ -49,6 +50,7 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Resolve a validated stack", ("matrix", "resolve")),
     ("Freeze, build and sign", ("freeze", "build", "rebuild", "keygen", "sign")),
     ("Accept a host or an image", ("verify", "verify-image", "accept")),
+    ("Decide: port or stay", ("cost", "report")),
     ("Decide what may change", ("guard",)),
     ("Keep it true", ("lock",)),
     ("Shell", ("completion",)),
@@ -158,18 +160,20 @@ def _register_commands() -> None:
         accept,
         audit,
         completion,
+        cost,
         doctor,
         guard,
         host,
         image,
         lock,
         matrix,
+        report,
         resolve,
         sign,
     )
 
     for module in (resolve, matrix, lock, host, doctor, image, sign, guard, audit, accept,
-                   completion):
+                   cost, report, completion):
         module.register(main)
     completion.attach_value_completion(main)
 

@@ -66,11 +66,14 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "accept judge": ([str(ROOT / "pinning" / "accept" / "template.toml"), "--from",
                       str(DATA / "acceptance" / "vllm-bench-serve-smollm2-c1.json")],
                      [MISSING, "--from", MISSING]),
+    "cost": ([str(DATA / "acceptance" / "judged-c1.json"), "--gpu", "H100", "--prices",
+              str(ROOT / "pinning" / "cost" / "data" / "article-prices-2026-09-28.toml")],
+             [MISSING, "--prices", MISSING]),
 }
 
 
 def json_commands(group: click.Group = main, prefix: str = "") -> list[str]:
-    """Every command path under ``group`` that takes ``--format``."""
+    """Every command path under ``group`` whose ``--format`` offers ``json``."""
     ctx = click.Context(group)
     found = []
     for name in group.list_commands(ctx):
@@ -79,8 +82,9 @@ def json_commands(group: click.Group = main, prefix: str = "") -> list[str]:
         path = f"{prefix}{name}"
         if isinstance(cmd, click.Group):
             found += json_commands(cmd, f"{path} ")
-        elif any("--format" in p.opts for p in cmd.params):
-            found.append(path)
+        elif any("--format" in p.opts and isinstance(p.type, click.Choice)
+                 and "json" in p.type.choices for p in cmd.params):
+            found.append(path)  # pin report's --format is html|md: no envelope
     return found
 
 

@@ -1,0 +1,122 @@
+"""``pin report``: one page for the port-or-stay decision (HTML with inline SVG plots, or
+Markdown) from a lockfile, a verify report, a porting audit, acceptance results and a cost
+report. Registered on the main group by :func:`register`; the report package (and
+matplotlib) is imported inside the command so ``pin --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import click
+
+from pinning.cli.options import cli_path, output_path, path_given
+from pinning.errors import UsageError
+from pinning.util.text import printable
+
+__all__ = ["register", "report"]
+
+
+@click.command()
+@click.option("--lock", "lock_path", metavar="LOCK", callback=path_given,
+              help="The lockfile of the stack (GPU, firmware, driver, runtime, framework, "
+                   "image digest).")
+@click.option("--verify", "verify_path", metavar="VERIFY.json", callback=path_given,
+              help="A `pin verify LOCK --format json` report: whether a host matched the lock.")
+@click.option("--audit", "audit_path", metavar="AUDIT.json", callback=path_given,
+              help="The porting bill (`pin audit --format json -o audit.json`).")
+@click.option("--accept", "accept_paths", metavar="RESULT.json", multiple=True,
+              callback=path_given,
+              help="An acceptance result (pin accept run / judge; plain or signed). "
+                   "Repeatable: one per platform, the current one first.")
+@click.option("--key", "key_path", metavar="PUB", callback=path_given,
+              help="Verify signed acceptance results with this public key (exit 9 when one "
+                   "does not verify).")
+@click.option("--cost", "cost_path", metavar="COST.json", callback=path_given,
+              help="The cost report (`pin cost ... --format json`): cost per million tokens, "
+                   "ratio rule, payback, verdict.")
+@click.option("--format", "fmt", type=click.Choice(["html", "md"]), default="html",
+              show_default=True,
+              help="html: one self-contained page (inline CSS and SVG, no script, no URL); "
+                   "md: Markdown, plots given as their data tables.")
+@click.option("-o", "--output", required=True, callback=output_path, metavar="FILE",
+              help="Write the report here ('-': standard output).")
+def report(lock_path: str | None, verify_path: str | None, audit_path: str | None,
+           accept_paths: tuple[str, ...], key_path: str | None, cost_path: str | None,
+           fmt: str, output: str) -> None:
+    """Write one page for the decision: the stack from the lock and whether a host
+    verified, the porting bill's totals and blocked items, each acceptance gate, each
+    platform's throughput-latency curve from the serving sweep (SLO lines, chosen
+    operating point), cost per million tokens across the sweep, the payback timeline and
+    the verdict. Every input is optional; a section without its input says "not given".
+
+    \b
+    Example (the shipped vLLM CPU results):
+      pin report --accept tests/data/acceptance/judged-c1.json -o report.html
+
+    Exit 0 when written; 2 for a bad flag, an unreadable or invalid input, or -o naming an
+    input; 5 for an invalid lock; 9 for a signature that does not verify with --key.
+    """
+    from pinning import __version__
+    from pinning.cost.report import ReportInputs, render_report
+    from pinning.cost.report.inputs import (
+        read_accept,
+        read_audit,
+        read_cost,
+        read_lock_input,
+        read_verify,
+    )
+
+    given = [p for p in (lock_path, verify_path, audit_path, *accept_paths, cost_path)
+             if p is not None]
+    if given.count("-") > 1:
+        raise UsageError("More than one input is '-' (standard input); standard input can be "
+                         "read once.")
+    if output != "-":
+        _refuse_overwriting_an_input(output, given)
+    key = cli_path(key_path) if key_path is not None else None
+    inputs = ReportInputs(
+        lock=read_lock_input(cli_path(lock_path)) if lock_path is not None else None,
+        verify=read_verify(cli_path(verify_path)) if verify_path is not None else None,
+        audit=read_audit(cli_path(audit_path)) if audit_path is not None else None,
+        results=tuple(read_accept(cli_path(p), key) for p in accept_paths),
+        cost=read_cost(cli_path(cost_path)) if cost_path is not None else None,
+    )
+    text = render_report(inputs, "html" if fmt == "html" else "md", version=__version__)
+    from pinning.util.files import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(cli_path(output), text.encode())
+    except OSError as exc:
+        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+    if output != "-":
+        parts = [name for name, path in (("lock", lock_path), ("verify", verify_path),
+                                         ("audit", audit_path)) if path is not None]
+        parts += [f"{len(accept_paths)} acceptance result(s)"] if accept_paths else []
+        parts += ["cost"] if cost_path is not None else []
+        click.echo(f"Wrote {printable(output, newlines=False)} ({fmt}; from "
+                   f"{', '.join(parts) or 'no input: every section says not given'}).")
+
+
+def _refuse_overwriting_an_input(output: str, inputs: list[str]) -> None:
+    """Raise ``UsageError`` (exit 2) when ``-o`` names one of the input files (the report
+    would replace what it is made from).
+    """
+    target = cli_path(output)
+    for typed in inputs:
+        if typed == "-":
+            continue
+        path = cli_path(typed)
+        try:
+            same = target.resolve() == path.resolve() or (
+                target.exists() and path.exists() and target.samefile(path))
+        except OSError:
+            same = False
+        if same:
+            raise UsageError(f"-o {output} is one of the inputs ({typed}); the report would "
+                             "replace it.", hint="Write the report to another file, e.g. "
+                                                 "report.html.")
+
+
+def register(group: click.Group) -> None:
+    """Add ``pin report`` to the ``pin`` group."""
+    group.add_command(report)
+

@@ -1,0 +1,194 @@
+"""The one-time migration cost and payback.
+
+The ROCm migration article (tests/data/rocm-migration-article.txt): "For payback, estimate
+migration labor, validation compute and ongoing maintenance. Divide the one-time migration
+cost by positive recurring savings to estimate the recovery period. Choose the time unit
+consistently. Reject a port whose payback extends beyond the workload's expected life, and
+include repeat validation in the maintenance budget."
+
+pin's time unit is the month. Migration labour comes from the porting audit's findings at
+the team's hours per finding (the ``pin audit --effort`` file, read by
+:func:`pinning.audit.bill.read_effort`) times a labour rate, or is given as a number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+from pinning.audit.bill import AuditReport, estimate
+from pinning.audit.model import Kind, Verdict
+from pinning.cost.model import Migration, Payback, TokenBasis
+from pinning.errors import UsageError
+
+__all__ = ["migration_from_audit", "migration_given", "payback", "pays_back_within",
+           "read_audit"]
+
+_AUDIT_HINT = ("Pass the bill `pin audit --format json -o audit.json` wrote (or the envelope "
+               "`pin audit --format json` printed).")
+
+
+def read_audit(path: Path) -> AuditReport:
+    """Read a porting audit: the report ``pin audit -o FILE --format json`` writes, or the
+    ``--format json`` envelope around it (its ``result``).
+
+    Raises :class:`UsageError` (exit 2) naming the file when it cannot be read, is not
+    JSON, or is not an audit report (naming the first field that does not fit).
+    """
+    from pydantic import ValidationError
+
+    from pinning.util.files import decode_utf8, read_regular_bytes
+    from pinning.util.models import error_location
+
+    label = f"Audit {path}"
+    raw = read_regular_bytes(Path(path), UsageError, label=label, hint=_AUDIT_HINT,
+                             limit=256 * 1024 * 1024)
+    try:
+        doc = json.loads(decode_utf8(raw, UsageError, label=label, hint=_AUDIT_HINT))
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{label}: not JSON ({exc}).", hint=_AUDIT_HINT) from exc
+    if isinstance(doc, dict) and "result" in doc and "command" in doc:
+        if doc.get("command") != "audit" or not isinstance(doc["result"], dict):
+            raise UsageError(f"{label}: a pin envelope of {doc.get('command')!r}, not of "
+                             "pin audit.", hint=_AUDIT_HINT)
+        doc = doc["result"]
+    try:
+        return AuditReport.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = error_location(err["loc"], doc) or "the document"
+        raise UsageError(f"{label}: not a pin audit report: {where}: {err['msg']}.",
+                         hint=_AUDIT_HINT) from exc
+
+
+def _blocked(report: AuditReport) -> list[str]:
+    """``rule: subject (path:line)`` of every blocked finding."""
+    out = []
+    for f in report.findings:
+        if f.verdict is Verdict.BLOCKED:
+            where = f" ({f.path}:{f.line})" if f.path and f.line else (
+                f" ({f.path})" if f.path else "")
+            out.append(f"{f.rule}: {f.subject}{where}")
+    return out
+
+
+def migration_from_audit(report: AuditReport, audit_name: str,
+                         hours: dict[Kind, dict[Verdict, float]], effort_name: str,
+                         labour_usd_per_hour: float) -> Migration:
+    """Migration labour in US dollars: the audit's findings x ``hours`` (hours per finding
+    by kind and verdict, :func:`pinning.audit.bill.read_effort`) x ``labour_usd_per_hour``.
+
+    A kind found that ``hours`` gives no number for makes the cost unknown (``usd`` ``None``
+    with the reason), never zero. Raises :class:`UsageError` (exit 2) for a labour rate that
+    is not a finite number >= 0.
+    """
+    if not (math.isfinite(labour_usd_per_hour) and labour_usd_per_hour >= 0):
+        raise UsageError(f"--labour-usd-per-hour {labour_usd_per_hour!r}: must be a finite "
+                         "number of US dollars per hour, 0 or more.")
+    effort = estimate(report.findings, hours, effort_name)
+    unknown = None
+    usd: float | None = effort.total_hours * labour_usd_per_hour
+    if effort.unpriced:
+        usd = None
+        unknown = (f"the effort file {effort_name} gives no hours for "
+                   f"{', '.join(effort.unpriced)} found by the audit")
+    return Migration(kind="audit", audit=audit_name, effort=effort,
+                     labour_usd_per_hour=labour_usd_per_hour, usd=usd,
+                     blocked=_blocked(report), unknown=unknown)
+
+
+def migration_given(usd: float, report: AuditReport | None = None,
+                    audit_name: str | None = None) -> Migration:
+    """A migration cost given as a number of US dollars (``--migration-usd``), with the
+    blocked items of ``report`` when an audit is given too. Raises :class:`UsageError`
+    (exit 2) for a number that is not finite and >= 0.
+    """
+    if not (math.isfinite(usd) and usd >= 0):
+        raise UsageError(f"--migration-usd {usd!r}: must be a finite number of US dollars, "
+                         "0 or more.")
+    return Migration(kind="given", audit=audit_name, usd=usd,
+                     blocked=_blocked(report) if report is not None else [])
+
+
+def _exact(x: float) -> Fraction:
+    return Fraction(x)
+
+
+def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | None],
+            candidate: tuple[float | None, float | None], gpu_count_candidate: int = 1,
+            migration: Migration | None, validation_gpu_hours: float = 0.0,
+            maintenance_usd_per_month: float = 0.0, tokens_per_month: float | None = None,
+            life_months: float | None = None) -> Payback:
+    """Payback in months = one-time cost / (monthly savings - maintenance per month).
+
+    ``current`` and ``candidate`` are ``(R, Q)``: US dollars per hour of the whole system
+    and tokens per second on ``basis`` (``None`` where unknown). One-time = migration +
+    ``validation_gpu_hours`` x the candidate's R per GPU (R / ``gpu_count_candidate``);
+    savings = (current - candidate cost per million tokens) x ``tokens_per_month`` / 1e6.
+    A missing migration (``None``) makes payback unknown; it is never taken as 0.
+
+    Arithmetic is exact (rationals of the given floats), so the sign of the savings agrees
+    with the ratio rule exactly, and ``months >= life`` is decided without rounding.
+    ``months`` is ``None`` with the reason when net savings are <= 0 or an input is
+    unknown. Non-negative finite inputs are assumed (the CLI checks flags); ``Q`` > 0.
+    """
+    reasons: list[str] = []
+    r_cur, q_cur = current
+    r_cand, q_cand = candidate
+    validation: Fraction | None = Fraction(0)
+    if validation_gpu_hours:
+        validation = (_exact(validation_gpu_hours) * _exact(r_cand) / gpu_count_candidate
+                      if r_cand is not None else None)
+    if validation is None:
+        reasons.append("the validation compute cost is unknown (the candidate has no price)")
+    mig: Fraction | None = None
+    if migration is None:
+        reasons.append("no migration cost is given (--migration AUDIT --effort FILE "
+                       "--labour-usd-per-hour X, or --migration-usd X; 0 if there is none)")
+    elif migration.usd is None:
+        reasons.append(f"the migration cost is unknown ({migration.unknown})")
+    else:
+        mig = _exact(migration.usd)
+    one_time = validation + mig if validation is not None and mig is not None else None
+    savings: Fraction | None = None
+    if r_cur is None or r_cand is None or q_cur is None or q_cand is None:
+        reasons.append("a cost per million tokens is unknown")
+    elif tokens_per_month is None:
+        reasons.append("--tokens-per-month is not given: savings per month need the "
+                       "monthly token volume")
+    else:
+        per_token = _exact(r_cur) / _exact(q_cur) - _exact(r_cand) / _exact(q_cand)
+        savings = per_token / 3600 * _exact(tokens_per_month)
+    net = savings - _exact(maintenance_usd_per_month) if savings is not None else None
+    months: Fraction | None = None
+    if net is not None and net <= 0:
+        reasons.append(f"net savings are {float(net):,.2f} USD per month (<= 0): the port "
+                       "never pays back")
+    elif net is not None and one_time is not None:
+        months = one_time / net
+    return Payback(basis=basis, migration=migration,
+                   validation_gpu_hours=validation_gpu_hours,
+                   validation_usd=_float(validation), one_time_usd=_float(one_time),
+                   tokens_per_month=tokens_per_month, savings_usd_per_month=_float(savings),
+                   maintenance_usd_per_month=maintenance_usd_per_month,
+                   net_savings_usd_per_month=_float(net),
+                   net_savings_positive=None if net is None else net > 0,
+                   months=_float(months),
+                   life_months=life_months,
+                   unknown="; ".join(reasons) if months is None else None)
+
+
+def pays_back_within(months: float | None, life_months: float | None) -> bool | None:
+    """Whether payback is shorter than the remaining life (``None`` when either is
+    unknown); a payback equal to the life does not count (the article: reject a port
+    whose payback extends beyond the workload's life; pin rejects it at equality too).
+    """
+    if months is None or life_months is None:
+        return None
+    return _exact(months) < _exact(life_months)
+
+
+def _float(x: Fraction | None) -> float | None:
+    return None if x is None else float(x)

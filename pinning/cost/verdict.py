@@ -1,0 +1,292 @@
+"""Price acceptance results and decide: port or stay, with every reason that decided it.
+
+The ROCm migration article (tests/data/rocm-migration-article.txt): "Port when the
+supported ROCm build passes your acceptance run and measured savings repay migration within
+the workload's remaining life ... require a working pinned environment and a positive
+payback calculation before committing the workload to AMD." So pin says ``port`` only when
+every condition is shown; anything failed or unknown is a reason to ``stay``.
+
+:func:`cost_report` is the whole computation behind ``pin cost``: one result is priced on
+its own; two are compared (the first is the platform in use, ``current``; the second the
+``candidate``), refused with :class:`UsageError` (exit 2) listing what differs unless they
+measured the same thing (:func:`pinning.cost.compare.differences`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pinning.accept.result import AcceptanceResult
+from pinning.cost.compare import Load, common_loads, differences
+from pinning.cost.model import (
+    BASIS_TEXT,
+    CostReport,
+    GpuRate,
+    Migration,
+    OperatingPoint,
+    Payback,
+    PlatformCost,
+    PriceFile,
+    RatioRule,
+    Verdict,
+    VerdictReason,
+)
+from pinning.cost.payback import payback, pays_back_within
+from pinning.cost.prices import gpu_key, system_rate
+from pinning.cost.rule import (
+    cost_per_million,
+    operating_point,
+    point_costs,
+    ratio_rule,
+    result_basis,
+)
+from pinning.errors import UsageError
+from pinning.lockfile.models import Lockfile
+
+__all__ = ["CostInputs", "Platform", "cost_report", "decide"]
+
+_StayCode = Literal["acceptance-failed", "audit-blocked", "no-savings", "payback-too-long",
+                    "cost-unknown", "input-missing"]
+_Add = Callable[[_StayCode, str], None]
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One acceptance result to price: ``name`` the file as given, ``result`` its content,
+    ``lock``/``lock_name`` the lock it ran on (``--lock``), ``gpu`` a GPU named with
+    ``--gpu`` when there is no lock.
+    """
+
+    name: str
+    result: AcceptanceResult
+    lock: Lockfile | None = None
+    lock_name: str | None = None
+    gpu: str | None = None
+
+
+@dataclass(frozen=True)
+class CostInputs:
+    """The flags of ``pin cost`` as numbers: ``gpus`` (GPU count when a lock records
+    none), ``other_usd_per_hour``, ``utilisation`` (0-1], the ``migration`` cost (``None``:
+    not given), ``validation_gpu_hours``, ``maintenance_usd_per_month``,
+    ``tokens_per_month`` and ``life_months`` (``None``: not given).
+    """
+
+    gpus: int | None = None
+    other_usd_per_hour: float = 0.0
+    utilisation: float = 1.0
+    migration: Migration | None = None
+    validation_gpu_hours: float = 0.0
+    maintenance_usd_per_month: float = 0.0
+    tokens_per_month: float | None = None
+    life_months: float | None = None
+    caveats: list[str] = field(default_factory=list)
+
+
+def _gpu(p: Platform) -> tuple[str | None, Literal["lock", "flag"] | None]:
+    """The GPU of ``p`` and where it came from; ``UsageError`` when lock and flag differ."""
+    from_lock = None
+    if p.lock is not None:
+        from_lock = p.lock.target.gpu.value or p.lock.request.gpu
+    if from_lock is not None and p.gpu is not None and gpu_key(from_lock) != gpu_key(p.gpu):
+        raise UsageError(f"{p.name}: --gpu {p.gpu} differs from the GPU its lock {p.lock_name} "
+                         f"records ({from_lock}).",
+                         hint="Give --gpu only for a result without a lock, or drop it.")
+    if from_lock is not None:
+        return from_lock, "lock"
+    return (p.gpu, "flag") if p.gpu is not None else (None, None)
+
+
+def _count(p: Platform, gpus: int | None
+           ) -> tuple[int, Literal["lock", "flag", "assumed"]]:
+    """The GPU count: the lock's ``[target] count``, else ``--gpus``, else 1 (assumed)."""
+    pinned = p.lock.target.count if p.lock is not None else None
+    text = pinned.value if pinned is not None else None
+    if text is not None and text.isdigit() and int(text) >= 1:
+        if gpus is not None and gpus != int(text):
+            raise UsageError(f"--gpus {gpus} differs from the GPU count {text} that the lock "
+                             f"{p.lock_name} records for {p.name}.",
+                             hint="The lock's count is what the host had; drop --gpus, or "
+                                  "price the result without that lock.")
+        return int(text), "lock"
+    return (gpus, "flag") if gpus is not None else (1, "assumed")
+
+
+def _check_lock(p: Platform) -> None:
+    """Refuse a ``--lock`` whose content hash is not the one the result recorded."""
+    recorded = p.result.subject.lock_content_hash
+    if p.lock is not None and recorded is not None and p.lock.content_hash != recorded:
+        raise UsageError(f"{p.name} was measured on the lock with content hash {recorded}, "
+                         f"but --lock {p.lock_name} has {p.lock.content_hash}.",
+                         hint="Pass the lock the acceptance run used, in the same order as "
+                              "the results.")
+
+
+def _platform(p: Platform, role: Literal["current", "candidate"], prices: PriceFile,
+              inputs: CostInputs, only: set[Load] | None) -> PlatformCost:
+    """Price one result: R, Q at its operating point, cost per million tokens."""
+    _check_lock(p)
+    gpu, gpu_from = _gpu(p)
+    count, count_from = _count(p, inputs.gpus)
+    rate: GpuRate = system_rate(prices, gpu, gpu_from, gpu_count=count,
+                                gpu_count_from=count_from,
+                                other_usd_per_hour=inputs.other_usd_per_hour,
+                                utilisation=inputs.utilisation)
+    basis = result_basis(p.result)
+    point: OperatingPoint | None = None
+    if basis is not None:
+        point = operating_point(p.result, basis, label=p.name, only=only)
+    elif p.result.serve is None:
+        operating_point(p.result, "output-tokens", label=p.name)  # raises: no serving gate
+    unknown = rate.unknown
+    cost = None
+    if basis is None:
+        unknown = "the serving runs record no token throughput (output or total tokens/s)"
+    elif point is None:
+        unknown = "no serving point met every SLO" + (
+            " at a load the other result passed too" if only is not None else "")
+    elif rate.usd_per_hour is not None:
+        cost = cost_per_million(rate.usd_per_hour, point.tokens_per_s)
+    s = p.result.subject
+    return PlatformCost(role=role, result=p.name, lock=p.lock_name,
+                        lock_content_hash=p.lock.content_hash if p.lock else s.lock_content_hash,
+                        model=s.model_content_hash, passed=p.result.passed,
+                        failed=list(p.result.failed), rate=rate, operating_point=point,
+                        basis=basis, usd_per_million_tokens=cost,
+                        unknown=unknown if cost is None else None,
+                        points=point_costs(p.result, basis, rate.usd_per_hour))
+
+
+def cost_report(platforms: Sequence[Platform], prices: PriceFile, *, prices_name: str,
+                prices_sha256: str, inputs: CostInputs, pin_version: str) -> CostReport:
+    """Price one or two results and, for two, apply the ratio rule, payback and the verdict.
+
+    Raises :class:`UsageError` (exit 2) for no result or more than two, a result without a
+    serving gate, a lock that is not the result's, a GPU count or name given two ways that
+    disagree, and, for two results, when they differ in anything
+    :func:`~pinning.cost.compare.differences` checks (the message lists every difference).
+    """
+    if not 1 <= len(platforms) <= 2:
+        raise UsageError(f"pin cost takes one or two results, not {len(platforms)}: the "
+                         "platform in use first, then the candidate.")
+    caveats = list(inputs.caveats)
+    if len(platforms) == 1:
+        only = platforms[0]
+        priced = _platform(only, "current", prices, inputs, None)
+        return CostReport(pin_version=pin_version, prices=prices_name,
+                          prices_sha256=prices_sha256, platforms=[priced], caveats=caveats)
+    cur, cand = platforms
+    loads = common_loads(cur.result, cand.result)
+    diffs, notes = differences(cur.result, cand.result, loads=loads if (
+        cur.result.serve is not None and cand.result.serve is not None) else None)
+    if diffs:
+        raise UsageError(
+            f"pin cost refuses to compare {cur.name} with {cand.name}: they did not measure "
+            f"the same thing ({len(diffs)} difference(s)): " + "; ".join(diffs) + ".",
+            hint="Keep model revision, precision, input and output lengths, concurrency or "
+                 "rate, SLOs and the quality gate fixed across platforms (the ROCm migration "
+                 "article), and run the same gates file on both.")
+    caveats += notes
+    a = _platform(cur, "current", prices, inputs, loads)
+    b = _platform(cand, "candidate", prices, inputs, loads)
+    ratio = _ratio(a, b)
+    pay = None
+    if a.basis is not None:
+        pay = payback(
+            basis=a.basis,
+            current=(a.rate.usd_per_hour, _q(a)),
+            candidate=(b.rate.usd_per_hour, _q(b)), gpu_count_candidate=b.rate.gpu_count,
+            migration=inputs.migration, validation_gpu_hours=inputs.validation_gpu_hours,
+            maintenance_usd_per_month=inputs.maintenance_usd_per_month,
+            tokens_per_month=inputs.tokens_per_month if a.operating_point and
+            b.operating_point else None,
+            life_months=inputs.life_months)
+    return CostReport(pin_version=pin_version, prices=prices_name,
+                      prices_sha256=prices_sha256, platforms=[a, b], ratio=ratio,
+                      payback=pay, verdict=decide(a, b, ratio, pay, inputs.migration),
+                      caveats=caveats)
+
+
+def _q(p: PlatformCost) -> float | None:
+    return p.operating_point.tokens_per_s if p.operating_point is not None else None
+
+
+def _ratio(a: PlatformCost, b: PlatformCost) -> RatioRule | None:
+    """The ratio rule between the operating points, when both have one."""
+    if a.operating_point is None or b.operating_point is None or a.basis is None:
+        return None
+    unknown = a.rate.unknown or b.rate.unknown
+    return ratio_rule(a.rate.usd_per_hour, a.operating_point.tokens_per_s,
+                      b.rate.usd_per_hour, b.operating_point.tokens_per_s, a.basis,
+                      unknown=unknown)
+
+
+def decide(current: PlatformCost, candidate: PlatformCost, ratio: RatioRule | None,
+           pay: Payback | None, migration: Migration | None) -> Verdict:
+    """``port`` when both results passed, the audit has no blocked item, the ratio rule
+    finds the candidate cheaper and payback is shorter than the remaining life; otherwise
+    ``stay`` with every reason that applies (codes in :data:`~pinning.cost.model.VerdictCode`).
+    """
+    reasons: list[VerdictReason] = []
+
+    def add(code: _StayCode, text: str) -> None:
+        reasons.append(VerdictReason(code=code, text=text))
+
+    for p in (current, candidate):
+        if not p.passed:
+            shown = "; ".join(p.failed[:5]) + (f"; and {len(p.failed) - 5} more"
+                                               if len(p.failed) > 5 else "")
+            add("acceptance-failed", f"the {p.role} result {p.result} failed acceptance"
+                + (f": {shown}" if shown else ""))
+    if migration is not None and migration.blocked:
+        shown = "; ".join(migration.blocked[:5]) + (
+            f"; and {len(migration.blocked) - 5} more" if len(migration.blocked) > 5 else "")
+        add("audit-blocked", f"the audit has {len(migration.blocked)} blocked item(s) with no "
+            f"ROCm equivalent: {shown}")
+    unknown_costs = [f"{p.role} ({p.result}): {p.unknown}" for p in (current, candidate)
+                     if p.usd_per_million_tokens is None and p.unknown]
+    if unknown_costs:
+        add("cost-unknown", "cost per million tokens unknown for " + "; ".join(unknown_costs))
+    if ratio is not None and ratio.candidate_cheaper is False:
+        add("no-savings", "the ratio rule: " + ratio.statement)
+    elif pay is not None and pay.net_savings_positive is False:
+        assert pay.net_savings_usd_per_month is not None
+        add("no-savings", f"net savings are {pay.net_savings_usd_per_month:,.2f} USD per "
+            f"month after {pay.maintenance_usd_per_month:,.2f} USD per month of maintenance "
+            "and repeat validation (<= 0): the port never pays back")
+    if pay is not None:
+        _payback_reasons(pay, migration, add)
+    if reasons:
+        return Verdict(decision="stay", reasons=reasons)
+    assert pay is not None and pay.months is not None and pay.life_months is not None
+    assert ratio is not None and ratio.cost_ratio is not None
+    what = BASIS_TEXT[ratio.basis]
+    return Verdict(decision="port", reasons=[VerdictReason(
+        code="pays-back",
+        text=(f"both results passed acceptance; no blocked item; the ratio rule: cost ratio "
+              f"{ratio.cost_ratio:.4g} < throughput ratio {ratio.throughput_ratio:.4g} "
+              f"({what}/s); payback {pay.months:.3g} months < remaining life "
+              f"{pay.life_months:g} months"))])
+
+
+def _payback_reasons(pay: Payback, migration: Migration | None, add: _Add) -> None:
+    """The payback-related reasons to stay: unknown inputs, payback >= life."""
+    if migration is None:
+        add("input-missing", "no migration cost is given (--migration AUDIT --effort FILE "
+            "--labour-usd-per-hour X, or --migration-usd X); payback cannot be computed")
+    elif migration.usd is None:
+        add("cost-unknown", f"the migration cost is unknown: {migration.unknown}")
+    if pay.tokens_per_month is None:
+        add("input-missing", "--tokens-per-month is not given: monthly savings and payback "
+            "cannot be computed")
+    if pay.life_months is None:
+        add("input-missing", "--life-months is not given: payback cannot be checked against "
+            "the workload's remaining life")
+    within = pays_back_within(pay.months, pay.life_months)
+    if within is False:
+        assert pay.months is not None
+        add("payback-too-long", f"payback {pay.months:.3g} months is not shorter than the "
+            f"remaining life {pay.life_months:g} months")
+

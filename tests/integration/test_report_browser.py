@@ -1,0 +1,108 @@
+"""pin report in a real browser: Debian's chromium, headless, driven by Playwright's Python
+package with the system browser (``executable_path``; Playwright's own browser download is
+never used). The page made from the shipped vLLM results loads with no console error, no
+request leaves the file, every plot is drawn, and a screenshot is a non-empty PNG; a page
+made from hostile input runs nothing.
+
+Without chromium (or the playwright package) these tests skip, unless ``CI=true``, which
+makes a missing browser a failure (.ci/run installs Debian's ``chromium``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.cost.test_report import HOSTILE, full_args, make_inputs, run
+
+CHROMIUM = "/usr/bin/chromium"
+#: Headless, no sandbox (tests run as root in CI containers), no GPU, no background traffic.
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true but {reason} (.ci/run installs Debian's chromium; "
+                    "`make install` installs playwright)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (Path(CHROMIUM).is_file() and shutil.which(CHROMIUM)):
+        _unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is not installed")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _load(browser: Any, page_file: Path) -> tuple[Any, list[str], list[str], list[str]]:
+    """Open ``page_file``; return the page, console errors (and page errors), requests to
+    anything but the file itself, and dialogs opened (an alert() would be one).
+    """
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    errors: list[str] = []
+    requests: list[str] = []
+    dialogs: list[str] = []
+    url = page_file.resolve().as_uri()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url) if r.url != url else None)
+
+    def on_dialog(d: Any) -> None:
+        dialogs.append(d.message)
+        d.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.goto(url, wait_until="load")
+    return page, errors, requests, dialogs
+
+
+def test_report_renders_in_headless_chromium(browser: Any, tmp_path: Path) -> None:
+    inp = make_inputs(tmp_path)
+    out = tmp_path / "report.html"
+    assert run(*full_args(inp), "-o", out).exit_code == 0
+    page, errors, requests, dialogs = _load(browser, out)
+    assert errors == [] and requests == [] and dialogs == []
+    plots = page.locator("figure.plot svg")
+    assert plots.count() == 4
+    for i in range(4):
+        box = plots.nth(i).bounding_box()
+        assert box is not None and box["width"] > 200 and box["height"] > 100
+        assert plots.nth(i).locator("path").count() > 10  # axes, lines and markers drawn
+    for key in ("verdict", "stack", "audit", "gates", "serving", "cost", "payback", "inputs"):
+        assert page.locator(f"section#{key}").is_visible()
+    assert "STAY" in page.locator("section#verdict").inner_text()
+    shot = page.screenshot(full_page=True)
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
+    page.close()
+
+
+def test_hostile_input_runs_nothing(browser: Any, tmp_path: Path) -> None:
+    import json
+
+    inp = make_inputs(tmp_path)
+    doc = json.loads(inp["sweep"].read_text())
+    doc["serve"]["model"] = HOSTILE + '<img src=x onerror="alert(2)">'
+    bad = tmp_path / "<img src=x onerror=alert(3)>.json"
+    bad.write_text(json.dumps(doc))
+    out = tmp_path / "hostile.html"
+    assert run("report", "--accept", bad, "-o", out).exit_code == 0
+    page, errors, requests, dialogs = _load(browser, out)
+    assert dialogs == [] and requests == [] and errors == []
+    assert page.locator("script").count() == 0 and page.locator("main img").count() == 0
+    assert HOSTILE in page.locator("header").inner_text()  # shown as text
+    page.close()
