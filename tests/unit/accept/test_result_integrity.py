@@ -81,7 +81,8 @@ def test_cli_judge_of_zero_completed_exits_12(tmp_path: Path) -> None:
     path = _vllm(tmp_path, detailed=False, completed=0, failed=24)
     r = pin("accept", "judge", str(TEMPLATE), "--from", str(path))
     assert r.returncode == 12, r.stdout + r.stderr
-    assert "no request completed: nothing was measured" in r.stderr
+    assert "no request completed: nothing was measured" in r.stdout  # the table's reason
+    assert "completed-min" in r.stderr  # the error paragraph names the failed check
 
 
 def test_not_measured_reason_is_neutral(tmp_path: Path) -> None:
