@@ -15,7 +15,7 @@ from pinning.util.text import printable
 __all__ = ["register", "report"]
 
 
-@click.command()
+@click.command(short_help="One HTML page for the decision: stack, bill, gates, cost.")
 @click.option("--lock", "lock_path", metavar="LOCK", callback=path_given,
               help="The lockfile of the stack (GPU, firmware, driver, runtime, framework, "
                    "image digest).")

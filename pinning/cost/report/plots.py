@@ -114,7 +114,10 @@ def _svg(fig: Figure) -> str:
 
     FigureCanvasSVG(fig)
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    # No metadata block: its Dublin Core / Creative Commons namespaces and matplotlib's
+    # home page would be the only URLs in the page besides the SVG namespaces.
+    fig.savefig(buf, format="svg",
+                metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     text = buf.getvalue()
     return text[text.index("<svg"):].strip() + "\n"
 

@@ -83,6 +83,9 @@ def test_full_report_is_one_self_contained_page(inputs: dict[str, Path], tmp_pat
     assert "not given" not in html.split("<footer>")[0].replace("Host verification: not given", "")
     assert "<script" not in html.lower()
     assert all(u.startswith("#") for u in fetched_urls(html)), fetched_urls(html)
+    # No URL at all but the SVG and XLink namespace names (matplotlib's metadata dropped).
+    assert set(re.findall(r"https?://[^\"'<>\s]*", html)) <= {
+        "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
     assert 'content="default-src &#x27;none&#x27;;' in html  # CSP: nothing loads, nothing runs
     # Four inline plots: TTFT and TPOT curves, cost across the sweep, payback.
     ids = re.findall(r'<svg[^>]*\bid="(plot-[a-z-]+)"', html)
