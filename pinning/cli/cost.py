@@ -48,7 +48,8 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
 @click.option("--prices", "prices_file", metavar="PRICES.toml", required=True,
               callback=path_given,
               help="GPU prices (TOML, schemas/prices.schema.json); pin ships the ROCm "
-                   "migration article's table as an example (pinning/cost/data/).")
+                   "migration article's table as a dated example: "
+                   "pinning/cost/data/article-prices-2026-09-28.toml.")
 @click.option("--lock", "locks", multiple=True, metavar="LOCK", callback=path_given,
               help="The lock each result ran on, in the order of the results ('none' for a "
                    "result without one): its GPU and GPU count are priced.")
@@ -77,7 +78,9 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
               help="The one-time migration cost as one number, USD (instead of --effort).")
 @click.option("--validation-gpu-hours", type=float, default=0.0, show_default=True,
               callback=_number, metavar="H",
-              help="GPU-hours of the acceptance run on the candidate; costed at its R per GPU.")
+              help="GPU-hours of the acceptance run on the candidate; costed at its USD "
+                   "per GPU-hour from the prices file (billed hours: not divided by "
+                   "--utilisation, no --other-usd-per-hour).")
 @click.option("--maintenance-usd-per-month", type=float, default=0.0, show_default=True,
               callback=_number, metavar="M",
               help="Recurring maintenance including repeat validation, USD per month.")
@@ -88,7 +91,9 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
 @click.option("--key", "pub_path", metavar="PUB", callback=path_given,
               help="Verify signed results with this public key (exit 9 when one does not).")
 @click.option("-o", "--output", callback=output_path, metavar="FILE",
-              help="Also write the report as JSON (schemas/cost-report.schema.json) here.")
+              help="Also write the report as JSON (schemas/cost-report.schema.json) here "
+                   "('-': standard output, then the text goes to standard error; not with "
+                   "--format json). It may not name an input.")
 @format_option
 def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
          gpu_names: tuple[str, ...], gpus: int | None, other_usd_per_hour: float,
@@ -109,7 +114,8 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     both passed, SLOs and quality gate; otherwise exit 2 lists what differs.
 
     Exit 0 with a verdict (port or stay), 2 for bad flags or files, or results that cannot
-    be compared, 5 for an invalid lock, 9 for a bad signature with --key.
+    be compared, 5 for an invalid lock, 9 for a bad signature with --key. -o may not name
+    an input, and standard input ('-') can be read once.
     """
     from pinning import __version__
     from pinning.cost.prices import read_prices
@@ -120,6 +126,14 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
             raise UsageError(f"{flag} was given {len(values)} time(s) for {len(results)} "
                              f"result(s); give it once per result, in the same order "
                              f"('{_NONE}' for a result without one).")
+    _one_stdin([("a result", r) for r in results] + [
+        ("--prices", prices_file), ("--migration", audit_file), ("--effort", effort_file),
+        ("--key", pub_path)] + [("--lock", lock) for lock in locks])
+    _refuse_inputs(output, fmt, {
+        **{f"the result file {i + 1}": r for i, r in enumerate(results)},
+        "the prices file": prices_file, "the audit": audit_file,
+        "the effort file": effort_file, "the public key": pub_path,
+        **{f"the lock {i + 1}": lock for i, lock in enumerate(locks) if lock != _NONE}})
     migration = _migration(audit_file, effort_file, labour_usd_per_hour, migration_usd)
     prices, sha = read_prices(cli_path(prices_file))
     platforms = []
@@ -146,7 +160,48 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     if fmt == "json":
         emit(report.model_dump(mode="json", by_alias=True))
     else:
-        click.echo(render_text(report), nl=False)
+        # With -o - standard output holds the JSON document only; the text goes to stderr.
+        click.echo(render_text(report), nl=False, err=output == "-")
+
+
+def _one_stdin(sources: list[tuple[str, str | None]]) -> None:
+    """Raise ``UsageError`` (exit 2) when more than one of ``sources`` (what, path) is
+    ``-``: standard input can be read once.
+    """
+    dashes = [what for what, value in sources if value == "-"]
+    if len(dashes) > 1:
+        raise UsageError(f"'-' (standard input) can be read once, but {' and '.join(dashes)} "
+                         "both name it.", hint="Give '-' once and a file for the others.")
+
+
+def _refuse_inputs(output: str | None, fmt: str, inputs: dict[str, str | None]) -> None:
+    """Raise ``UsageError`` (exit 2) when ``-o`` names one of ``inputs`` (``{"the prices
+    file": path}``: the report would replace it), compared as given, resolved and with
+    ``samefile``; or is ``-`` (standard output) together with ``--format json``, which
+    prints its envelope there.
+    """
+    if output is None:
+        return
+    if output == "-":
+        if fmt == "json":
+            raise UsageError("-o - writes the report to standard output and so would "
+                             "--format json.", hint="Drop one of them: with --format json the "
+                                                    "envelope's result is the document.")
+        return
+    import contextlib
+    import os
+
+    target = cli_path(output)
+    for what, name in inputs.items():
+        if not name or name == "-":
+            continue
+        same = os.path.abspath(target) == os.path.abspath(cli_path(name))
+        with contextlib.suppress(OSError):
+            same = same or target.resolve() == cli_path(name).resolve() or (
+                target.exists() and target.samefile(cli_path(name)))
+        if same:
+            raise UsageError(f"-o {output} is {what} ({name}); the report would replace it.",
+                             hint="Write the report to another file.")
 
 
 def _read_result(name: str, pub_path: str | None) -> tuple[AcceptanceResult, bool]:
@@ -202,18 +257,25 @@ def _write(output: str, report: CostReport) -> None:
 
 
 def _usd(value: float | None, unit: str = "") -> str:
-    """``$1,234.50``; under a dollar with 4 significant digits (``$0.1234``)."""
+    """``$1,234.50``; under a dollar with 4 significant digits (``$0.1234``); negative
+    amounts with the sign first (``-$7,587.29``).
+    """
     if value is None:
         return "unknown"
-    return f"${value:,.4g}{unit}" if 0 < abs(value) < 1 else f"${value:,.2f}{unit}"
+    sign, value = ("-", -value) if value < 0 else ("", value)
+    return f"{sign}${value:,.4g}{unit}" if 0 < value < 1 else f"{sign}${value:,.2f}{unit}"
 
 
 def _platform_lines(p: PlatformCost) -> list[str]:
     from pinning.cost.model import BASIS_TEXT
 
     r = p.rate
+    accepted = p.passed if p.accepted is None else p.accepted
     lines = [f"{p.role.capitalize()}: {printable(p.result, newlines=False)}"
-             + ("" if p.passed else "  (acceptance FAILED)")]
+             + ("" if accepted else "  (acceptance FAILED: "
+                + printable("; ".join(p.not_accepted or p.failed), newlines=False) + ")")]
+    if p.sweep is not None:
+        lines.append(f"  sweep: {printable(p.sweep, newlines=False)}")
     gpu = printable(r.gpu, newlines=False) if r.gpu else "GPU unknown"
     count = {"lock": "from the lock", "flag": "--gpus", "assumed": "assumed; --gpus N"}[
         r.gpu_count_from]
@@ -234,6 +296,19 @@ def _platform_lines(p: PlatformCost) -> list[str]:
     return lines
 
 
+def _migration_text(mig: Migration) -> str:
+    """The migration cost and where it came from, for the payback lines."""
+    if mig.effort is None:
+        return _usd(mig.usd) + " (given)"
+    audit = printable(mig.audit or "", newlines=False)
+    rate = _usd(mig.labour_usd_per_hour)
+    if mig.effort.unpriced:
+        return (f"unknown ({mig.effort.total_hours:g} h priced so far at {rate}/h; no hours "
+                f"given for: {printable(', '.join(mig.effort.unpriced), newlines=False)}; "
+                f"from {audit})")
+    return f"{_usd(mig.usd)} ({mig.effort.total_hours:g} h x {rate}/h from {audit})"
+
+
 def render_text(report: CostReport) -> str:
     """The report for people: each platform's R, Q and cost per million tokens (basis
     named), the ratio rule, payback, the verdict with its reasons, and caveats.
@@ -249,9 +324,7 @@ def render_text(report: CostReport) -> str:
     if pay is not None:
         basis = BASIS_TEXT[pay.basis] if pay.basis else "tokens"
         mig = pay.migration
-        mig_text = "not given" if mig is None else _usd(mig.usd) + (
-            f" ({mig.effort.total_hours:g} h x {_usd(mig.labour_usd_per_hour)}/h from "
-            f"{printable(mig.audit or '', newlines=False)})" if mig.effort else " (given)")
+        mig_text = "not given" if mig is None else _migration_text(mig)
         lines += ["", "Payback:",
                   f"  one-time: {_usd(pay.one_time_usd)} = migration {mig_text} + validation "
                   f"{_usd(pay.validation_usd)} ({pay.validation_gpu_hours:g} GPU-hours)",

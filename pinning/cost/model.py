@@ -133,9 +133,15 @@ class PointCost(Strict):
 class PlatformCost(Strict):
     """One acceptance result priced: ``role`` is ``current`` (the first result: what runs
     today) or ``candidate`` (the second: where it would be ported); ``result`` the file,
-    ``lock`` the lock it was priced with; ``passed``/``failed`` as the result records them;
-    ``rate`` (R), ``operating-point`` (Q), ``usd-per-million-tokens`` on ``basis``
-    (``None`` with the reason in ``unknown``) and every sweep point in ``points``.
+    ``lock`` the lock it was priced with; ``passed``/``failed`` as the result records them
+    (any sweep point that missed an SLO fails the serve gate there); ``accepted`` whether
+    the result counts as passed for the decision (every gate but serve passed, the serve
+    gate's quality and sustained checks passed, and at least one serving point met every
+    SLO: a sweep run past the knee is not a failure; ``None`` in reports written before pin
+    recorded it), ``not-accepted`` what kept it from that, and ``sweep`` how many points
+    met every SLO and which is the operating point; ``rate`` (R), ``operating-point``
+    (Q), ``usd-per-million-tokens`` on ``basis`` (``None`` with the reason in
+    ``unknown``) and every sweep point in ``points``.
     """
 
     role: Literal["current", "candidate"]
@@ -145,6 +151,9 @@ class PlatformCost(Strict):
     model: str | None = None
     passed: bool
     failed: list[str] = Field(default_factory=list)
+    accepted: bool | None = None
+    not_accepted: list[str] = Field(default_factory=list)
+    sweep: str | None = None
     rate: GpuRate
     operating_point: OperatingPoint | None
     basis: TokenBasis | None
@@ -173,7 +182,10 @@ class Migration(Strict):
     x the effort file's hours per finding x ``labour-usd-per-hour``) or ``given``
     (``--migration-usd``). ``blocked`` lists the audit's blocked findings (``rule:
     subject``). ``usd`` is ``None`` with the reason in ``unknown`` when the effort file gives
-    no hours for some kind found (its hours are unknown, not zero).
+    no hours for some kind found (its hours are unknown, not zero). ``no-data-findings``
+    counts the audit's ``no-data`` findings (packages pin's data says nothing about): their
+    porting effort is unknown and not priced, so an audit-priced ``usd`` is a lower bound
+    when it is above 0 (``unpriced-no-data`` true).
     """
 
     kind: Literal["audit", "given"]
@@ -182,6 +194,8 @@ class Migration(Strict):
     labour_usd_per_hour: _Usd | None = None
     usd: float | None
     blocked: list[str] = Field(default_factory=list)
+    no_data_findings: int = Field(default=0, ge=0)
+    unpriced_no_data: bool = False
     unknown: Reason | None = None
 
 
@@ -189,12 +203,17 @@ class Payback(Strict):
     """Payback in months = ``one-time-usd`` / ``net-savings-usd-per-month``.
 
     ``one-time-usd`` = migration + ``validation-usd`` (``validation-gpu-hours`` x the
-    candidate's R per GPU, i.e. R / gpu-count); ``savings-usd-per-month`` = (current -
-    candidate cost per million tokens) x ``tokens-per-month`` / 1e6;
+    candidate's US dollars per GPU-hour from the prices file: billed GPU-hours, so not
+    divided by the utilisation, which describes production serving, and without the
+    per-system ``other-usd-per-hour``, which is not billed per GPU-hour);
+    ``savings-usd-per-month`` = (current - candidate cost per million tokens) x
+    ``tokens-per-month`` / 1e6;
     ``net-savings-usd-per-month`` = that - ``maintenance-usd-per-month`` (repeat
     validation and upkeep); ``net-savings-positive`` its sign, decided exactly (``None``
     when unknown). ``months`` is ``None`` when net savings are <= 0 (no payback) or an
-    input is unknown, with the reason in ``unknown``.
+    input is unknown, with the reason in ``unknown``. ``within-life`` is whether payback
+    is shorter than ``life-months``, decided exactly on the unrounded months (``None``
+    when either is unknown).
     """
 
     basis: TokenBasis | None
@@ -209,6 +228,7 @@ class Payback(Strict):
     net_savings_positive: bool | None = None
     months: float | None
     life_months: float | None
+    within_life: bool | None = None
     unknown: Reason | None = None
 
 
@@ -219,7 +239,7 @@ VerdictCode = Literal[
     "payback-too-long",    # payback >= remaining life
     "cost-unknown",        # a price, a rate or the migration cost is unknown
     "input-missing",       # --tokens-per-month or --life-months not given
-    "pays-back",           # port: passes, no blocked item, payback < life
+    "pays-back",           # port: accepted, no blocked item (or no audit given), payback < life
 ]
 
 
@@ -231,7 +251,8 @@ class VerdictReason(Strict):
 
 
 class Verdict(Strict):
-    """``port`` only when both results passed, the audit (if given) has no blocked item,
+    """``port`` only when both results are accepted (see :class:`PlatformCost`), the audit
+    (if given; a caveat says when none was) has no blocked item,
     and payback is shown to be under the remaining life; otherwise ``stay``, with every
     reason that applies (the article: "require ... a positive payback calculation before
     committing the workload").

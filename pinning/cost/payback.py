@@ -41,6 +41,7 @@ def read_audit(path: Path) -> AuditReport:
 
     from pinning.util.files import decode_utf8, read_regular_bytes
     from pinning.util.models import error_location
+    from pinning.util.text import printable
 
     label = f"Audit {path}"
     raw = read_regular_bytes(Path(path), UsageError, label=label, hint=_AUDIT_HINT,
@@ -50,9 +51,15 @@ def read_audit(path: Path) -> AuditReport:
     except (ValueError, RecursionError) as exc:
         raise UsageError(f"{label}: not JSON ({exc}).", hint=_AUDIT_HINT) from exc
     if isinstance(doc, dict) and "result" in doc and "command" in doc:
-        if doc.get("command") != "audit" or not isinstance(doc["result"], dict):
-            raise UsageError(f"{label}: a pin envelope of {doc.get('command')!r}, not of "
-                             "pin audit.", hint=_AUDIT_HINT)
+        command = doc.get("command")
+        if command != "audit":
+            raise UsageError(f"{label}: the output of pin {printable(str(command))}, not of "
+                             "pin audit (its envelope's command is "
+                             f"{printable(repr(command))}).", hint=_AUDIT_HINT)
+        if not isinstance(doc["result"], dict):
+            raise UsageError(f"{label}: a pin audit envelope whose result is not an audit "
+                             f"report (it is {_json_kind(doc['result'])}, not an object).",
+                             hint=_AUDIT_HINT)
         doc = doc["result"]
     try:
         return AuditReport.model_validate(doc)
@@ -61,6 +68,21 @@ def read_audit(path: Path) -> AuditReport:
         where = error_location(err["loc"], doc) or "the document"
         raise UsageError(f"{label}: not a pin audit report: {where}: {err['msg']}.",
                          hint=_AUDIT_HINT) from exc
+
+
+def _json_kind(value: object) -> str:
+    """``null``, ``a list``, ``a string``... for messages about a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {list: "a list", str: "a string", int: "a number", float: "a number"}.get(
+        type(value), "not an object")
+
+
+def _no_data(report: AuditReport) -> int:
+    """How many findings are ``no-data`` (pin's data says nothing about them)."""
+    return sum(1 for f in report.findings if f.verdict is Verdict.NO_DATA)
 
 
 def _blocked(report: AuditReport) -> list[str]:
@@ -81,7 +103,9 @@ def migration_from_audit(report: AuditReport, audit_name: str,
     by kind and verdict, :func:`pinning.audit.bill.read_effort`) x ``labour_usd_per_hour``.
 
     A kind found that ``hours`` gives no number for makes the cost unknown (``usd`` ``None``
-    with the reason), never zero. Raises :class:`UsageError` (exit 2) for a labour rate that
+    with the reason), never zero. ``no-data`` findings have no hours (pin knows nothing of
+    them): they are counted in ``no_data_findings`` and flagged ``unpriced_no_data``, so the
+    cost is a lower bound. Raises :class:`UsageError` (exit 2) for a labour rate that
     is not a finite number >= 0.
     """
     if not (math.isfinite(labour_usd_per_hour) and labour_usd_per_hour >= 0):
@@ -94,9 +118,11 @@ def migration_from_audit(report: AuditReport, audit_name: str,
         usd = None
         unknown = (f"the effort file {effort_name} gives no hours for "
                    f"{', '.join(effort.unpriced)} found by the audit")
+    no_data = _no_data(report)
     return Migration(kind="audit", audit=audit_name, effort=effort,
                      labour_usd_per_hour=labour_usd_per_hour, usd=usd,
-                     blocked=_blocked(report), unknown=unknown)
+                     blocked=_blocked(report), no_data_findings=no_data,
+                     unpriced_no_data=no_data > 0, unknown=unknown)
 
 
 def migration_given(usd: float, report: AuditReport | None = None,
@@ -109,7 +135,8 @@ def migration_given(usd: float, report: AuditReport | None = None,
         raise UsageError(f"--migration-usd {usd!r}: must be a finite number of US dollars, "
                          "0 or more.")
     return Migration(kind="given", audit=audit_name, usd=usd,
-                     blocked=_blocked(report) if report is not None else [])
+                     blocked=_blocked(report) if report is not None else [],
+                     no_data_findings=_no_data(report) if report is not None else 0)
 
 
 def _exact(x: float) -> Fraction:
@@ -117,7 +144,8 @@ def _exact(x: float) -> Fraction:
 
 
 def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | None],
-            candidate: tuple[float | None, float | None], gpu_count_candidate: int = 1,
+            candidate: tuple[float | None, float | None],
+            validation_usd_per_gpu_hour: float | None = None,
             migration: Migration | None, validation_gpu_hours: float = 0.0,
             maintenance_usd_per_month: float = 0.0, tokens_per_month: float | None = None,
             life_months: float | None = None) -> Payback:
@@ -125,12 +153,17 @@ def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | No
 
     ``current`` and ``candidate`` are ``(R, Q)``: US dollars per hour of the whole system
     and tokens per second on ``basis`` (``None`` where unknown). One-time = migration +
-    ``validation_gpu_hours`` x the candidate's R per GPU (R / ``gpu_count_candidate``);
-    savings = (current - candidate cost per million tokens) x ``tokens_per_month`` / 1e6.
+    ``validation_gpu_hours`` x ``validation_usd_per_gpu_hour`` (the candidate's price per
+    GPU-hour: the acceptance run's GPU-hours are billed as they are, so neither divided by
+    the utilisation, which is the share of production time serving load, nor charged the
+    per-system other resources; ``None``: no price, so the validation cost is unknown when
+    ``validation_gpu_hours`` > 0); savings = (current - candidate cost per million
+    tokens) x ``tokens_per_month`` / 1e6.
     A missing migration (``None``) makes payback unknown; it is never taken as 0.
 
     Arithmetic is exact (rationals of the given floats), so the sign of the savings agrees
-    with the ratio rule exactly, and ``months >= life`` is decided without rounding.
+    with the ratio rule exactly, and ``months < life`` (``within-life``) is decided on the
+    exact months, before they are rounded to a float.
     ``months`` is ``None`` with the reason when net savings are <= 0 or an input is
     unknown. Non-negative finite inputs are assumed (the CLI checks flags); ``Q`` > 0.
     """
@@ -139,8 +172,8 @@ def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | No
     r_cand, q_cand = candidate
     validation: Fraction | None = Fraction(0)
     if validation_gpu_hours:
-        validation = (_exact(validation_gpu_hours) * _exact(r_cand) / gpu_count_candidate
-                      if r_cand is not None else None)
+        validation = (_exact(validation_gpu_hours) * _exact(validation_usd_per_gpu_hour)
+                      if validation_usd_per_gpu_hour is not None else None)
     if validation is None:
         reasons.append("the validation compute cost is unknown (the candidate has no price)")
     mig: Fraction | None = None
@@ -177,13 +210,17 @@ def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | No
                    net_savings_positive=None if net is None else net > 0,
                    months=_float(months),
                    life_months=life_months,
+                   within_life=(None if months is None or life_months is None
+                                else months < _exact(life_months)),
                    unknown="; ".join(reasons) if months is None else None)
 
 
 def pays_back_within(months: float | None, life_months: float | None) -> bool | None:
     """Whether payback is shorter than the remaining life (``None`` when either is
     unknown); a payback equal to the life does not count (the article: reject a port
-    whose payback extends beyond the workload's life; pin rejects it at equality too).
+    whose payback extends beyond the workload's life; pin rejects it at equality too),
+    compared exactly on the two floats (:class:`~fractions.Fraction`). :func:`payback`
+    records the same test on the unrounded months in ``within-life``.
     """
     if months is None or life_months is None:
         return None

@@ -102,7 +102,9 @@ def system_rate(prices: PriceFile, gpu: str | None, gpu_from: Literal["lock", "f
         unknown = ("the GPU is not known: the result names no lock; pass --lock LOCK or "
                    "--gpu NAME for it")
     elif row is None:
-        unknown = f"the prices file has no row for {gpu}"
+        known = ", ".join(r.gpu for r in prices.prices)
+        unknown = (f"the prices file has no row for {gpu}; it knows {known} (name one of "
+                   "them, or add a row for this GPU to a copy of the file)")
     elif row.usd_per_gpu_hour is None:
         unknown = f"no price for {row.gpu} in the prices file: {row.unknown}"
     per_gpu = row.usd_per_gpu_hour if row is not None else None

@@ -19,7 +19,8 @@ from pinning.accept.result import AcceptanceResult
 from pinning.cost.model import BASIS_TEXT, OperatingPoint, PointCost, RatioRule, TokenBasis
 from pinning.errors import UsageError
 
-__all__ = ["cost_per_million", "operating_point", "point_costs", "point_rate", "ratio_rule"]
+__all__ = ["cost_per_million", "load_text", "operating_point", "point_costs", "point_rate",
+           "ratio_rule"]
 
 #: Preferred token basis first: the article's Q counts output tokens.
 _BASES: tuple[TokenBasis, ...] = ("output-tokens", "total-tokens")
@@ -60,8 +61,10 @@ def result_basis(result: AcceptanceResult) -> TokenBasis | None:
     return None
 
 
-def _load(point: PointVerdict) -> str:
-    """``concurrency 4`` / ``rate 2 req/s`` / ``unlimited rate`` for messages."""
+def load_text(point: PointVerdict) -> str:
+    """``concurrency 4`` / ``rate 2 req/s`` / ``unlimited rate``: the point's load, for
+    messages.
+    """
     s = point.summary
     if s.max_concurrency is not None:
         return f"concurrency {s.max_concurrency}"
@@ -98,7 +101,7 @@ def operating_point(result: AcceptanceResult, basis: TokenBasis, *, label: str,
     peak = max((r for q in result.serve.points if (r := point_rate(q, basis)) is not None),
                default=rate)
     why = (f"the highest {BASIS_TEXT[basis]}/s of the {passed} point(s) that met every SLO "
-           f"({_load(p)})")
+           f"({load_text(p)})")
     if only is not None:
         why += ", among the loads both platforms passed"
     if peak > rate:

@@ -37,6 +37,7 @@ from pinning.cost.payback import payback, pays_back_within
 from pinning.cost.prices import gpu_key, system_rate
 from pinning.cost.rule import (
     cost_per_million,
+    load_text,
     operating_point,
     point_costs,
     ratio_rule,
@@ -45,7 +46,7 @@ from pinning.cost.rule import (
 from pinning.errors import UsageError
 from pinning.lockfile.models import Lockfile
 
-__all__ = ["CostInputs", "Platform", "cost_report", "decide"]
+__all__ = ["CostInputs", "Platform", "acceptance", "cost_report", "decide"]
 
 _StayCode = Literal["acceptance-failed", "audit-blocked", "no-savings", "payback-too-long",
                     "cost-unknown", "input-missing"]
@@ -124,6 +125,48 @@ def _check_lock(p: Platform) -> None:
                               "the results.")
 
 
+def acceptance(result: AcceptanceResult, point: OperatingPoint | None
+               ) -> tuple[bool, list[str], str | None]:
+    """Whether ``result`` counts as passed for the decision: ``(accepted, not_accepted,
+    sweep)``.
+
+    Accepted when every gate other than serve passed (import, train when present), the
+    serve gate's quality and sustained checks (when present) passed, and at least one
+    serving point met every SLO. Points that missed an SLO do not fail it: Q is the best
+    point that met every SLO, and a sweep is meant to run past the knee. ``not_accepted``
+    names each real failure (``train: ...``, ``serve quality: ...``); ``sweep`` says how
+    many points met every SLO and which is the operating point ``point`` (``None`` without
+    a serving gate).
+    """
+    failures: list[str] = []
+    for gate, ok in result.gates.items():
+        if gate != "serve" and not ok:
+            lines = [f for f in result.failed if f.startswith(f"{gate}:")]
+            failures += lines or [f"{gate}: the gate failed"]
+    serve = result.serve
+    if serve is None:
+        return not failures, failures, None
+    if serve.quality is not None and not serve.quality.passed:
+        failures += [f"serve quality: {c.slo}: {c.reason}" for c in serve.quality.checks
+                     if not c.passed] or ["serve quality: failed"]
+    if serve.sustained is not None and not serve.sustained.passed:
+        c = serve.sustained.check
+        failures.append(f"serve sustained: {c.slo}: {c.reason}")
+    met = [p for p in serve.points if p.passed]
+    if not met:
+        failures.append(f"serve: none of the {len(serve.points)} serving point(s) met "
+                        "every SLO")
+    sweep = f"{len(met)} of {len(serve.points)} point(s) met every SLO"
+    if point is not None:
+        sweep += f"; the operating point is {load_text(serve.points[point.point])}"
+    missed = [load_text(p) for p in serve.points if not p.passed]
+    if missed and met:
+        sweep += ("; missed an SLO (not a failure: the sweep ran past what the SLOs allow): "
+                  + ", ".join(missed[:10]) + (f" and {len(missed) - 10} more"
+                                              if len(missed) > 10 else ""))
+    return not failures, failures, sweep
+
+
 def _platform(p: Platform, role: Literal["current", "candidate"], prices: PriceFile,
               inputs: CostInputs, only: set[Load] | None) -> PlatformCost:
     """Price one result: R, Q at its operating point, cost per million tokens."""
@@ -150,10 +193,13 @@ def _platform(p: Platform, role: Literal["current", "candidate"], prices: PriceF
     elif rate.usd_per_hour is not None:
         cost = cost_per_million(rate.usd_per_hour, point.tokens_per_s)
     s = p.result.subject
+    accepted, not_accepted, sweep = acceptance(p.result, point)
     return PlatformCost(role=role, result=p.name, lock=p.lock_name,
                         lock_content_hash=p.lock.content_hash if p.lock else s.lock_content_hash,
                         model=s.model_content_hash, passed=p.result.passed,
-                        failed=list(p.result.failed), rate=rate, operating_point=point,
+                        failed=list(p.result.failed), accepted=accepted,
+                        not_accepted=not_accepted, sweep=sweep, rate=rate,
+                        operating_point=point,
                         basis=basis, usd_per_million_tokens=cost,
                         unknown=unknown if cost is None else None,
                         points=point_costs(p.result, basis, rate.usd_per_hour))
@@ -188,7 +234,7 @@ def cost_report(platforms: Sequence[Platform], prices: PriceFile, *, prices_name
             hint="Keep model revision, precision, input and output lengths, concurrency or "
                  "rate, SLOs and the quality gate fixed across platforms (the ROCm migration "
                  "article), and run the same gates file on both.")
-    caveats += notes
+    caveats += notes + _migration_caveats(inputs.migration)
     a = _platform(cur, "current", prices, inputs, loads)
     b = _platform(cand, "candidate", prices, inputs, loads)
     ratio = _ratio(a, b)
@@ -197,7 +243,8 @@ def cost_report(platforms: Sequence[Platform], prices: PriceFile, *, prices_name
         pay = payback(
             basis=a.basis,
             current=(a.rate.usd_per_hour, _q(a)),
-            candidate=(b.rate.usd_per_hour, _q(b)), gpu_count_candidate=b.rate.gpu_count,
+            candidate=(b.rate.usd_per_hour, _q(b)),
+            validation_usd_per_gpu_hour=b.rate.usd_per_gpu_hour,
             migration=inputs.migration, validation_gpu_hours=inputs.validation_gpu_hours,
             maintenance_usd_per_month=inputs.maintenance_usd_per_month,
             tokens_per_month=inputs.tokens_per_month if a.operating_point and
@@ -207,6 +254,23 @@ def cost_report(platforms: Sequence[Platform], prices: PriceFile, *, prices_name
                       prices_sha256=prices_sha256, platforms=[a, b], ratio=ratio,
                       payback=pay, verdict=decide(a, b, ratio, pay, inputs.migration),
                       caveats=caveats)
+
+
+def _migration_caveats(migration: Migration | None) -> list[str]:
+    """What the decision could not check about the migration: no audit given (blocked items
+    unchecked), and no-data findings that are not priced.
+    """
+    out = []
+    if migration is not None and migration.audit is None:
+        out.append("no porting bill given (--migration AUDIT.json): blocked items were not "
+                   "checked; a port verdict says nothing about extensions without a ROCm "
+                   "equivalent")
+    if migration is not None and migration.unpriced_no_data:
+        n = migration.no_data_findings
+        out.append(f"{n} no-data finding{'s are' if n != 1 else ' is'} not priced: "
+                   f"{'their' if n != 1 else 'its'} porting effort is unknown; the migration "
+                   "cost is a lower bound")
+    return out
 
 
 def _q(p: PlatformCost) -> float | None:
@@ -225,9 +289,12 @@ def _ratio(a: PlatformCost, b: PlatformCost) -> RatioRule | None:
 
 def decide(current: PlatformCost, candidate: PlatformCost, ratio: RatioRule | None,
            pay: Payback | None, migration: Migration | None) -> Verdict:
-    """``port`` when both results passed, the audit has no blocked item, the ratio rule
-    finds the candidate cheaper and payback is shorter than the remaining life; otherwise
-    ``stay`` with every reason that applies (codes in :data:`~pinning.cost.model.VerdictCode`).
+    """``port`` when both results are accepted (``accepted``, else ``passed`` for a
+    platform priced before pin recorded it; see :func:`acceptance`), the audit has no
+    blocked item, the ratio rule finds the candidate cheaper and payback is shorter than
+    the remaining life; otherwise ``stay`` with every reason that applies (codes in
+    :data:`~pinning.cost.model.VerdictCode`). Without an audit (``migration.audit`` None)
+    the port text says blocked items were not checked.
     """
     reasons: list[VerdictReason] = []
 
@@ -235,9 +302,11 @@ def decide(current: PlatformCost, candidate: PlatformCost, ratio: RatioRule | No
         reasons.append(VerdictReason(code=code, text=text))
 
     for p in (current, candidate):
-        if not p.passed:
-            shown = "; ".join(p.failed[:5]) + (f"; and {len(p.failed) - 5} more"
-                                               if len(p.failed) > 5 else "")
+        accepted = p.passed if p.accepted is None else p.accepted
+        if not accepted:
+            why = p.failed if p.accepted is None else p.not_accepted
+            shown = "; ".join(why[:5]) + (f"; and {len(why) - 5} more"
+                                          if len(why) > 5 else "")
             add("acceptance-failed", f"the {p.role} result {p.result} failed acceptance"
                 + (f": {shown}" if shown else ""))
     if migration is not None and migration.blocked:
@@ -263,9 +332,16 @@ def decide(current: PlatformCost, candidate: PlatformCost, ratio: RatioRule | No
     assert pay is not None and pay.months is not None and pay.life_months is not None
     assert ratio is not None and ratio.cost_ratio is not None
     what = BASIS_TEXT[ratio.basis]
+    blocked = ("no blocked item" if migration is not None and migration.audit is not None
+               else "no porting bill given (--migration AUDIT.json): blocked items were not "
+                    "checked")
+    sweeps = [f"{p.role}: {p.sweep}" for p in (current, candidate)
+              if p.sweep is not None and not all(pt.passed for pt in p.points)]
     return Verdict(decision="port", reasons=[VerdictReason(
         code="pays-back",
-        text=(f"both results passed acceptance; no blocked item; the ratio rule: cost ratio "
+        text=("both results passed acceptance"
+              + (f" ({'; '.join(sweeps)})" if sweeps else "")
+              + f"; {blocked}; the ratio rule: cost ratio "
               f"{ratio.cost_ratio:.4g} < throughput ratio {ratio.throughput_ratio:.4g} "
               f"({what}/s); payback {pay.months:.3g} months < remaining life "
               f"{pay.life_months:g} months"))])
@@ -284,7 +360,8 @@ def _payback_reasons(pay: Payback, migration: Migration | None, add: _Add) -> No
     if pay.life_months is None:
         add("input-missing", "--life-months is not given: payback cannot be checked against "
             "the workload's remaining life")
-    within = pays_back_within(pay.months, pay.life_months)
+    within = (pay.within_life if pay.within_life is not None
+              else pays_back_within(pay.months, pay.life_months))
     if within is False:
         assert pay.months is not None
         add("payback-too-long", f"payback {pay.months:.3g} months is not shorter than the "

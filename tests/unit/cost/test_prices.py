@@ -92,3 +92,14 @@ def test_utilisation_outside_0_1_is_refused(u: float) -> None:
     with pytest.raises(UsageError, match="utilisation"):
         system_rate(prices, "H100", "flag", gpu_count=1, gpu_count_from="assumed",
                     utilisation=u)
+
+
+def test_gpu_without_a_row_names_the_known_gpus() -> None:
+    prices, _ = read_prices(EXAMPLE_PRICES)
+    rate = system_rate(prices, "A100", "flag", gpu_count=1, gpu_count_from="assumed")
+    assert rate.usd_per_hour is None
+    assert rate.unknown == ("the prices file has no row for A100; it knows MI300X, H100, "
+                            "MI325X, H200, MI355X, B200 (name one of them, or add a row for "
+                            "this GPU to a copy of the file)")
+    priced = system_rate(prices, "H100", "flag", gpu_count=1, gpu_count_from="assumed")
+    assert priced.unknown is None and priced.usd_per_hour == 2.59

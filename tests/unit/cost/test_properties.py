@@ -5,6 +5,7 @@ boundary.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Literal
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pinning.cost.model import GpuRate, Migration, OperatingPoint, PlatformCost
-from pinning.cost.payback import payback
+from pinning.cost.payback import payback, pays_back_within
 from pinning.cost.rule import cost_per_million, ratio_rule
 from pinning.cost.verdict import decide
 
@@ -117,3 +118,41 @@ def test_verdict_at_the_boundary_and_either_side(r: int, q: int, k: int) -> None
     # A hair cheaper per token: port; a hair dearer: stay.
     assert _verdict(r, q, r * k * 0.999, float(q * k)) == "port"
     assert _verdict(r, q, r * k * 1.001, float(q * k)) == "stay"
+
+
+def test_validation_is_gpu_hours_at_the_price_per_gpu_hour() -> None:
+    p = payback(basis="output-tokens", current=(10.0, 100.0), candidate=(30.0, 1000.0),
+                validation_usd_per_gpu_hour=2.5, migration=Migration(kind="given", usd=0.0),
+                validation_gpu_hours=8, tokens_per_month=1e9)
+    assert p.validation_usd == 20.0 and p.one_time_usd == 20.0
+    unpriced = payback(basis="output-tokens", current=(10.0, 100.0), candidate=(None, 1000.0),
+                       validation_usd_per_gpu_hour=None,
+                       migration=Migration(kind="given", usd=0.0), validation_gpu_hours=8)
+    assert unpriced.validation_usd is None and unpriced.months is None
+    free = payback(basis="output-tokens", current=(10.0, 100.0), candidate=(30.0, 1000.0),
+                   validation_usd_per_gpu_hour=None, migration=Migration(kind="given", usd=0.0))
+    assert free.validation_usd == 0.0
+
+
+@given(st.integers(min_value=1, max_value=10**6), st.integers(min_value=1, max_value=1000))
+def test_within_life_is_exact(one_time: int, life: int) -> None:
+    # R 3600 USD/h at 1 token/s against a free candidate: savings are exactly T USD per
+    # month for T tokens per month. With T = one_time / life (a rounded float) payback is
+    # about the life; within-life must agree with the exact rational comparison.
+    monthly = one_time / life
+
+    def within(extra: float) -> bool | None:
+        p = payback(basis="output-tokens", current=(3600.0, 1.0), candidate=(0.0, 1.0),
+                    migration=Migration(kind="given", usd=one_time + extra),
+                    tokens_per_month=monthly, life_months=float(life))
+        return p.within_life
+
+    assert within(0.0) is (Fraction(one_time) / Fraction(monthly) < life)
+    assert within(-0.01) is True
+    assert within(0.01) is False
+
+
+def test_pays_back_within() -> None:
+    assert pays_back_within(12.0, 12.0) is False
+    assert pays_back_within(11.999, 12.0) is True
+    assert pays_back_within(None, 12.0) is None
