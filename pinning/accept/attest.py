@@ -18,6 +18,7 @@ import binascii
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -31,8 +32,8 @@ from pinning.util.digests import canonical_json
 from pinning.util.models import validation_summary
 from pinning.util.text import printable
 
-__all__ = ["acceptance_statement", "attach_result", "open_signed_result", "require_acceptance",
-           "sign_result"]
+__all__ = ["acceptance_statement", "attach_result", "open_signed_result", "read_result_file",
+           "require_acceptance", "sign_result"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 # The subject name of a statement about the gates file alone (the result does not record
@@ -390,3 +391,22 @@ def _prefix(value: str | None) -> str:
         return "unknown"
     head, _, tail = value.partition(":")
     return printable(f"{head}:{tail[:12]}…" if tail else value[:19], newlines=False)
+
+
+def read_result_file(path: Path, public_key: Path | None = None
+                     ) -> tuple[AcceptanceResult, bool]:
+    """Read an acceptance result file (at most 256 MiB; ``-`` is standard input), plain or
+    signed, through :func:`open_signed_result`, its signature verified with the PEM
+    ``public_key`` when given; returns the result and whether it was verified. Raises
+    ``UsageError`` (exit 2) for a file that is not a result, ``SignatureError`` (exit 9)
+    for a signature that does not verify.
+    """
+    from pinning.sign.crypto import load_public
+    from pinning.util.files import read_regular_bytes
+
+    label = f"Result {path}"
+    data = read_regular_bytes(path, UsageError, label=label,
+                              hint="Pass a file pin accept run or pin accept judge wrote (-o).",
+                              limit=256 * 1024 * 1024)
+    key = load_public(public_key) if public_key is not None else None
+    return open_signed_result(data, key, label=label)

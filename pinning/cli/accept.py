@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, output_path, path_given
+from pinning.cli.options import (
+    cli_path,
+    format_option,
+    output_path,
+    path_given,
+    refuse_inputs,
+)
 from pinning.errors import AcceptanceFailed, UsageError
 from pinning.util.text import printable
 
@@ -101,7 +107,7 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
     if not sources:
         raise UsageError("pin accept judge needs at least one result file (--from FILE).",
                          hint="e.g. pin accept judge accept.toml --from result.json")
-    _refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
+    refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
                                  **{f"the result file {i + 1}": src
                                     for i, src in enumerate(sources)}})
     result = judge_files(cli_path(config), [cli_path(s) for s in sources],
@@ -186,7 +192,7 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
     if sign_key is not None and output is None:
         raise UsageError("--sign makes a signed envelope: say where it goes with -o FILE "
                          "('-': standard output).")
-    _refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
+    refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
                                  "the signing key": sign_key, "the snapshot": snapshot})
     key = _signing_key(sign_key) if sign_key is not None else None  # before the gates run
     request = RunRequest(config=cli_path(config), gates=gates, lock=lock_file,
@@ -274,7 +280,7 @@ def reference(config: str, prompts: str | None, output: str, fmt: str) -> None:
     from pinning.accept.config import read_config
     from pinning.accept.serve import record_reference
 
-    _refuse_inputs(output, fmt, {"the gates file": config, "the prompt file": prompts})
+    refuse_inputs(output, fmt, {"the gates file": config, "the prompt file": prompts})
     path = cli_path(config)
     _, cfg = read_config(path)
     if cfg.serve is None:
@@ -379,15 +385,9 @@ def _is_envelope(name: str) -> bool:
 
 def _read_result(name: str, pub_path: str | None) -> tuple[AcceptanceResult, bool]:
     """A result file (plain or signed) and whether its signature was verified."""
-    from pinning.accept.attest import open_signed_result
-    from pinning.sign.crypto import load_public
-    from pinning.util.files import read_regular_bytes
+    from pinning.accept.attest import read_result_file
 
-    data = read_regular_bytes(cli_path(name), UsageError, label=f"Result {name}",
-                              hint="Pass a file pin accept run or judge wrote (-o).",
-                              limit=256 * 1024 * 1024)
-    key = load_public(cli_path(pub_path)) if pub_path is not None else None
-    return open_signed_result(data, key, label=f"Result {name}")
+    return read_result_file(cli_path(name), cli_path(pub_path) if pub_path else None)
 
 
 def _write_result(output: str, result: BaseModel) -> None:
@@ -401,35 +401,6 @@ def _write_result(output: str, result: BaseModel) -> None:
                            (result.model_dump_json(by_alias=True, indent=1) + "\n").encode())
     except OSError as exc:
         raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
-
-
-def _refuse_inputs(output: str | None, fmt: str, inputs: dict[str, str | None]) -> None:
-    """Raise ``UsageError`` (exit 2) when ``-o`` names one of ``inputs`` (``{"the gates
-    file": path}``; the result would replace it: a key, a lock, a gates or result file),
-    or sends the result to standard output where ``--format json`` prints its envelope.
-    """
-    if output is None:
-        return
-    if output == "-":
-        if fmt == "json":
-            raise UsageError("-o - writes the result to standard output and so would "
-                             "--format json.", hint="Drop one of them: with --format json the "
-                                                    "envelope's result is the document.")
-        return
-    import contextlib
-    import os
-
-    target = cli_path(output)
-    for what, name in inputs.items():
-        if not name or name == "-":
-            continue
-        same = os.path.abspath(target) == os.path.abspath(cli_path(name))
-        with contextlib.suppress(OSError):
-            same = same or target.resolve() == cli_path(name).resolve() or (
-                target.exists() and target.samefile(cli_path(name)))
-        if same:
-            raise UsageError(f"-o {output} is {what} ({name}); the result would replace it.",
-                             hint="Write the result to another file.")
 
 
 def _write_bytes(output: str, data: bytes) -> None:

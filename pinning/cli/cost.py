@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, output_path, path_given
+from pinning.cli.options import (
+    cli_path,
+    format_option,
+    output_path,
+    path_given,
+    refuse_inputs,
+)
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
@@ -129,7 +135,7 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     _one_stdin([("a result", r) for r in results] + [
         ("--prices", prices_file), ("--migration", audit_file), ("--effort", effort_file),
         ("--key", pub_path)] + [("--lock", lock) for lock in locks])
-    _refuse_inputs(output, fmt, {
+    refuse_inputs(output, fmt, what="report", inputs={
         **{f"the result file {i + 1}": r for i, r in enumerate(results)},
         "the prices file": prices_file, "the audit": audit_file,
         "the effort file": effort_file, "the public key": pub_path,
@@ -174,47 +180,11 @@ def _one_stdin(sources: list[tuple[str, str | None]]) -> None:
                          "both name it.", hint="Give '-' once and a file for the others.")
 
 
-def _refuse_inputs(output: str | None, fmt: str, inputs: dict[str, str | None]) -> None:
-    """Raise ``UsageError`` (exit 2) when ``-o`` names one of ``inputs`` (``{"the prices
-    file": path}``: the report would replace it), compared as given, resolved and with
-    ``samefile``; or is ``-`` (standard output) together with ``--format json``, which
-    prints its envelope there.
-    """
-    if output is None:
-        return
-    if output == "-":
-        if fmt == "json":
-            raise UsageError("-o - writes the report to standard output and so would "
-                             "--format json.", hint="Drop one of them: with --format json the "
-                                                    "envelope's result is the document.")
-        return
-    import contextlib
-    import os
-
-    target = cli_path(output)
-    for what, name in inputs.items():
-        if not name or name == "-":
-            continue
-        same = os.path.abspath(target) == os.path.abspath(cli_path(name))
-        with contextlib.suppress(OSError):
-            same = same or target.resolve() == cli_path(name).resolve() or (
-                target.exists() and target.samefile(cli_path(name)))
-        if same:
-            raise UsageError(f"-o {output} is {what} ({name}); the report would replace it.",
-                             hint="Write the report to another file.")
-
-
 def _read_result(name: str, pub_path: str | None) -> tuple[AcceptanceResult, bool]:
-    """A result file, plain or signed (verified with ``pub_path`` when given)."""
-    from pinning.accept.attest import open_signed_result
-    from pinning.sign.crypto import load_public
-    from pinning.util.files import read_regular_bytes
+    """A result file (plain or signed) and whether its signature was verified."""
+    from pinning.accept.attest import read_result_file
 
-    data = read_regular_bytes(cli_path(name), UsageError, label=f"Result {name}",
-                              hint="Pass a file pin accept run or pin accept judge wrote (-o).",
-                              limit=256 * 1024 * 1024)
-    key = load_public(cli_path(pub_path)) if pub_path is not None else None
-    return open_signed_result(data, key, label=f"Result {name}")
+    return read_result_file(cli_path(name), cli_path(pub_path) if pub_path else None)
 
 
 def _migration(audit_file: str | None, effort_file: str | None,

@@ -124,3 +124,34 @@ def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
     ]):
         func = option(func)
     return func
+
+
+def refuse_inputs(output: str | None, fmt: str, inputs: dict[str, str | None], *,
+                  what: str = "result") -> None:
+    """Raise ``UsageError`` (exit 2) when ``-o output`` names one of ``inputs`` (``{"the
+    gates file": path}``: the ``what`` written would replace it), compared as given,
+    resolved and with ``samefile``; or is ``-`` (standard output) together with ``--format
+    json``, which prints its envelope there.
+    """
+    if output is None:
+        return
+    if output == "-":
+        if fmt == "json":
+            raise UsageError(f"-o - writes the {what} to standard output and so would "
+                             "--format json.", hint="Drop one of them: with --format json the "
+                                                    "envelope's result is the document.")
+        return
+    import contextlib
+    import os
+
+    target = cli_path(output)
+    for label, name in inputs.items():
+        if not name or name == "-":
+            continue
+        same = os.path.abspath(target) == os.path.abspath(cli_path(name))
+        with contextlib.suppress(OSError):
+            same = same or target.resolve() == cli_path(name).resolve() or (
+                target.exists() and target.samefile(cli_path(name)))
+        if same:
+            raise UsageError(f"-o {output} is {label} ({name}); the {what} would replace it.",
+                             hint=f"Write the {what} to another file.")
