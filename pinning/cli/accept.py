@@ -112,16 +112,7 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
                                     for i, src in enumerate(sources)}})
     result = judge_files(cli_path(config), [cli_path(s) for s in sources],
                          lock=lock_file)
-    if output is not None:
-        _write_result(output, result)
-    if fmt == "json":
-        emit(result.model_dump(mode="json", by_alias=True))
-    elif output != "-":
-        from pinning.cli.accept_report import result_text
-
-        click.echo(result_text(result))
-        if output is not None:
-            click.echo(f"Wrote {printable(output, newlines=False)}.")
+    _deliver(result, output, fmt)
     if not result.passed:
         raise AcceptanceFailed(_failure(result))
 
@@ -199,9 +190,18 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
                          image=image, vendor=vendor, python=python, snapshot=snapshot,
                          engine=engine, timeout_s=timeout_s, progress=_progress(fmt, output))
     result = run_gates(request)
-    envelope = None
-    if key is not None:
-        envelope = _sign(result, key, image, registry_url)
+    envelope = _sign(result, key, image, registry_url) if key is not None else None
+    _deliver(result, output, fmt, envelope=envelope)
+    if not result.passed:
+        raise AcceptanceFailed(_failure(result))
+
+
+def _deliver(result: AcceptanceResult, output: str | None, fmt: str, *,
+             envelope: bytes | None = None) -> None:
+    """Write ``result`` (or its signed ``envelope``) to ``-o output``, then print it: the
+    JSON envelope with ``--format json``, else the tables (not when ``-o -`` took
+    standard output).
+    """
     if output is not None:
         if envelope is not None:
             _write_bytes(output, envelope)
@@ -216,8 +216,6 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
         if output is not None:
             click.echo(f"Wrote {printable(output, newlines=False)}"
                        + (" (signed)." if envelope is not None else "."))
-    if not result.passed:
-        raise AcceptanceFailed(_failure(result))
 
 
 def _progress(fmt: str, output: str | None) -> Callable[[str], None]:
