@@ -24,18 +24,32 @@ LOCK_LABEL = "dev.pin.lock.content-hash"
 
 @dataclass(frozen=True)
 class LayerBlob:
-    """A layer blob as pushed: its gzip bytes, ``digest`` (sha256 of those bytes), ``diff_id``
-    (sha256 of the uncompressed tar) and ``size`` in bytes of the gzip blob.
+    """A layer blob as pushed: its compressed bytes, ``digest`` (sha256 of those bytes),
+    ``diff_id`` (sha256 of the uncompressed tar) and ``size`` in bytes of the blob.
+
+    ``data`` is ``None`` for a blob pin does not hold (a vendor base's layer, gigabytes): it
+    lives in ``source`` (``HOST/REPO`` of the registry repository that serves it) and is
+    pushed by HEAD (already there), cross-repository mount, or a streamed copy; then
+    ``length`` gives its size. ``media_type`` is the descriptor's media type.
     """
 
-    data: bytes
+    data: bytes | None
     digest: str
     diff_id: str
+    media_type: str = "application/vnd.oci.image.layer.v1.tar+gzip"
+    source: str | None = None
+    length: int | None = None
 
     @property
     def size(self) -> int:
-        """Compressed size in bytes."""
-        return len(self.data)
+        """Compressed size in bytes (``len(data)``, else ``length``; ``ValueError`` when
+        neither is known, a bug in the caller).
+        """
+        if self.data is not None:
+            return len(self.data)
+        if self.length is None:
+            raise ValueError(f"layer {self.digest} has neither data nor a length")
+        return self.length
 
 
 def epoch_iso(epoch: int) -> str:
@@ -72,12 +86,18 @@ def image_docs(
     history: Sequence[str] | None = None,
     annotations: Mapping[str, str] | None = None,
     architecture: str = "amd64",
+    entrypoint: Sequence[str] | None = None,
+    working_dir: str | None = None,
+    user: str | None = None,
 ) -> ImageDocs:
     """Build the config and manifest for ``layers`` (base first).
 
     ``history`` gives one ``created_by`` text per layer (default ``"pin layer N"``);
-    every history entry and ``created`` use ``epoch`` (seconds). Raises ``ValueError`` (a
-    bug in the caller) when ``history`` does not have one entry per layer.
+    every history entry and ``created`` use ``epoch`` (seconds). ``env``, ``labels``,
+    ``cmd``, ``entrypoint``, ``working_dir`` and ``user`` become the config's ``Env``
+    (sorted ``KEY=VALUE``), ``Labels``, ``Cmd``, ``Entrypoint``, ``WorkingDir`` and
+    ``User``; an empty or absent one is left out. Raises ``ValueError`` (a bug in the
+    caller) when ``history`` does not have one entry per layer.
     """
     created = epoch_iso(epoch)
     steps = list(history or [f"pin layer {i}" for i in range(len(layers))])
@@ -90,6 +110,12 @@ def image_docs(
         container["Labels"] = dict(sorted(labels.items()))
     if cmd:
         container["Cmd"] = list(cmd)
+    if entrypoint:
+        container["Entrypoint"] = list(entrypoint)
+    if working_dir:
+        container["WorkingDir"] = working_dir
+    if user:
+        container["User"] = user
     config_doc: dict[str, Any] = {
         "architecture": architecture,
         "os": "linux",
@@ -104,7 +130,7 @@ def image_docs(
         "mediaType": MEDIA_MANIFEST,
         "config": {"mediaType": MEDIA_CONFIG, "digest": sha256_digest(config),
                    "size": len(config)},
-        "layers": [{"mediaType": MEDIA_LAYER_GZIP, "digest": layer.digest, "size": layer.size}
+        "layers": [{"mediaType": layer.media_type, "digest": layer.digest, "size": layer.size}
                    for layer in layers],
     }
     if annotations:

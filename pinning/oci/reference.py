@@ -4,7 +4,10 @@ An image reference is ``HOST[:PORT]/REPOSITORY[:TAG][@sha256:<64 hex>]``: a regi
 (letters, digits, ``.``, ``_``, ``-`` or a bracketed IPv6 address, up to the first ``/``), a
 repository of lower-case letters, digits, ``.``, ``_``, ``-`` and ``/``, an optional tag of
 ASCII word characters, ``.`` and ``-``, and an optional manifest digest. The registry host
-is always written; pin never implies ``docker.io``. Every command that takes or records an
+is always written; pin never implies ``docker.io``: a first part without ``.`` or ``:`` that
+is not ``localhost`` (``rocm/pytorch``) is what Docker reads as a Docker Hub repository
+(distribution/reference ``splitDockerDomain``, normalize.go, date not recorded), so pin
+refuses it and asks for ``docker.io/rocm/pytorch``. Every command that takes or records an
 image reference (``pin build --base``, ``pin rebuild``, ``pin sign``, ``pin verify-image``,
 the lock's ``image.ref`` and ``image.base``) parses it here, and ``str()`` of a parsed
 reference gives back exactly the text that was parsed.
@@ -13,6 +16,7 @@ reference gives back exactly the text that was parsed.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -82,13 +86,55 @@ class ImageRef:
         return dataclasses.replace(self, digest=None)
 
 
-def registry_url(host: str) -> str:
-    """The registry base URL for an image host (``host`` or ``host:port``): plain HTTP on
-    loopback (``localhost``, ``127.*``), HTTPS elsewhere. No trailing slash.
+def split_host(host: str) -> tuple[str, str | None]:
+    """``(name, port)`` of ``HOST[:PORT]`` (``[v6]:PORT`` too; the brackets dropped); ``port``
+    is ``None`` when absent. Text that is neither gives ``("", None)``.
     """
-    name = host.split(":", 1)[0]
-    local = name in ("localhost", "::1") or name.startswith("127.")
-    return ("http://" if local else "https://") + host
+    if host.startswith("["):
+        name, bracket, rest = host[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return "", None
+        return name, (rest[1:] if rest else None)
+    if host.count(":") > 1:
+        return "", None
+    name, colon, port = host.partition(":")
+    return name, (port if colon else None)
+
+
+def is_loopback(host: str) -> bool:
+    """True for a loopback registry host (``HOST[:PORT]``): ``localhost``, an address in
+    ``127.0.0.0/8`` or ``[::1]``.
+    """
+    name = split_host(host)[0]
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def registry_url(host: str) -> str:
+    """What :class:`~pinning.oci.registry.Registry` takes for an image host (``host`` or
+    ``host:port``): ``https://HOST`` for a remote registry; the bare ``HOST[:PORT]`` for a
+    loopback one (HTTPS tried first, then plain HTTP). No trailing slash.
+    """
+    return host if is_loopback(host) else f"https://{host}"
+
+
+def _names_a_host(registry: str) -> bool:
+    """Docker's test for a reference's first part being a registry host: it holds ``.`` or
+    ``:``, is bracketed, is ``localhost``, or has an upper-case letter.
+    """
+    return (any(c in registry for c in ".:[") or registry == "localhost"
+            or registry.lower() != registry)
+
+
+def _no_host(text: str, error: type[PinError]) -> PinError:
+    return error(f"Image reference {text!r} names no registry host: Docker reads it as a "
+                 f"Docker Hub image, and pin never implies docker.io.",
+                 hint=f"Write the registry: docker.io/{text} (or HOST[:PORT]/... for "
+                      "another registry).")
 
 
 def parse(text: str, *, error: type[PinError] = UsageError) -> ImageRef:
@@ -101,6 +147,8 @@ def parse(text: str, *, error: type[PinError] = UsageError) -> ImageRef:
     m = _GRAMMAR.fullmatch(text)
     if m is None:
         raise error(f"Image reference {text!r} is not HOST/REPO[:TAG][@sha256:DIGEST].")
+    if not _names_a_host(m["registry"]):
+        raise _no_host(text, error)
     return ImageRef(registry=m["registry"], repository=m["repository"], tag=m["tag"],
                     digest=m["digest"])
 
@@ -113,5 +161,7 @@ def parse_pinned(text: str, *, error: type[PinError] = BuildError) -> ImageRef:
     m = _GRAMMAR.fullmatch(text)
     if m is None or m["digest"] is None:
         raise error(f"Image reference {text!r} is not HOST/REPO@sha256:<digest>.")
+    if not _names_a_host(m["registry"]):
+        raise _no_host(text, error)
     return ImageRef(registry=m["registry"], repository=m["repository"], tag=m["tag"],
                     digest=m["digest"])
