@@ -3,7 +3,9 @@
 A recipe (``images/base/recipe.toml``: suite, variant, mirror, packages, epoch) gives a
 root filesystem via ``debootstrap`` (root only); :func:`rootfs_layer` turns it into one
 normalised layer (:mod:`pinning.image.layers`). The layer is cached by the recipe's sha256
-so tests and users build it once. Raises :class:`~pinning.errors.BuildError` (exit 8).
+so tests and users build it once. :func:`base_image_docs` makes the image of that one layer
+and :func:`push_base_image` pushes it (``pin base build``): the same recipe gives the same
+digest on every run. Raises :class:`~pinning.errors.BuildError` (exit 8).
 """
 
 from __future__ import annotations
@@ -19,9 +21,14 @@ from pathlib import Path
 
 from pinning.assets import asset_path
 from pinning.errors import BuildError
-from pinning.image.layers import normalize_layer
+from pinning.image.layers import COMPRESSOR, COMPRESSOR_ANNOTATION, gzip_layers, normalize_layer
+from pinning.image.plan import DEFAULT_PATH
+from pinning.oci.documents import ImageDocs, image_docs
+from pinning.oci.reference import ImageRef
+from pinning.oci.registry import Registry
 from pinning.util.digests import sha256_hex
 from pinning.util.files import atomic_write_bytes, read_toml
+from pinning.util.progress import NULL_PROGRESS, Progress
 
 RECIPE = asset_path("images", "base", "recipe.toml")
 
@@ -91,16 +98,61 @@ def rootfs_layer(rootfs: Path, *, epoch: int) -> bytes:
     return normalize_layer(raw, epoch=epoch)
 
 
-def base_layer(recipe: BaseRecipe | None = None) -> Path:
-    """The cached base layer tar for ``recipe`` (built on first use); returns its path."""
+def base_layer(recipe: BaseRecipe | None = None, *,
+               progress: Progress = NULL_PROGRESS) -> Path:
+    """The cached base layer tar for ``recipe`` (built on first use, shown as a
+    ``debootstrap`` task of unknown size); returns its path.
+    """
     recipe = recipe or load_recipe()
     dest = cache_dir() / f"base-{recipe.suite}-{recipe.sha256[:16]}.tar"
     if dest.is_file():
         return dest
-    with tempfile.TemporaryDirectory(prefix="pin-base-") as tmp:
-        root = Path(tmp) / "rootfs"
-        debootstrap(recipe, root)
-        data = rootfs_layer(root, epoch=recipe.epoch)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(dest, data)
+    task = progress.task(f"debootstrap {recipe.suite}", None)
+    try:
+        with tempfile.TemporaryDirectory(prefix="pin-base-") as tmp:
+            root = Path(tmp) / "rootfs"
+            debootstrap(recipe, root)
+            data = rootfs_layer(root, epoch=recipe.epoch)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(dest, data)
+    finally:
+        task.done()
     return dest
+
+
+BASE_ENV = {"PATH": DEFAULT_PATH}
+"""The base image's config ``Env``: only ``PATH``, the one pin's trial images default to."""
+
+
+def base_image_docs(recipe: BaseRecipe | None = None, *, progress: Progress = NULL_PROGRESS,
+                    jobs: int | None = None) -> ImageDocs:
+    """The base image of ``recipe`` (default: pin's own): its one layer (:func:`base_layer`,
+    compressed with :func:`~pinning.image.layers.gzip_layers` on ``jobs`` threads), a config
+    with the recipe's epoch and :data:`BASE_ENV`, and the compressor annotation. The same
+    recipe gives the same bytes on every run. Raises :class:`BuildError` (exit 8) as
+    :func:`base_layer` does.
+    """
+    recipe = recipe or load_recipe()
+    tar = base_layer(recipe, progress=progress).read_bytes()
+    layer = gzip_layers([tar], jobs=jobs, progress=progress)[0]
+    return image_docs([layer], epoch=recipe.epoch, env=BASE_ENV,
+                      history=[f"debootstrap {recipe.suite} ({recipe.sha256[:12]})"],
+                      annotations={COMPRESSOR_ANNOTATION: COMPRESSOR})
+
+
+def push_base_image(registry: Registry, repo: str, *, recipe_path: Path | None = None,
+                    progress: Progress = NULL_PROGRESS) -> str:
+    """Build pin's base image from the recipe at ``recipe_path`` (default: pin's
+    ``images/base/recipe.toml``), or take its layer from the cache, and push it to ``repo``
+    on ``registry`` tagged with the recipe's suite; return ``HOST/REPO@sha256:<digest>``
+    (the same digest on every run). ``progress`` gets the debootstrap, compress and push
+    tasks. Raises :class:`BuildError` (exit 8) for a bad recipe, a debootstrap failure or
+    a registry that does not serve the image after the push.
+    """
+    recipe = load_recipe(recipe_path or RECIPE)
+    docs = base_image_docs(recipe, progress=progress)
+    digest = registry.push_image(repo, recipe.suite, docs, progress=progress)
+    if registry.manifest_digest(repo, digest) != digest:
+        raise BuildError(f"Registry {registry.host} does not serve {repo}@{digest} after the "
+                         "push.", hint="Check the registry's storage and logs.")
+    return str(ImageRef(registry=registry.host, repository=repo, digest=digest))

@@ -4,22 +4,27 @@ Docker's builds stamp wall-clock times into file mtimes and record build-host us
 apt leave caches and logs. :func:`normalize_layer` rewrites a layer tar with entries sorted
 by path, every mtime set to the lock's epoch (seconds), uid/gid 0 with empty user and group
 names, no PAX extended headers but those long paths need, and the volatile paths of
-:data:`VOLATILE` dropped; :func:`gzip_layer` compresses with a zero header time and no file
-name. The result's sha256 is the layer's diff ID (uncompressed) and digest
-(compressed).
+:data:`VOLATILE` dropped; :func:`gzip_layers` compresses layers in parallel into gzip
+bytes that depend only on the tar (fixed level and block size, zero header time, no file
+name; see :data:`COMPRESSOR`). The result's sha256 is the layer's diff ID (uncompressed)
+and digest (compressed).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import gzip
 import io
+import os
+import struct
 import tarfile
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO
 
 from pinning.oci.documents import LayerBlob
 from pinning.util.digests import sha256_digest
+from pinning.util.progress import NULL_PROGRESS, Progress
 
 # Paths that differ between identical builds: caches, logs, bytecode (fnmatch patterns on the
 # member path without a leading "./" or "/"). A pattern matching a directory drops its tree.
@@ -172,16 +177,153 @@ def squash_layers(layers: Iterable[BinaryIO], *, epoch: int,
     return _write_entries(merged, epoch=epoch, patterns=patterns)
 
 
-def gzip_layer(tar_bytes: bytes, *, level: int = 6) -> LayerBlob:
-    """Compress a normalised tar deterministically (header mtime 0, no file name) into a
-    :class:`~pinning.oci.documents.LayerBlob` (gzip ``level`` 1-9).
+# --- Deterministic parallel gzip -------------------------------------------------------------
+#
+# pigz's scheme (madler/pigz@cfea798680dffee49702105f71c757bc1684f9bf:pigz.1, read 2026-12-01):
+# the input is cut into fixed blocks compressed in parallel, each primed with "the last 32K of
+# the previous block ... as a preset dictionary", each but the last ended with an empty stored
+# block (a zlib sync flush) so the pieces join on byte boundaries into one ordinary deflate
+# stream. The output depends only on the input, the level, the block size and the zlib that
+# deflates (never on the thread count or timing). pin's header and trailer are its own (RFC
+# 1952, https://www.rfc-editor.org/rfc/rfc1952, May 1996): no file name, MTIME 0, XFL as
+# Python's gzip module writes it, OS 255 ("unknown"); so an input of one block gives exactly
+# the bytes ``gzip.GzipFile(filename="", mtime=0)`` gives. Threads suffice: CPython calls
+# zlib's deflate between Py_BEGIN_ALLOW_THREADS and Py_END_ALLOW_THREADS
+# (python/cpython@014310787f0791e60b7c1b9105b3c47ba8f1e48b:Modules/zlibmodule.c, read
+# 2026-12-01).
+
+GZIP_LEVEL = 6
+"""The pinned deflate level of every layer pin compresses (zlib's default level)."""
+GZIP_BLOCK_BYTES = 1024 * 1024
+"""The pinned input block size in bytes: changing it changes every layer digest."""
+GZIP_WINDOW_BYTES = 32 * 1024
+"""Bytes of the previous block given to the next as its preset dictionary (deflate's window)."""
+COMPRESSOR = f"gzip deflate level={GZIP_LEVEL} block={GZIP_BLOCK_BYTES} dict={GZIP_WINDOW_BYTES}"
+"""The compressor identity pin writes into each image's manifest annotations (under
+:data:`COMPRESSOR_ANNOTATION`). The zlib version is left out on purpose: two machines with
+different zlib builds that give the same bytes must give the same manifest digest; when the
+bytes differ, the layer digests differ and :func:`pinning.image.record.diff_images` names
+zlib (:func:`compressor_identity` gives this machine's).
+"""
+COMPRESSOR_ANNOTATION = "dev.pin.layer.compressor"
+"""Manifest annotation key holding :data:`COMPRESSOR`."""
+
+_MIN_BLOCK = GZIP_WINDOW_BYTES
+
+
+def compressor_identity() -> str:
+    """:data:`COMPRESSOR` plus this process's zlib (``zlib.ZLIB_RUNTIME_VERSION``): all that
+    decides the compressed bytes of a layer.
     """
-    buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=level) as gz:
-        gz.write(tar_bytes)
-    data = buf.getvalue()
-    return LayerBlob(
-        data=data,
-        digest=sha256_digest(data),
-        diff_id=sha256_digest(tar_bytes),
-    )
+    return f"{COMPRESSOR} zlib={zlib.ZLIB_RUNTIME_VERSION}"
+
+
+def default_jobs() -> int:
+    """Compression threads: the CPUs this process may run on (at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not every platform has sched_getaffinity
+        return max(1, os.cpu_count() or 1)
+
+
+def _gzip_header(level: int) -> bytes:
+    """The 10-byte gzip member header: no flags, MTIME 0, XFL 2 (level 9) / 4 (level 1) /
+    0, OS 255.
+    """
+    xfl = b"\x02" if level == 9 else b"\x04" if level == 1 else b"\x00"
+    return b"\x1f\x8b\x08\x00" + b"\x00\x00\x00\x00" + xfl + b"\xff"
+
+
+def _blocks(size: int, block_size: int) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets cutting ``size`` bytes into blocks; one empty block for 0."""
+    if size == 0:
+        return [(0, 0)]
+    return [(i, min(i + block_size, size)) for i in range(0, size, block_size)]
+
+
+def _deflate_block(view: memoryview, start: int, end: int, level: int, last: bool) -> bytes:
+    """Raw deflate of ``view[start:end]`` primed with the 32 KiB before ``start``; a sync
+    flush ends it, or the final block's end when ``last``. zlib releases the GIL meanwhile.
+    """
+    if start:
+        comp = zlib.compressobj(level, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY,
+                                zdict=view[max(0, start - GZIP_WINDOW_BYTES):start])
+    else:
+        comp = zlib.compressobj(level, zlib.DEFLATED, -15, 8, zlib.Z_DEFAULT_STRATEGY)
+    out = comp.compress(view[start:end])
+    return out + comp.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+
+
+def _check(level: int, block_size: int) -> None:
+    if not 1 <= level <= 9:
+        raise ValueError(f"gzip level {level} is not 1-9")
+    if block_size < _MIN_BLOCK:
+        raise ValueError(f"gzip block size {block_size} is below {_MIN_BLOCK} bytes")
+
+
+def _sums(data: bytes) -> tuple[str, int]:
+    """The sha256 digest and the CRC-32 of ``data`` (both release the GIL)."""
+    return sha256_digest(data), zlib.crc32(data)
+
+
+def gzip_layers(tars: Sequence[bytes], *, level: int = GZIP_LEVEL,
+                block_size: int = GZIP_BLOCK_BYTES, jobs: int | None = None,
+                progress: Progress = NULL_PROGRESS) -> list[LayerBlob]:
+    """Compress each tar of ``tars`` into a :class:`~pinning.oci.documents.LayerBlob`, all
+    layers' blocks on one pool of ``jobs`` threads (default :func:`default_jobs`).
+
+    Each blob is one gzip member made as the block comment above says: the same tar gives
+    the same bytes whatever ``jobs`` is, on every machine whose zlib deflates alike.
+    ``level`` is the deflate level 1-9 and ``block_size`` the input block in bytes (at least
+    32 KiB); both are pinned by default and change every digest when changed. ``progress``
+    gets one task per layer (``compress layer I/N``, total = the tar's bytes). Raises
+    ``ValueError`` for a bad level or block size (a bug in the caller).
+    """
+    _check(level, block_size)
+    workers = jobs or default_jobs()
+    header = _gzip_header(level)
+    count = len(tars)
+    tasks = [progress.task(f"compress layer {i + 1}/{count}", len(t)) for i, t in enumerate(tars)]
+
+    def one(index: int, view: memoryview, start: int, end: int, last: bool) -> bytes:
+        out = _deflate_block(view, start, end, level, last)
+        tasks[index].advance(end - start)
+        return out
+
+    out: list[LayerBlob] = []
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pin-gzip") as pool:
+            pending = []
+            for i, tar in enumerate(tars):
+                view = memoryview(tar)
+                spans = _blocks(len(tar), block_size)
+                parts = [pool.submit(one, i, view, s, e, n == len(spans) - 1)
+                         for n, (s, e) in enumerate(spans)]
+                pending.append((pool.submit(_sums, tar), parts))
+            for i, (sums, parts) in enumerate(pending):
+                diff_id, crc = sums.result()
+                size = len(tars[i])
+                data = b"".join([header, *(p.result() for p in parts),
+                                 struct.pack("<II", crc, size & 0xFFFFFFFF)])
+                out.append(LayerBlob(data=data, digest=sha256_digest(data), diff_id=diff_id))
+                tasks[i].done()
+    finally:
+        for task in tasks:
+            task.done()
+    return out
+
+
+def gzip_layer(tar_bytes: bytes, *, level: int = GZIP_LEVEL, jobs: int | None = None,
+               block_size: int = GZIP_BLOCK_BYTES) -> LayerBlob:
+    """Compress one normalised tar (see :func:`gzip_layers`) into a
+    :class:`~pinning.oci.documents.LayerBlob`: header MTIME 0, no file name.
+    """
+    return gzip_layers([tar_bytes], level=level, jobs=jobs, block_size=block_size)[0]
+
+
+def parallel_gzip(data: bytes, *, level: int = GZIP_LEVEL, block_size: int = GZIP_BLOCK_BYTES,
+                  jobs: int | None = None) -> bytes:
+    """The gzip bytes :func:`gzip_layer` makes of ``data`` (for callers that need no digests)."""
+    blob = gzip_layer(data, level=level, jobs=jobs, block_size=block_size)
+    assert blob.data is not None
+    return blob.data

@@ -19,12 +19,14 @@ from typing import Any
 
 from pinning.errors import BuildError
 from pinning.image.engine import Built
+from pinning.image.layers import compressor_identity
 from pinning.lockfile.io import amend, write_lock
 from pinning.lockfile.models import Image, Lockfile, Pinned
 from pinning.oci.documents import LOCK_LABEL, ImageDocs
 from pinning.oci.reference import ImageRef, parse_pinned
 from pinning.oci.registry import Registry, fetch_docs
 from pinning.util.digests import sha256_hex
+from pinning.util.progress import NULL_PROGRESS, Progress
 
 
 def base_of(lock: Lockfile, base: str | None) -> str:
@@ -58,16 +60,17 @@ def record(lock: Lockfile, built: Built, ref: str) -> Lockfile:
 
 
 def publish(registry: Registry, repo: str, lock: Lockfile, built: Built, dest: Path,
-            *, if_unchanged: bytes | None = None) -> str:
-    """Push ``built`` to ``repo`` (tagged with the start of its input hash), check the
-    registry serves it, and write ``lock`` with the image recorded to ``dest``; return the
-    image reference ``HOST/REPO@sha256:<digest>``. The lock is written only once the registry
-    holds the image, and with ``if_unchanged`` (the bytes ``lock`` was read from) only if
-    ``dest`` still holds them. Raises :class:`BuildError` (exit 8), ``LockfileError`` (exit
-    5) when ``dest`` changed meanwhile, exit 2 when it cannot be written.
+            *, if_unchanged: bytes | None = None, progress: Progress = NULL_PROGRESS) -> str:
+    """Push ``built`` to ``repo`` (tagged with the start of its input hash; ``progress``
+    gets the push tasks), check the registry serves it, and write ``lock`` with the image
+    recorded to ``dest``; return the image reference ``HOST/REPO@sha256:<digest>``. The lock
+    is written only once the registry holds the image, and with ``if_unchanged`` (the bytes
+    ``lock`` was read from) only if ``dest`` still holds them. Raises :class:`BuildError`
+    (exit 8), ``LockfileError`` (exit 5) when ``dest`` changed meanwhile, exit 2 when it
+    cannot be written.
     """
     tag = built.plan.input_hash[7:19]
-    digest = registry.push_image(repo, tag, built.docs)
+    digest = registry.push_image(repo, tag, built.docs, progress=progress)
     if registry.manifest_digest(repo, digest) != digest:
         raise BuildError(f"Registry {registry.host} does not serve {repo}@{digest} after the push.")
     ref = str(ImageRef(registry=registry.host, repository=repo, digest=digest))
@@ -115,8 +118,13 @@ def diff_images(a: ImageDocs, b: ImageDocs) -> list[str]:
     for i, (la, lb) in enumerate(zip(a.layers, b.layers, strict=False)):
         if la.digest != lb.digest and la.diff_id == lb.diff_id:
             return [f"layer {i}: same files, different compression ({la.digest} vs "
-                    f"{lb.digest}); the zlib of this machine differs"]
+                    f"{lb.digest}); the compressor differs (this machine: "
+                    f"{compressor_identity()})"]
+        if la.digest != lb.digest and (la.data is None or lb.data is None):
+            return [f"layer {i} differs: {la.digest} vs {lb.digest} (a base layer pin "
+                    "does not hold: the bases differ)"]
         if la.digest != lb.digest:
+            assert la.data is not None and lb.data is not None
             fa, fb = layer_files(la.data), layer_files(lb.data)
             lines = [f"layer {i} differs: {la.digest} vs {lb.digest}"]
             for path in sorted(set(fa) | set(fb)):

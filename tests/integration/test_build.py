@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,9 @@ def test_build_push_record_and_rebuild_identically(dockerd: Engine, registry: Re
 
     lock = small_lock()
     first = build_once(dockerd.client, lock, base_image.ref, WHEELS, nocache=True)
+    # The base's layer is the base image's own blob, not exported nor re-compressed.
+    assert first.docs.layers[0].data is None
+    assert first.docs.layers[0].source == f"{registry.host}/{base_image.repo}"
     reg = Registry(registry.url)
     digest = reg.push_image("pin/trial", "t1", first.docs)
     assert digest == first.docs.digest
@@ -45,3 +49,117 @@ def test_build_push_record_and_rebuild_identically(dockerd: Engine, registry: Re
         ["python3", "-c", "import six, idna, packaging; print(six.__version__)"],
         network_mode="none", remove=True)
     assert run.decode().strip() == "1.16.0"
+
+
+class Recorder:
+    """A Progress recording each task's label, total and bytes seen."""
+
+    def __init__(self) -> None:
+        self.tasks: list[dict[str, Any]] = []
+
+    def task(self, label: str, total: int | None = None) -> Any:
+        entry: dict[str, Any] = {"label": label, "total": total, "seen": 0}
+        self.tasks.append(entry)
+
+        class T:
+            def advance(self, n: int) -> None:
+                entry["seen"] += n
+
+            def done(self, note: str = "") -> None:
+                entry["done"] = True
+
+        return T()
+
+    def labels(self, prefix: str) -> list[dict[str, Any]]:
+        return [t for t in self.tasks if t["label"].startswith(prefix)]
+
+
+VENDOR_DOCKERFILE = """FROM {base}
+RUN mkdir -p /workspace /opt/vendor/bin && useradd -u 1000 -m vendor \\
+ && printf '#!/bin/sh\\nexec "$@"\\n' > /opt/vendor/bin/entry.sh \\
+ && chmod 755 /opt/vendor/bin/entry.sh
+ENV PATH=/opt/vendor/bin:/usr/local/bin:/usr/bin:/bin VENDOR_HOME=/opt/vendor PIN_TRIAL=0
+WORKDIR /workspace
+USER vendor
+ENTRYPOINT ["/opt/vendor/bin/entry.sh"]
+CMD ["python3", "-c", "print('vendor')"]
+"""
+
+
+def vendor_base(dockerd: Engine, registry: RegistryProc, base_image: BaseImage) -> str:
+    """A vendor-like base (its own user, workdir, entrypoint, cmd and environment) built and
+    pushed by the engine (Docker v2 media types), then removed from the engine; its
+    ``HOST/REPO@DIGEST``."""
+    import io
+
+    client = dockerd.client
+    text = VENDOR_DOCKERFILE.format(base=base_image.ref).encode()
+    image, _ = client.images.build(fileobj=io.BytesIO(text), network_mode="none", rm=True,
+                                   tag=f"{registry.host}/vendor/base:7.2")
+    digest = None
+    for line in client.images.push(f"{registry.host}/vendor/base", "7.2", stream=True,
+                                   decode=True):
+        assert "error" not in line, line
+        digest = (line.get("aux") or {}).get("Digest") or digest
+    assert digest is not None
+    client.images.remove(image.id, force=True)  # so that pin pulls it, by digest
+    return f"{registry.host}/vendor/base:7.2@{digest}"
+
+
+def test_vendor_base_is_pulled_by_digest_and_its_config_carried(
+        dockerd: Engine, registry: RegistryProc, base_image: BaseImage) -> None:
+    from pinning.image.engine import build_once
+    from pinning.image.plan import DEFAULT_PATH
+    from pinning.oci.registry import Registry, fetch_docs
+
+    base_ref = vendor_base(dockerd, registry, base_image)
+    base = fetch_docs(registry.url, base_ref, layers=False)
+    seen = Recorder()
+    logged: list[str] = []
+    built = build_once(dockerd.client, small_lock(), base_ref, WHEELS, nocache=True,
+                       log=logged.append, progress=seen)
+    assert any(line.startswith("Step ") for line in logged)
+    # Pulled with byte progress; the base's layers neither exported nor re-compressed.
+    pulls = seen.labels("pull ")
+    assert pulls and all(t["seen"] > 0 for t in pulls)
+    export = seen.labels("export ")
+    assert len(export) == 1 and export[0]["seen"] > 0
+    assert seen.labels("normalise")[0]["total"] < 100 * 1024 * 1024  # only the added layer
+    assert len(seen.labels("compress ")) == 1
+    count = len(base.layers)
+    assert built.docs.layers[:count] == base.layers
+    assert all(layer.data is None for layer in built.docs.layers[:count])
+    manifest = json.loads(built.docs.manifest)
+    assert [d["mediaType"] for d in manifest["layers"][:count]] == [
+        b.media_type for b in base.layers]
+    config = json.loads(built.docs.config)["config"]
+    env = dict(e.split("=", 1) for e in config["Env"])
+    assert env["PATH"] == "/opt/vendor/bin:/usr/local/bin:/usr/bin:/bin" != DEFAULT_PATH
+    assert env["VENDOR_HOME"] == "/opt/vendor" and env["PIN_TRIAL"] == "1"  # the lock wins
+    assert config["Entrypoint"] == ["/opt/vendor/bin/entry.sh"]
+    assert config["Cmd"] == ["python3", "-c", "print('vendor')"]
+    assert config["WorkingDir"] == "/workspace" and config["User"] == "vendor"
+    # Pushed to another repository of the same registry: the base's blobs are mounted.
+    with Registry(registry.url) as reg:
+        seen_push = Recorder()
+        digest = reg.push_image("pin/vendor-trial", "t", built.docs, progress=seen_push)
+        assert reg.stats.mounted + reg.stats.skipped >= count
+    assert digest == built.docs.digest
+    ref = f"{registry.host}/pin/vendor-trial@{digest}"
+    out = dockerd.client.containers.run(
+        ref, ["sh", "-c", "id -un; pwd; python3 -c 'import six; print(six.__version__)'"],
+        network_mode="none", remove=True)
+    assert out.decode().split() == ["vendor", "/workspace", "1.16.0"]
+    # Without arguments the base's entrypoint runs the base's command.
+    assert dockerd.client.containers.run(ref, network_mode="none", remove=True) == b"vendor\n"
+
+
+def test_a_base_the_registry_does_not_have_is_exit_8(dockerd: Engine, registry: RegistryProc
+                                                     ) -> None:
+    from pinning.errors import BuildError
+    from pinning.image.engine import build_once
+
+    missing = f"{registry.host}/vendor/absent@sha256:{'0' * 64}"
+    with pytest.raises(BuildError) as info:
+        build_once(dockerd.client, small_lock(), missing, WHEELS, nocache=True)
+    assert info.value.exit_code == 8 and "vendor/absent" in info.value.message

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -27,7 +28,8 @@ HOSTILE = ["x\nRUN touch /pwned", "x\rRUN touch /pwned", "x\x00y", "x\x1b[2K", "
 
 
 def six(**fields: str) -> Wheel:
-    values = {"name": "six", "version": "1.16.0", "filename": SIX, "sha256": "c" * 64, **fields}
+    values: dict[str, Any] = {"name": "six", "version": "1.16.0", "filename": SIX,
+                              "sha256": "c" * 64, **fields}
     return Wheel.model_construct(None, **values)  # no validation: only the renderer checks
 
 
@@ -87,7 +89,7 @@ def test_a_good_plan_renders(wheelhouse: Path, tmp_path: Path) -> None:
     text = (dest / "Dockerfile").read_text()
     assert text.splitlines()[0].startswith("# Trial image for a pin lockfile (rendered by "
                                            "pinning.image.plan;")
-    assert f"FROM {BASE}\nENV PIN_TRIAL=\"1\"\n" in text
+    assert f"FROM {BASE}\nUSER root\nENV PIN_TRIAL=\"1\"\n" in text
     assert (dest / "wheels" / "requirements.txt").read_text() == (
         f"six==1.16.0 --hash=sha256:{'c' * 64}\n")
 

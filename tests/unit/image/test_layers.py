@@ -66,6 +66,7 @@ def test_different_content_different_digest() -> None:
 
 def test_gzip_header_has_no_time_or_name() -> None:
     blob = gzip_layer(b"abc")
+    assert blob.data is not None
     assert blob.data[4:8] == b"\x00\x00\x00\x00"  # MTIME
     assert blob.data[3] & 0x08 == 0  # FNAME flag unset
     assert gzip.decompress(blob.data) == b"abc"
