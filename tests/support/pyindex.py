@@ -11,7 +11,16 @@ no ``.whl`` was fetched.
 
 Graph shape: ``{"NAME==VERSION": ["REQUIREMENT", ...]}``, e.g.
 ``{"app==1.0": ["torchx==2.0", "helper>=1"], "torchx==2.0": [], "helper==1.2": []}``.
-Names in ``sdist_only`` get an sdist (``NAME-VER.tar.gz``) and no wheel.
+Names in ``sdist_only`` get an sdist (``NAME-VER.tar.gz``) and no wheel. ``tags`` gives a
+node several wheels, one per wheel tag (``{"torch==2.13.0+rocm7.2":
+["cp312-cp312-manylinux_2_28_x86_64", "py3-none-any"]}``); a node not named there gets one
+``py3-none-any`` wheel. Versions may carry a local label (``+rocm7.2``, ``+cu130``), as
+PyTorch's variant wheels do; links quote the file name (``torch-2.13.0%2Brocm7.2-...``), as
+PyTorch's index does, and the server unquotes request paths (the log holds ``+``).
+
+:func:`serve_indexes` serves several indexes from one server, each under its own prefix
+(``/rocm7.2/simple/``, ``/cu130/simple/``), so a test resolves one variant from one index URL
+and another from a second.
 """
 
 from __future__ import annotations
@@ -23,15 +32,16 @@ import http.server
 import io
 import tarfile
 import threading
+import urllib.parse
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-__all__ = ["Dist", "build_wheels", "serve_index"]
+__all__ = ["Dist", "IndexSpec", "build_wheels", "serve_index", "serve_indexes"]
 
 _ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
@@ -59,15 +69,22 @@ def _metadata(name: str, version: str, requires: list[str]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def _wheel(name: str, version: str, requires: list[str]) -> tuple[str, bytes, bytes]:
-    """``(file name, wheel bytes, METADATA bytes)`` of a py3-none-any wheel."""
+def _wheel(name: str, version: str, requires: list[str],
+           tag: str = "py3-none-any") -> tuple[str, bytes, bytes]:
+    """``(file name, wheel bytes, METADATA bytes)`` of a wheel with the wheel ``tag``
+    (``py3-none-any``, ``cp312-cp312-manylinux_2_28_x86_64``); the tag is written into the
+    package too, so wheels of one version differ in bytes.
+    """
     stem = f"{canonicalize_name(name).replace('-', '_')}-{version}"
     meta = _metadata(name, version, requires)
+    pure = tag.endswith("-any")
     files: dict[str, bytes] = {
-        f"{stem.split('-')[0]}/__init__.py": f"__version__ = {version!r}\n".encode(),
+        f"{stem.split('-')[0]}/__init__.py": (f"__version__ = {version!r}\n"
+                                              f"__tag__ = {tag!r}\n").encode(),
         f"{stem}.dist-info/METADATA": meta,
         f"{stem}.dist-info/WHEEL": (b"Wheel-Version: 1.0\nGenerator: pyindex (tests)\n"
-                                    b"Root-Is-Purelib: true\nTag: py3-none-any\n"),
+                                    + f"Root-Is-Purelib: {str(pure).lower()}\n"
+                                      f"Tag: {tag}\n".encode()),
     }
     record = [f"{p},{_record_hash(d)},{len(d)}" for p, d in files.items()]
     record.append(f"{stem}.dist-info/RECORD,,")
@@ -76,7 +93,7 @@ def _wheel(name: str, version: str, requires: list[str]) -> tuple[str, bytes, by
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for path, data in files.items():
             zf.writestr(zipfile.ZipInfo(path, _ZIP_DATE), data)
-    return f"{stem}-py3-none-any.whl", buf.getvalue(), meta
+    return f"{stem}-{tag}.whl", buf.getvalue(), meta
 
 
 def _sdist(name: str, version: str, requires: list[str]) -> tuple[str, bytes]:
@@ -91,9 +108,12 @@ def _sdist(name: str, version: str, requires: list[str]) -> tuple[str, bytes]:
 
 
 def build_wheels(folder: Path, graph: dict[str, list[str]], *,
-                 sdist_only: frozenset[str] = frozenset()) -> list[Dist]:
-    """Write the files of ``graph`` (see the module docstring) under ``folder``; returns one
-    :class:`Dist` per file written. A key without ``==`` raises ``ValueError``.
+                 sdist_only: frozenset[str] = frozenset(),
+                 tags: Mapping[str, Sequence[str]] | None = None) -> list[Dist]:
+    """Write the files of ``graph`` (see the module docstring) under ``folder``: per node an
+    sdist (names in ``sdist_only``) or one wheel per tag in ``tags[key]`` (default
+    ``py3-none-any``); returns one :class:`Dist` per file written. A key without ``==``
+    raises ``ValueError``.
     """
     folder.mkdir(parents=True, exist_ok=True)
     dists = []
@@ -107,21 +127,23 @@ def build_wheels(folder: Path, graph: dict[str, list[str]], *,
             (folder / filename).write_bytes(data)
             dists.append(Dist(project, filename, hashlib.sha256(data).hexdigest(), None))
             continue
-        filename, data, meta = _wheel(name, version, requires)
-        (folder / filename).write_bytes(data)
-        (folder / f"{filename}.metadata").write_bytes(meta)
-        dists.append(Dist(project, filename, hashlib.sha256(data).hexdigest(),
-                          hashlib.sha256(meta).hexdigest()))
+        for tag in (tags or {}).get(key, ("py3-none-any",)):
+            filename, data, meta = _wheel(name, version, requires, tag)
+            (folder / filename).write_bytes(data)
+            (folder / f"{filename}.metadata").write_bytes(meta)
+            dists.append(Dist(project, filename, hashlib.sha256(data).hexdigest(),
+                              hashlib.sha256(meta).hexdigest()))
     return dists
 
 
-def _pages(dists: list[Dist]) -> dict[str, bytes]:
-    """The HTML pages of the index, by request path."""
+def _pages(dists: list[Dist], prefix: str = "") -> dict[str, bytes]:
+    """The HTML pages of the index under ``prefix`` (``""`` or ``/NAME``), by request path."""
     projects: dict[str, list[Dist]] = {}
     for d in dists:
         projects.setdefault(d.project, []).append(d)
     root = "".join(f'<a href="{p}/">{p}</a>\n' for p in sorted(projects))
-    pages = {"/simple/": f"<!DOCTYPE html>\n<html><body>\n{root}</body></html>\n".encode()}
+    pages = {f"{prefix}/simple/":
+             f"<!DOCTYPE html>\n<html><body>\n{root}</body></html>\n".encode()}
     for project, files in projects.items():
         links = []
         for d in files:
@@ -129,25 +151,67 @@ def _pages(dists: list[Dist]) -> dict[str, bytes]:
             if d.metadata_sha256:
                 attrs = (f' data-core-metadata="sha256={d.metadata_sha256}"'
                          f' data-dist-info-metadata="sha256={d.metadata_sha256}"')
-            href = html.escape(f"../../files/{d.filename}#sha256={d.sha256}")
+            quoted = urllib.parse.quote(d.filename)
+            href = html.escape(f"../../files/{quoted}#sha256={d.sha256}")
             links.append(f'<a href="{href}"{attrs}>{html.escape(d.filename)}</a>\n')
-        pages[f"/simple/{project}/"] = (
+        pages[f"{prefix}/simple/{project}/"] = (
             "<!DOCTYPE html>\n<html><body>\n" + "".join(links) + "</body></html>\n").encode()
     return pages
 
 
+@dataclass(frozen=True)
+class IndexSpec:
+    """One index of :func:`serve_indexes`: its ``graph``, wheel ``tags`` and ``sdist_only``
+    names, as :func:`build_wheels` takes them."""
+
+    graph: dict[str, list[str]]
+    tags: dict[str, list[str]] = field(default_factory=dict)
+    sdist_only: frozenset[str] = frozenset()
+
+
 @contextmanager
 def serve_index(tmp_path: Path, graph: dict[str, list[str]], *,
-                sdist_only: frozenset[str] = frozenset()) -> Iterator[tuple[str, list[str]]]:
+                sdist_only: frozenset[str] = frozenset(),
+                tags: Mapping[str, Sequence[str]] | None = None,
+                ) -> Iterator[tuple[str, list[str]]]:
     """Build ``graph`` under ``tmp_path / "index"`` and serve it on 127.0.0.1 (a free port) in a
     thread; yields ``(simple index URL ending in "/simple", request log)``. The log is the
     list of request paths (``/simple/app/``, ``/files/app-1.0-py3-none-any.whl.metadata``)
     in arrival order, appended while the server runs. A path not in the index answers 404.
     """
     folder = tmp_path / "index"
-    dists = build_wheels(folder, graph, sdist_only=sdist_only)
-    pages = _pages(dists)
-    files = {f"/files/{p.name}": p for p in folder.iterdir()}
+    dists = build_wheels(folder, graph, sdist_only=sdist_only, tags=tags)
+    with _serve({"": (folder, dists)}) as (base, log):
+        yield f"{base}/simple", log
+
+
+@contextmanager
+def serve_indexes(tmp_path: Path, indexes: Mapping[str, IndexSpec]
+                  ) -> Iterator[tuple[dict[str, str], list[str]]]:
+    """Serve several indexes from one server on 127.0.0.1: index ``NAME`` (letters, digits,
+    ``.``, ``-``, ``_``) is built under ``tmp_path / "index-NAME"`` and served at
+    ``/NAME/simple/`` with its files at ``/NAME/files/``. Yields ``({NAME: simple index URL},
+    request log)``; the log is shared, as :func:`serve_index`'s.
+    """
+    served: dict[str, tuple[Path, list[Dist]]] = {}
+    for name, spec in indexes.items():
+        if not name or not all(c.isalnum() or c in ".-_" for c in name):
+            raise ValueError(f"index name {name!r}: letters, digits, '.', '-', '_' only")
+        folder = tmp_path / f"index-{name}"
+        served[f"/{name}"] = (folder, build_wheels(folder, spec.graph, tags=spec.tags,
+                                                   sdist_only=spec.sdist_only))
+    with _serve(served) as (base, log):
+        yield {name: f"{base}/{name}/simple" for name in indexes}, log
+
+
+@contextmanager
+def _serve(served: Mapping[str, tuple[Path, list[Dist]]]) -> Iterator[tuple[str, list[str]]]:
+    """Serve each ``prefix -> (folder, dists)``; yields ``(http://127.0.0.1:PORT, log)``."""
+    pages: dict[str, bytes] = {}
+    files: dict[str, Path] = {}
+    for prefix, (folder, dists) in served.items():
+        pages.update(_pages(dists, prefix))
+        files.update({f"{prefix}/files/{p.name}": p for p in folder.iterdir()})
     log: list[str] = []
     lock = threading.Lock()
 
@@ -155,10 +219,10 @@ def serve_index(tmp_path: Path, graph: dict[str, list[str]], *,
         protocol_version = "HTTP/1.1"  # keep-alive, as real indexes serve
 
         def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0].split("#", 1)[0]
+            path = urllib.parse.unquote(self.path.split("?", 1)[0].split("#", 1)[0])
             with lock:
                 log.append(path)
-            if path.startswith("/simple/") and not path.endswith("/"):
+            if "/simple/" in path and not path.endswith("/"):
                 path += "/"
             if path in pages:
                 self._send(pages[path], "text/html; charset=utf-8")
@@ -183,7 +247,7 @@ def serve_index(tmp_path: Path, graph: dict[str, list[str]], *,
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple", log
+        yield f"http://127.0.0.1:{server.server_address[1]}", log
     finally:
         server.shutdown()
         server.server_close()
