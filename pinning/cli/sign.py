@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, output_path
+from pinning.cli.options import ca_cert_option, cli_path, format_option, output_path
 from pinning.util.text import printable
 
 
@@ -43,76 +43,98 @@ def keygen(prefix: str) -> None:
 
 
 @click.command()
-@click.argument("ref", metavar="HOST/REPO@sha256:DIGEST")
+@click.argument("ref", metavar="[HOST/REPO@sha256:DIGEST]", required=False)
 @click.option("--key", "key_path", required=True, type=click.Path(),
               help="Private key from pin keygen.")
 @click.option("--lock", "lock_path", type=click.Path(),
               help="Also attest this lockfile (in-toto) and the build (SLSA provenance v1); "
-                   "'-' reads it from standard input.")
+                   "without REF, sign the image it records (image.ref). '-' reads it from "
+                   "standard input.")
 @click.option("--registry", "registry_url", metavar="URL",
-              help="Registry URL (default: http:// for loopback hosts, else https://).")
+              help="Registry URL (default: the reference's host, https, or http on "
+                   "loopback when it has no TLS).")
+@ca_cert_option
 @format_option
-def sign(ref: str, key_path: str, lock_path: str | None, registry_url: str | None,
-         fmt: str) -> None:
-    """Sign an image by digest, cosign-compatibly (simple-signing payload under the
-    sha256-<hex>.sig tag); with --lock, add DSSE-signed in-toto attestations of the lockfile
-    and of the build under sha256-<hex>.att. Signing again appends; nothing is lost.
+def sign(ref: str | None, key_path: str, lock_path: str | None, registry_url: str | None,
+         ca_cert: str | None, fmt: str) -> None:
+    """Sign an image by digest, cosign-compatibly: the simple-signing payload under the
+    sha256-<hex>.sig tag, and a Sigstore bundle (v0.3, what cosign v3 writes) attached as
+    an OCI referrer (referrers API, or the sha256-<hex> tag index). With --lock, add
+    DSSE-signed in-toto attestations of the lockfile and of the build, under
+    sha256-<hex>.att and as bundles. Signing again appends; nothing is lost.
 
-    Exit 9 when the key cannot be used or the image is not in the registry.
+    REF may be left out with --lock: the lock's image.ref is signed. Exit 2 without REF and
+    --lock or when they name different images, 9 when the key cannot be used or the image
+    is not in the registry.
     """
     from pinning.sign.policy import sign_and_attest
 
     out = sign_and_attest(ref, Path(key_path), cli_path(lock_path) if lock_path else None,
-                          registry_url, ask=_ask)
+                          registry_url, ask=_ask, ca_cert=Path(ca_cert) if ca_cert else None)
     if fmt == "json":
         emit(out)
     else:
-        click.echo(f"Signed {ref}" + (" and attested the lock and the build." if lock_path
-                                      else "."))
+        what = " and attested the lock and the build" if lock_path else ""
+        click.echo(printable(f"Signed {out['image']}{what} ({len(out['bundles'])} Sigstore "
+                             f"bundle(s), {out['bundle_source']}).", newlines=False))
 
 
 @click.command("verify-image")
-@click.argument("ref", metavar="HOST/REPO[:TAG][@sha256:DIGEST]")
+@click.argument("ref", metavar="[HOST/REPO[:TAG][@sha256:DIGEST]]", required=False)
 @click.option("--key", "pub_path", required=True, type=click.Path(),
               help="Public key (PEM).")
 @click.option("--lock", "lock_path", type=click.Path(),
-              help="Also check the attested lockfile is this file and the image label agrees.")
+              help="Also check the attested lockfile is this file and the image label "
+                   "agrees; without REF, verify the image it records (image.ref).")
 @click.option("--require-acceptance", "require_acceptance", is_flag=True,
               help="Also require a signed, passing acceptance result (pin accept run --sign) "
                    "for exactly this lock (its content hash) and this image digest; needs "
                    "--lock.")
 @click.option("--registry", "registry_url", metavar="URL", help="Registry URL override.")
+@ca_cert_option
 @format_option
-def verify_image(ref: str, pub_path: str, lock_path: str | None, require_acceptance: bool,
-                 registry_url: str | None, fmt: str) -> None:
+def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
+                 require_acceptance: bool, registry_url: str | None, ca_cert: str | None,
+                 fmt: str) -> None:
     """Check offline, with a public key, that the image REF is signed and (with --lock) was
     built from that lockfile. Signatures and attestations are verified over the exact bytes
-    fetched; the signed digest must be the image's manifest digest.
+    fetched; the signed digest must be the image's manifest digest. Every Sigstore bundle
+    of the key attached to the image (referrers API or sha256-<hex> tag index) must verify
+    too; their number is reported (0 for an image signed in the legacy layout only).
 
-    With --require-acceptance (and --lock), one of the image's verified attestations must
-    also be a pin acceptance result that passed, run against this lock's content hash and
-    this image's digest.
+    REF may be left out with --lock: the lock's image.ref is verified. With
+    --require-acceptance (and --lock), one of the image's verified attestations must also
+    be a pin acceptance result that passed, run against this lock's content hash and this
+    image's digest.
 
     Exit 0 when valid, 9 with the precise reason when not, 2 for --require-acceptance
-    without --lock.
+    without --lock, without REF and --lock, or when they name different images.
     """
     from pinning.errors import UsageError
     from pinning.image.plan import expected_label
     from pinning.oci.reference import parse
     from pinning.sign.crypto import load_public
-    from pinning.sign.policy import LockEvidence, read_lock_file, verify_signed_image
+    from pinning.sign.policy import (
+        LockEvidence,
+        image_from,
+        read_lock_file,
+        verify_signed_image,
+    )
 
     if require_acceptance and lock_path is None:
         raise UsageError("--require-acceptance needs --lock LOCK: an acceptance result counts "
                          "only for the lock it was run against.",
                          hint="Add --lock with the lockfile the image was built from.")
-    image = parse(ref)
+    if ref is not None:
+        parse(ref)  # a malformed REF is refused before any file is read
     key = load_public(Path(pub_path))
     evidence = lock = None
     if lock_path is not None:
         raw, lock = read_lock_file(cli_path(lock_path), f"--lock {lock_path}")
         evidence = LockEvidence(name=lock_path, raw=raw, label=expected_label(lock))
-    result = verify_signed_image(image, key, lock=evidence, registry_url=registry_url)
+    image = image_from(ref, lock, f"--lock {lock_path}")
+    result = verify_signed_image(image, key, lock=evidence, registry_url=registry_url,
+                                 ca_cert=Path(ca_cert) if ca_cert else None)
     if require_acceptance and lock is not None:
         from pinning.accept.attest import require_acceptance as require
 
@@ -121,7 +143,9 @@ def verify_image(ref: str, pub_path: str, lock_path: str | None, require_accepta
     served = f"{image.name}@{result.digest}"
     if fmt == "json":
         emit({"image": served, "valid": True, "signatures": result.signatures,
-              "attestations": sorted(result.attestations), "checks": result.checks})
+              "attestations": sorted(result.attestations), "bundles": result.bundles,
+              "bundle_predicates": sorted(result.bundle_attestations),
+              "bundle_source": result.bundle_source, "checks": result.checks})
     else:
         click.echo(printable(f"{served}: valid", newlines=False))
         for check in result.checks:

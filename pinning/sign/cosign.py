@@ -272,12 +272,20 @@ def parse_payload(payload: bytes, reference: str) -> str:
 
 @dataclass
 class ImageVerification:
-    """What ``verify_image`` established: the digest, valid signatures and attestations."""
+    """What ``verify_image`` established: the digest, valid signatures and attestations (the
+    legacy ``.sig`` / ``.att`` layout), and, filled in by
+    :func:`pinning.sign.policy.verify_signed_image`, the Sigstore bundles that verified:
+    ``bundles`` their number, ``bundle_attestations`` their predicates by predicate type,
+    ``bundle_source`` where they are listed (``referrers API`` or ``tag sha256-<hex>``).
+    """
 
     digest: str
     signatures: int = 0
     attestations: dict[str, list[Any]] = field(default_factory=dict)
     checks: list[str] = field(default_factory=list)
+    bundles: int = 0
+    bundle_attestations: dict[str, list[Any]] = field(default_factory=dict)
+    bundle_source: str | None = None
 
 
 def _layers(registry: Registry, repo: str, tag: str, what: str) -> list[dict[str, Any]]:

@@ -1,11 +1,15 @@
 """What ``pin sign``, ``pin build --sign`` and ``pin verify-image`` decide, without the CLI.
 
 Signing: :func:`sign_and_attest` signs an image by digest and, with a lock, attests the lock
-and the build, after checking the lock records that image. Verifying:
+and the build, after checking the lock records that image; each is written twice, in cosign's
+legacy ``.sig`` / ``.att`` tags and as a Sigstore bundle (v0.3) attached as an OCI referrer
+(:mod:`pinning.sign.bundle`). :func:`image_from` takes the image reference from the command
+line or the lock's ``image.ref``. Verifying:
 :func:`verify_signed_image` checks that the registry serves the digest the reference names
 (and that a tag given with a digest names it), that a signature by the key signs that digest,
-and, with a :class:`LockEvidence`, that an attested lockfile is that lock and the image's
-label is the one the lock's build inputs give. The expected label is passed in as a value:
+that every Sigstore bundle of the key attached to it verifies, and, with a
+:class:`LockEvidence`, that an attested lockfile is that lock and the image's label is the
+one the lock's build inputs give. The expected label is passed in as a value:
 it is computed from the lock by the build plan, which this package does not import.
 
 Nothing here prints or exits; a passphrase prompt is a callback the CLI passes in. Errors are
@@ -16,6 +20,7 @@ required, :class:`~pinning.errors.BuildError` (exit 8) when the registry fails.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -32,6 +37,7 @@ from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import LOCK_LABEL
 from pinning.oci.reference import ImageRef, parse
 from pinning.oci.registry import Registry
+from pinning.sign.bundle import SIGN_PREDICATE, attach_bundle, list_referrers, verify_bundles
 from pinning.sign.cosign import (
     LOCK_PREDICATE,
     SLSA_PREDICATE,
@@ -84,27 +90,66 @@ def read_lock_file(path: Path, label: str) -> tuple[bytes, Lockfile]:
     return raw, read_lock(path)
 
 
-def sign_and_attest(ref: str, key: Path | ec.EllipticCurvePrivateKey, lock_path: Path | None,
-                    registry_url: str | None = None, *,
-                    ask: Ask | None = None) -> dict[str, Any]:
-    """Sign ``ref`` (``HOST/REPO[:TAG]@sha256:<digest>``) and, with a lock, attest the lock
-    and the build; return ``{"image": ref, "signature": <.sig manifest digest>}`` plus
+def image_from(ref: str | None, lock: Lockfile | None, lock_label: str = "--lock") -> ImageRef:
+    """The image a command acts on: ``ref`` (``HOST/REPO[:TAG][@sha256:DIGEST]``), else the
+    lock's ``image.ref`` (what ``pin build`` recorded). With both, they must name the same
+    repository and, where ``ref`` names a digest, the same digest; a ``ref`` without a digest
+    takes the lock's. ``lock_label`` names the lock in messages (``--lock FILE``).
+
+    Raises :class:`UsageError` (exit 2) when neither gives a reference, when the two name
+    different images, or for a malformed ``ref``; :class:`LockfileError` (exit 5) for a
+    recorded ``image.ref`` that is not an image reference.
+    """
+    given = parse(ref) if ref is not None else None
+    text = lock.image.ref.value if lock is not None and lock.image.ref else None
+    recorded = parse(text, error=LockfileError) if text else None
+    if given is not None and recorded is not None:
+        if given.name != recorded.name or (given.digest is not None
+                                           and given.digest != recorded.digest):
+            raise UsageError(f"REF {given} and {lock_label} (image.ref {recorded}) name "
+                             "different images.", hint="Pass only one of them (--lock alone "
+                                                       "uses the lock's image.ref).")
+        return dataclasses.replace(given, digest=given.digest or recorded.digest)
+    if given is not None:
+        return given
+    if recorded is not None:
+        return recorded
+    if lock is None:
+        raise UsageError("No image given: pass REF (HOST/REPO@sha256:DIGEST) or --lock LOCK "
+                         "(its image.ref names the image pin build pushed).")
+    raise UsageError(f"{lock_label} records no image reference (image.ref) yet.",
+                     hint="Build and push it first (pin build), or pass REF.")
+
+
+def sign_and_attest(ref: str | None, key: Path | ec.EllipticCurvePrivateKey,
+                    lock_path: Path | None, registry_url: str | None = None, *,
+                    ask: Ask | None = None, ca_cert: Path | None = None) -> dict[str, Any]:
+    """Sign ``ref`` (``HOST/REPO[:TAG]@sha256:<digest>``; ``None`` takes the lock's
+    ``image.ref``, see :func:`image_from`) and, with a lock, attest the lock and the build;
+    return ``{"image": ref, "signature": <.sig manifest digest>, "bundles": [<referrer
+    manifest digests>], "bundle_source": "referrers API" | "tag sha256-<hex>"}`` plus
     ``"attestation"`` (the ``.att`` manifest digest) when a lock was given.
 
-    ``key`` is a private-key file (decrypted with :func:`password` and ``ask``), or an
-    already loaded key. The lock is read and checked (it must record this image digest)
-    before anything is pushed. ``registry_url`` overrides the registry the reference names.
-    Raises :class:`UsageError` for a reference without a digest, :class:`SignatureError`
-    (exit 9) when the lock records another image, the key cannot be used or the image is not
-    in the registry, :class:`~pinning.errors.BuildError` (exit 8) when the registry fails.
+    Each signature and attestation is written in the legacy tags and as a Sigstore bundle:
+    the signature with predicate type ``https://sigstore.dev/cosign/sign/v1`` (empty
+    predicate), the lock and build attestations with the same predicate types as in
+    ``.att``. ``key`` is a private-key file (decrypted with :func:`password` and ``ask``),
+    or an already loaded key. The lock is read and checked (it must record this image
+    digest) before anything is pushed. ``registry_url`` overrides the registry the
+    reference names; ``ca_cert`` is a PEM CA file for its TLS. Raises :class:`UsageError`
+    for no reference, two different ones or one without a digest, :class:`SignatureError`
+    (exit 9) when the lock records another image, the key cannot be used or the image is
+    not in the registry, :class:`~pinning.errors.BuildError` (exit 8) when the registry
+    fails.
     """
-    image = parse(ref)
-    digest = image.digest
-    if digest is None:
-        raise UsageError(f"{ref}: sign by digest (REF@sha256:...), never by tag.")
     raw = lock = None
     if lock_path is not None:  # read and check the lock before anything is pushed
         raw, lock = read_lock_file(lock_path, f"--lock {lock_path}")
+    image = image_from(ref, lock, f"--lock {lock_path}")
+    digest = image.digest
+    if digest is None:
+        raise UsageError(f"{image}: sign by digest (REF@sha256:...), never by tag.")
+    if lock is not None:
         recorded = lock.image.digest.value
         if recorded is None:
             raise SignatureError(f"{lock_path} records no image yet (pin build records the "
@@ -113,21 +158,41 @@ def sign_and_attest(ref: str, key: Path | ec.EllipticCurvePrivateKey, lock_path:
             raise SignatureError(f"{lock_path} records image {recorded}, not "
                                  f"{digest}; attest the lock its image was built from.")
     private = signing_key(key, ask) if isinstance(key, Path) else key
-    registry = Registry(registry_url or image.registry_url)
+    with Registry(registry_url or image.registry_url, ca_cert=ca_cert) as registry:
+        return _sign_in(registry, image, digest, private,
+                        None if lock is None or raw is None or lock_path is None
+                        else (lock, raw, lock_path))
+
+
+def _sign_in(registry: Registry, image: ImageRef, digest: str,
+             private: ec.EllipticCurvePrivateKey,
+             lock: tuple[Lockfile, bytes, Path] | None) -> dict[str, Any]:
+    """The registry part of :func:`sign_and_attest` (``lock``: the model, its bytes, its
+    path), in the order: image present, referrers listing readable, then every write.
+    """
     repo = image.repository
     if registry.manifest_digest(repo, digest) != digest:
-        raise SignatureError(f"{ref} is not in the registry; nothing to sign.")
-    out: dict[str, Any] = {"image": ref, "signature": sign_image(registry, repo, digest, private,
-                                                                 reference=image.name)}
-    if lock is not None and raw is not None and lock_path is not None:
-        base = (f"{lock.image.base.value}@{lock.image.base_digest.value}"
-                if lock.image.base.value and lock.image.base_digest.value else None)
-        wheels = [w.model_dump(mode="json") for w in lock.wheels or []]
-        attest_image(registry, repo, digest, private, LOCK_PREDICATE,
-                     lock_predicate(raw, lock_path.name), reference=image.name)
-        out["attestation"] = attest_image(
-            registry, repo, digest, private, SLSA_PREDICATE,
-            provenance_predicate(raw, lock_path.name, base, wheels), reference=image.name)
+        raise SignatureError(f"{image} is not in the registry; nothing to sign.")
+    listing = list_referrers(registry, repo, digest)  # a corrupt tag index stops us here
+    out: dict[str, Any] = {"image": str(image),
+                           "signature": sign_image(registry, repo, digest, private,
+                                                   reference=image.name)}
+    bundles = [attach_bundle(registry, repo, digest, private, SIGN_PREDICATE, {},
+                             name=image.name)]
+    if lock is not None:
+        model, raw, path = lock
+        base = (f"{model.image.base.value}@{model.image.base_digest.value}"
+                if model.image.base.value and model.image.base_digest.value else None)
+        wheels = [w.model_dump(mode="json") for w in model.wheels or []]
+        for predicate_type, predicate in (
+                (LOCK_PREDICATE, lock_predicate(raw, path.name)),
+                (SLSA_PREDICATE, provenance_predicate(raw, path.name, base, wheels))):
+            out["attestation"] = attest_image(registry, repo, digest, private, predicate_type,
+                                              predicate, reference=image.name)
+            bundles.append(attach_bundle(registry, repo, digest, private, predicate_type,
+                                         predicate, name=image.name))
+    out["bundles"] = bundles
+    out["bundle_source"] = listing.source(digest)
     return out
 
 
@@ -163,8 +228,10 @@ def _check_lock(registry: Registry, repo: str, result: ImageVerification,
                 lock: LockEvidence) -> None:
     """Require an attested lockfile equal to ``lock`` and the image label it gives."""
     mine = sha256_hex(lock.raw)
+    predicates = [*result.attestations.get(LOCK_PREDICATE, []),
+                  *result.bundle_attestations.get(LOCK_PREDICATE, [])]
     locks: list[dict[str, Any]] = [
-        p["lockfile"] for p in result.attestations.get(LOCK_PREDICATE, [])
+        p["lockfile"] for p in predicates
         if isinstance(p, dict) and isinstance(p.get("lockfile"), dict)]
     if not locks:
         raise SignatureError("No lockfile attestation for this image.")
@@ -181,18 +248,30 @@ def _check_lock(registry: Registry, repo: str, result: ImageVerification,
 
 def verify_signed_image(image: ImageRef, key: ec.EllipticCurvePublicKey, *,
                         lock: LockEvidence | None = None,
-                        registry_url: str | None = None) -> ImageVerification:
+                        registry_url: str | None = None,
+                        ca_cert: Path | None = None) -> ImageVerification:
     """Verify, with a public key, that ``image`` is signed and (with ``lock``) was built
     from that lock; return what was established (the served manifest digest, the number of
-    valid signatures, the attestation predicates, the checks passed, in order).
+    valid signatures, the attestation predicates, the Sigstore bundles that verified, the
+    checks passed, in order).
 
-    The registry (``registry_url``, else the one the reference names) must serve the
-    reference; a digest given must be what it serves, and a tag given with it must name it.
-    Signatures and attestations are verified over the exact bytes fetched. Raises
-    :class:`SignatureError` (exit 9) with the precise reason, or
-    :class:`~pinning.errors.BuildError` (exit 8) when the registry fails.
+    The registry (``registry_url``, else the one the reference names; ``ca_cert`` a PEM CA
+    file for its TLS) must serve the reference; a digest given must be what it serves, and a
+    tag given with it must name it. Legacy signatures and attestations are verified over the
+    exact bytes fetched (:func:`pinning.sign.cosign.verify_image`); then every Sigstore
+    bundle of this key attached to the digest (referrers API or tag index) must verify
+    (:func:`pinning.sign.bundle.verify_bundles`): none attached is no failure, and bundles
+    whose key hint names another key are left aside. With ``lock``, the attested lockfile
+    (legacy or bundle) must be that lock. Raises :class:`SignatureError` (exit 9) with the
+    precise reason, or :class:`~pinning.errors.BuildError` (exit 8) when the registry fails.
     """
-    registry = Registry(registry_url or image.registry_url)
+    with Registry(registry_url or image.registry_url, ca_cert=ca_cert) as registry:
+        return _verify_in(registry, image, key, lock)
+
+
+def _verify_in(registry: Registry, image: ImageRef, key: ec.EllipticCurvePublicKey,
+               lock: LockEvidence | None) -> ImageVerification:
+    """The registry part of :func:`verify_signed_image`."""
     repo, tag, digest = image.repository, image.tag, image.digest
     served = registry.manifest_digest(repo, image.manifest_reference)
     if served is None:
@@ -205,6 +284,23 @@ def verify_signed_image(image: ImageRef, key: ec.EllipticCurvePublicKey, *,
         raise SignatureError(f"The registry serves {served} for {image}, not {digest}.")
     result = verify_image(registry, repo, served, key, need_attestations=lock is not None,
                           reference=image.name)
+    _check_bundles(registry, repo, result, key)
     if lock is not None:
         _check_lock(registry, repo, result, lock)
     return result
+
+
+def _check_bundles(registry: Registry, repo: str, result: ImageVerification,
+                   key: ec.EllipticCurvePublicKey) -> None:
+    """Verify the Sigstore bundles of ``result.digest`` and record them in ``result``."""
+    check = verify_bundles(registry, repo, result.digest, key)
+    result.bundle_source = check.source
+    for predicate_type, predicate in check.verified:
+        result.bundle_attestations.setdefault(predicate_type, []).append(predicate)
+    result.bundles = len(check.verified)
+    others = f"; {check.other_keys} of other keys left aside" if check.other_keys else ""
+    if result.bundles:
+        result.checks.append(f"{result.bundles} Sigstore bundle(s) ({check.source}) verify: "
+                             f"{', '.join(sorted(result.bundle_attestations))}{others}")
+    else:
+        result.checks.append(f"no Sigstore bundle of this key ({check.source}){others}")

@@ -71,6 +71,13 @@ def test_verify_image_accepts_pin_signatures(signed: Signed) -> None:
     assert out["signatures"] == 1
     assert out["attestations"] == ["https://pin.dev/attestation/lockfile/v1",
                                    "https://slsa.dev/provenance/v1"]
+    # pin build --sign also wrote the three as Sigstore bundles (the registry has no
+    # referrers API: the sha256-<hex> tag index lists them).
+    assert out["bundles"] == 3
+    assert out["bundle_predicates"] == ["https://pin.dev/attestation/lockfile/v1",
+                                        "https://sigstore.dev/cosign/sign/v1",
+                                        "https://slsa.dev/provenance/v1"]
+    assert out["bundle_source"] == "tag " + signed["digest"].replace(":", "-")
 
 
 def _skopeo(signed: Signed, pub: Path) -> subprocess.CompletedProcess[str]:
@@ -225,6 +232,8 @@ def test_signing_again_appends(signed: Signed) -> None:
     assert pin("sign", signed["ref"], "--key", str(signed["dir"] / "pin.key")).returncode == 0
     assert len(_sig_manifest(signed)[2]["layers"]) == 2
     assert verify(signed).returncode == 0
-    assert pin("verify-image", signed["ref"], "--key",
-               str(signed["dir"] / "other.pub")).returncode == 0
+    other = pin("verify-image", signed["ref"], "--key", str(signed["dir"] / "other.pub"),
+                "--format", "json")
+    assert other.returncode == 0, other.stderr
+    assert json_result(other)["bundles"] == 1  # its own; the first key's 3 are left aside
     assert doc["mediaType"] == MEDIA_MANIFEST
