@@ -167,13 +167,14 @@ def _register_commands() -> None:
         image,
         lock,
         matrix,
+        registry,
         report,
         resolve,
         sign,
     )
 
-    for module in (resolve, matrix, lock, host, doctor, image, sign, guard, audit, accept,
-                   cost, report, completion):
+    for module in (resolve, matrix, lock, host, doctor, registry, image, sign, guard, audit,
+                   accept, cost, report, completion):
         module.register(main)
     completion.attach_value_completion(main)
 

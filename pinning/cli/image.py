@@ -7,45 +7,29 @@ SDK, requests and cryptography are imported inside the commands so ``pin --help`
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, output_path
+from pinning.cli.options import ca_cert_option, cli_path, format_option, output_path, path_given
+from pinning.cli.progress import end_log_line, log_lines, progress_for, quiet_option
 from pinning.errors import BuildError, DriftError, UsageError
 from pinning.oci.reference import ImageRef
 from pinning.util.text import printable
+
+if TYPE_CHECKING:
+    from pinning.image.engine import Built
+    from pinning.lockfile.models import Lockfile
+    from pinning.oci.documents import ImageDocs
+    from pinning.oci.registry import Registry
+    from pinning.util.progress import Progress
 
 
 def _ask(confirm: bool) -> str:
     """Prompt for the key passphrase on the terminal (twice when ``confirm``)."""
     return str(click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm))
-
-
-def _progress(fmt: str) -> Callable[[str], None] | None:
-    """A progress printer for build log lines: one rewritten line on a terminal, plain
-    lines otherwise, nothing for JSON output (stderr, so stdout stays machine-readable).
-    """
-    if fmt == "json":
-        return None
-    tty = sys.stderr.isatty()
-
-    def show(line: str) -> None:
-        if tty:
-            click.echo("\r\033[K  " + printable(line[:110], newlines=False), err=True,
-                       nl=False)
-        else:
-            click.echo("  " + printable(line, newlines=False), err=True)
-
-    return show
-
-
-def _end_progress() -> None:
-    if sys.stderr.isatty():
-        click.echo("\r\033[K", err=True, nl=False)
 
 
 def _check_stdout(to_stdout: bool, fmt: str, sign_key: str | None) -> None:
@@ -73,15 +57,73 @@ def _write_through(data: bytes) -> None:
         raise UsageError(f"standard output cannot be written ({exc.strerror or exc}).") from exc
 
 
+def _registry_of(lock: Lockfile, registry_url: str | None, repo: str | None,
+                 ca_cert: str | None) -> tuple[Registry, str]:
+    """The registry and repository to push to: ``--registry`` / ``--repo``, else the
+    registry and repository of the image the lock records, else ``pin/trial``. Raises
+    ``UsageError`` (exit 2) when neither ``--registry`` nor the lock names a registry.
+    """
+    from pinning.oci.reference import parse_pinned
+    from pinning.oci.registry import Registry
+
+    recorded = lock.image.ref.value if lock.image.ref else None
+    old = parse_pinned(recorded) if recorded else None
+    if registry_url is None and old is None:
+        raise UsageError("The lock records no image yet, so pin does not know where to push.",
+                         hint="Pass --registry URL (e.g. https://registry.example.com or "
+                              "127.0.0.1:5000) and, if you like, --repo NAME.")
+    ca = Path(ca_cert) if ca_cert else None
+    if registry_url is None and old is not None:
+        return Registry(old.registry_url, ca_cert=ca), repo or old.repository
+    assert registry_url is not None
+    same = old is not None and Registry(registry_url, ca_cert=ca).host == old.registry
+    default = old.repository if same and old is not None else "pin/trial"
+    return Registry(registry_url, ca_cert=ca), repo or default
+
+
+def _wheels_dir(lock: Lockfile, wheelhouse: str | None, progress: Progress) -> Path:
+    """The wheel house to build from: ``--wheelhouse``, else the lock's wheels fetched by URL
+    (hash-checked) into pin's wheel cache. Raises ``BuildError`` (exit 8) when the lock
+    records no wheels to fetch and no wheel house was given.
+    """
+    from pinning.image.fetch import default_wheel_cache, fetch_wheels
+
+    _check_wheels(lock, wheelhouse)
+    if wheelhouse is not None:
+        return Path(wheelhouse)
+    return fetch_wheels(lock, default_wheel_cache(), progress=progress)
+
+
+def _check_wheels(lock: Lockfile, wheelhouse: str | None) -> None:
+    """Raise ``BuildError`` (exit 8) when the lock records no wheels to fetch and no wheel
+    house was given (checked before anything slow starts).
+    """
+    if wheelhouse is None and not lock.wheels:
+        raise BuildError("The lock records no wheels to fetch and no --wheelhouse was given.",
+                         hint="Lock the whole Python environment first (pin lock packages "
+                              "LOCK), or pass --wheelhouse DIR holding the wheels of its "
+                              "[packages] (an air-gapped site's local copy).")
+
+
+_WHEELHOUSE_HELP = ("Folder holding the lock's wheels (an air-gapped site's copy; default: "
+                    "fetch the wheels `pin lock packages` recorded, by URL and sha256, into "
+                    "$PIN_CACHE_DIR/wheels).")
+
+
 @click.command()
 @click.argument("lock_path", metavar="LOCK", type=click.Path())
 @click.option("--base", metavar="HOST/REPO@sha256:...",
-              help="Base image by digest (recorded in the lock; default: the lock's).")
-@click.option("--wheelhouse", required=True, metavar="DIR", type=click.Path(file_okay=False),
-              help="Folder of wheels for the lock's packages (pip --find-links; no index).")
-@click.option("--registry", "registry_url", required=True, metavar="URL",
-              help="OCI registry to push to, e.g. http://127.0.0.1:5000.")
-@click.option("--repo", default="pin/trial", show_default=True, help="Repository name.")
+              help="Base image by digest (pin base build prints one; a vendor base such as "
+                   "docker.io/rocm/pytorch@sha256:... works too); recorded in the lock "
+                   "(default: the lock's).")
+@click.option("--wheelhouse", metavar="DIR", type=click.Path(file_okay=False),
+              callback=path_given, help=_WHEELHOUSE_HELP)
+@click.option("--registry", "registry_url", metavar="URL",
+              help="Registry to push to: https://HOST[:PORT] or HOST[:PORT] (plain HTTP only "
+                   "for 127.0.0.1 / localhost). Default: the registry of the image the lock "
+                   "records.")
+@click.option("--repo", metavar="NAME",
+              help="Repository name (default: the lock's image's, else pin/trial).")
 @click.option("--engine", metavar="URL", help="Docker Engine (default: DOCKER_HOST).")
 @click.option("--no-cache", is_flag=True, help="Build from scratch even if the lock's image "
               "is already in the registry.")
@@ -90,18 +132,23 @@ def _write_through(data: bytes) -> None:
                    "go to stderr; exit 2 when it cannot be written).")
 @click.option("--sign", "sign_key", metavar="KEY", type=click.Path(),
               help="Sign the image and attest the lock and the build with this private key.")
+@ca_cert_option
+@quiet_option
 @format_option
-def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, repo: str,
-          engine: str | None, no_cache: bool, output: str | None, sign_key: str | None,
+def build(lock_path: str, base: str | None, wheelhouse: str | None,
+          registry_url: str | None, repo: str | None, engine: str | None, no_cache: bool,
+          output: str | None, sign_key: str | None, ca_cert: str | None, quiet: bool,
           fmt: str) -> None:
     """Build the trial image LOCK describes, normalise it, push it, record its digest.
 
-    The image is the base (by digest) plus the lock's Python packages installed from the
-    wheel house with --require-hashes, with the network off. pin rewrites the layers
-    deterministically (sorted entries, the lock's epoch, no owners, no caches) and pushes
-    the exact bytes, so the same lock gives the same manifest digest every time. The first
-    build records every wheel's sha256 in the lock. When the lock's image is already in the
-    registry with the same inputs, nothing is built.
+    Steps, each with progress on standard error: fetch the wheels the lock records (by URL,
+    sha256-checked; or take them from --wheelhouse), pull the base by digest through the
+    engine (credentials from the Docker config), build with the network off (pip
+    --require-hashes, no index), export, rewrite the layers deterministically (sorted
+    entries, the lock's epoch, no owners, no caches), compress them in parallel with a pinned
+    compressor, and push the exact bytes (blobs the registry has are skipped, the base's are
+    mounted). The same lock gives the same manifest digest every time. When the lock's image
+    is already in the registry with the same inputs, nothing is built.
 
     Exit 8 for a build, engine or registry failure; the lock is only updated after the
     registry holds the image, and not when another command changed it meanwhile (exit 5).
@@ -111,7 +158,6 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     from pinning.image.plan import plan_build
     from pinning.image.record import already_built, base_of, publish
     from pinning.lockfile.io import read_lock_bytes
-    from pinning.oci.registry import Registry
     from pinning.sign.policy import sign_and_attest, signing_key
 
     dest = cli_path(output or lock_path)
@@ -121,33 +167,39 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
     # The passphrase is asked before anything is built.
     key = signing_key(Path(sign_key), _ask) if sign_key else None
     base_ref = base_of(lock, base)
-    plan = plan_build(lock, base_ref, Path(wheelhouse))
-    registry = Registry(registry_url)
-    registry.ping()
-    if not no_cache and already_built(registry, lock, repo, plan.input_hash):
-        digest = lock.image.digest.value
-        if key is not None:
-            pushed = ImageRef(registry=registry.host, repository=repo, digest=digest)
-            sign_and_attest(str(pushed), key, cli_path(lock_path), registry_url)
-        if to_stdout:  # the lock, unchanged, is still what the caller asked to see
-            _write_through(raw)
-        if fmt == "json":
-            emit({"lockfile": lock_path, "digest": digest, "built": False,
-                  "signed": key is not None})
-        else:
-            click.echo(f"{lock_path}: image {digest} is already in {registry.host}/{repo}; "
-                       "nothing to build." + (" Signed." if key is not None else ""),
-                       err=to_stdout)
-        return
-    client = engine_client(engine)
-    built = build_once(client, lock, base_ref, Path(wheelhouse), nocache=no_cache,
-                       progress=_progress(fmt))
-    _end_progress()
-    in_place = not to_stdout and (
-        output is None or dest.resolve() == cli_path(lock_path).resolve())
-    ref = publish(registry, repo, lock, built, dest, if_unchanged=raw if in_place else None)
+    registry, repo = _registry_of(lock, registry_url, repo, ca_cert)
+    _check_wheels(lock, wheelhouse)
+    ca = Path(ca_cert) if ca_cert else None
+    with progress_for(fmt, quiet=quiet) as progress:
+        registry.ping()  # before a long fetch: a registry that is not there fails fast
+        wheels = _wheels_dir(lock, wheelhouse, progress)
+        plan = plan_build(lock, base_ref, wheels)
+        if not no_cache and already_built(registry, lock, repo, plan.input_hash):
+            digest = lock.image.digest.value
+            if key is not None:
+                pushed = ImageRef(registry=registry.host, repository=repo, digest=digest)
+                sign_and_attest(str(pushed), key, cli_path(lock_path), registry.base,
+                                ca_cert=ca)
+            if to_stdout:  # the lock, unchanged, is still what the caller asked to see
+                _write_through(raw)
+            if fmt == "json":
+                emit({"lockfile": lock_path, "digest": digest, "built": False,
+                      "signed": key is not None})
+            else:
+                click.echo(f"{lock_path}: image {digest} is already in {registry.host}/{repo}"
+                           "; nothing to build." + (" Signed." if key is not None else ""),
+                           err=to_stdout)
+            return
+        client = engine_client(engine)
+        built = build_once(client, lock, base_ref, wheels, nocache=no_cache,
+                           log=log_lines(fmt, quiet=quiet), progress=progress, ca_cert=ca)
+        end_log_line()
+        in_place = not to_stdout and (
+            output is None or dest.resolve() == cli_path(lock_path).resolve())
+        ref = publish(registry, repo, lock, built, dest,
+                      if_unchanged=raw if in_place else None, progress=progress)
     if key is not None:
-        sign_and_attest(ref, key, dest, registry_url)
+        sign_and_attest(ref, key, dest, registry.base, ca_cert=ca)
     if fmt == "json":
         emit({"lockfile": str(dest), "digest": built.docs.digest, "ref": ref, "built": True,
               "signed": bool(sign_key), "layers": len(built.docs.layers)})
@@ -160,68 +212,124 @@ def build(lock_path: str, base: str | None, wheelhouse: str, registry_url: str, 
 
 @click.command()
 @click.argument("lock_path", metavar="LOCK", type=click.Path())
-@click.option("--wheelhouse", required=True, metavar="DIR", type=click.Path(file_okay=False),
-              help="Folder holding the wheels the lock records.")
+@click.option("--wheelhouse", metavar="DIR", type=click.Path(file_okay=False),
+              callback=path_given, help=_WHEELHOUSE_HELP)
 @click.option("--runs", default=1, show_default=True, type=click.IntRange(1, 100),
               help="How many builds from scratch to compare.")
 @click.option("--engine", metavar="URL", help="Docker Engine (default: DOCKER_HOST).")
 @click.option("--registry", "registry_url", metavar="URL",
-              help="Registry holding the lock's image, to name the files that differ.")
+              help="Registry holding the lock's image, to name the files that differ "
+                   "(default: the one its reference names).")
+@ca_cert_option
+@quiet_option
 @format_option
-def rebuild(lock_path: str, wheelhouse: str, runs: int, engine: str | None,
-            registry_url: str | None, fmt: str) -> None:
+def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | None,
+            registry_url: str | None, ca_cert: str | None, quiet: bool, fmt: str) -> None:
     """Build LOCK's image again from scratch (no engine cache) and prove the manifest digest
     equals the one the lock records; with --runs N, N times.
 
     On a difference exit 6 and print the first differing layer and the files that differ
-    (path, size, mode, mtime, content hash), against the registry's copy when --registry is
-    given, else against the first run. Exit 8 for build, engine or registry failures.
+    (path, size, mode, mtime, content hash), against the registry's copy of the lock's
+    image. Exit 8 for build, engine or registry failures.
     """
     from pinning.image.engine import build_once, engine_client
-    from pinning.image.record import base_of, diff_images, recorded_docs
+    from pinning.image.record import base_of
     from pinning.lockfile.io import read_lock
 
     lock = read_lock(cli_path(lock_path))
     want = lock.image.digest.value
     if not want:
         raise BuildError(f"{lock_path} records no image digest.",
-                         hint="Build it first: pin build LOCK --wheelhouse DIR --registry URL.")
+                         hint="Build it first: pin build LOCK --registry URL.")
     base_ref = base_of(lock, None)
-    client = engine_client(engine)
-    show = _progress(fmt)
+    ca = Path(ca_cert) if ca_cert else None
     digests: list[str] = []
     first = None
-    for i in range(runs):
-        built = build_once(client, lock, base_ref, Path(wheelhouse), nocache=True,
-                           progress=show)
-        _end_progress()
-        digests.append(built.docs.digest)
-        if fmt != "json":
-            mark = "identical" if built.docs.digest == want else "DIFFERENT"
-            click.echo(f"run {i + 1}/{runs}: {built.docs.digest} {mark}")
-        if built.docs.digest != want:
-            expected = recorded_docs(lock, registry_url)
-            if expected is None:
-                expected = first
-            lines = diff_images(expected, built.docs) if expected is not None else [
-                "pass --registry URL to name the files that differ"]
-            if fmt == "json":
-                emit({"lockfile": lock_path, "expected": want, "digests": digests,
-                      "differences": lines})
-            else:
-                click.echo("\n".join(printable(line, newlines=False) for line in lines))
-            raise DriftError(f"Rebuild {i + 1} of {lock_path} gave {built.docs.digest}, the lock "
-                             f"records {want}.",
-                             hint="The differing files above are not reproducible; fix the "
-                                  "step that writes them.")
-        first = first or built.docs
+    with progress_for(fmt, quiet=quiet) as progress:
+        wheels = _wheels_dir(lock, wheelhouse, progress)
+        client = engine_client(engine)
+        for i in range(runs):
+            built = build_once(client, lock, base_ref, wheels, nocache=True,
+                               log=log_lines(fmt, quiet=quiet), progress=progress, ca_cert=ca)
+            end_log_line()
+            digests.append(built.docs.digest)
+            if fmt != "json":
+                mark = "identical" if built.docs.digest == want else "DIFFERENT"
+                click.echo(f"run {i + 1}/{runs}: {built.docs.digest} {mark}")
+            if built.docs.digest != want:
+                _differs(lock_path, lock, want, built, first, digests, registry_url, fmt)
+            first = first or built.docs
     if fmt == "json":
         emit({"lockfile": lock_path, "expected": want, "digests": digests, "identical": True})
     else:
         click.echo(f"{runs} rebuild(s) from scratch gave {want}.")
 
 
+def _differs(lock_path: str, lock: Lockfile, want: str, built: Built, first: ImageDocs | None,
+             digests: list[str], registry_url: str | None, fmt: str) -> None:
+    """Print what differs between the lock's image and a rebuild and raise ``DriftError``
+    (exit 6).
+    """
+    from pinning.image.record import diff_images, recorded_docs
+
+    expected = recorded_docs(lock, registry_url) or first
+    lines = diff_images(expected, built.docs) if expected is not None else [
+        "pass --registry URL to name the files that differ"]
+    if fmt == "json":
+        emit({"lockfile": lock_path, "expected": want, "digests": digests,
+              "differences": lines})
+    else:
+        click.echo("\n".join(printable(line, newlines=False) for line in lines))
+    raise DriftError(f"Rebuild {len(digests)} of {lock_path} gave {built.docs.digest}, the "
+                     f"lock records {want}.",
+                     hint="The differing files above are not reproducible; fix the step that "
+                          "writes them.")
+
+
+@click.group()
+def base() -> None:
+    """Base images: pin's own debootstrap base, built reproducibly and pushed."""
+
+
+@base.command("build")
+@click.option("--recipe", metavar="FILE", type=click.Path(dir_okay=False), callback=path_given,
+              help="Base recipe (TOML: suite, variant, mirror, include, epoch; default: "
+                   "pin's images/base/recipe.toml).")
+@click.option("--registry", "registry_url", required=True, metavar="URL",
+              help="Registry to push to: https://HOST[:PORT], or HOST[:PORT] (HTTPS; plain "
+                   "HTTP only for 127.0.0.1 / localhost).")
+@click.option("--repo", default="pin/base", show_default=True, help="Repository name.")
+@ca_cert_option
+@quiet_option
+@format_option
+def base_build(recipe: str | None, registry_url: str, repo: str, ca_cert: str | None,
+               quiet: bool, fmt: str) -> None:
+    """Build pin's base image (a minimal Debian made with debootstrap, tarred
+    deterministically) and push it; print HOST/REPO@sha256:DIGEST on standard output.
+
+    The same recipe gives the same digest on every run and machine: every file gets the
+    recipe's epoch, owners are cleared, entries are sorted and volatile apt/dpkg files are
+    dropped. The root file system is cached by the recipe's sha256 under $PIN_CACHE_DIR
+    (default ~/.cache/pin), so only the first run needs root, debootstrap and the recipe's
+    mirror. Pass the printed reference to `pin build LOCK --base REF`.
+
+    Exit 8 when debootstrap, the recipe or the registry fails (2 for a bad flag).
+    """
+    from pinning.image.base import push_base_image
+    from pinning.oci.registry import Registry
+
+    registry = Registry(registry_url, ca_cert=Path(ca_cert) if ca_cert else None)
+    with progress_for(fmt, quiet=quiet) as progress:
+        ref = push_base_image(registry, repo, recipe_path=Path(recipe) if recipe else None,
+                              progress=progress)
+    if fmt == "json":
+        emit({"ref": ref, "digest": ref.rsplit("@", 1)[1]})
+    else:
+        click.echo(ref)
+
+
 def register(group: click.Group) -> None:
     """Add the image commands to the ``pin`` group."""
     group.add_command(build)
     group.add_command(rebuild)
+    group.add_command(base)

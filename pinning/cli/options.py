@@ -14,8 +14,8 @@ import click
 
 from pinning.errors import UsageError
 
-__all__ = ["FORMAT", "cli_path", "format_option", "host_options", "one_stdin", "parse_date",
-           "path_given"]
+__all__ = ["FORMAT", "ca_cert_option", "cli_path", "format_option", "host_options",
+           "one_stdin", "parse_date", "path_given"]
 
 FORMAT = click.Choice(["text", "json"])
 """The ``--format`` choice of every command that can print JSON: ``text`` or ``json``."""
@@ -155,3 +155,16 @@ def refuse_inputs(output: str | None, fmt: str, inputs: dict[str, str | None], *
         if same:
             raise UsageError(f"-o {output} is {label} ({name}); the {what} would replace it.",
                              hint=f"Write the {what} to another file.")
+
+
+def ca_cert_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--ca-cert FILE`` (passed as ``ca_cert``; also ``PIN_REGISTRY_CA``): the PEM CA
+    bundle that signed a registry's TLS certificate, for a team's own registry. Without it
+    pin uses Docker's ``/etc/docker/certs.d/HOST/ca.crt`` when present, else the system's
+    trusted CAs. A missing file is a click error (exit 2).
+    """
+    return click.option("--ca-cert", "ca_cert", metavar="FILE", envvar="PIN_REGISTRY_CA",
+                        type=click.Path(exists=True, dir_okay=False), callback=path_given,
+                        help="CA certificate (PEM) of the registry's TLS certificate "
+                             "(also PIN_REGISTRY_CA; default: /etc/docker/certs.d/HOST/"
+                             "ca.crt, else the system's CAs).")(func)

@@ -43,10 +43,15 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     # A result needs a lock with a [model]: tests/unit/cli/test_lock_model.py covers it.
     "lock model": (NEEDS_MODEL, [MISSING]),
     "lock upgrade": (["{lock}", "--dry-run"], [MISSING]),
+    # A result needs a PEP 503 index: tests/unit/cli/test_lock_packages.py covers it.
+    "lock packages": (None, [MISSING]),
+    # A result needs a registry: tests/integration/test_walkthrough.py covers it.
+    "login": (NEEDS_REGISTRY, ["127.0.0.1:9", "-u", "x", "--password-stdin"]),
     "probe": (PROBE, ["--host", MISSING]),
     "verify": ([LOCK, *PROBE], [MISSING, *PROBE]),
     "freeze": (["{lock}", *PROBE], [MISSING, *PROBE]),
     "doctor": ([str(DATA / "dumps" / "pytorch-pytorch-37320.txt")], [MISSING]),
+    "base build": (NEEDS_REGISTRY, ["--recipe", MISSING, "--registry", "http://127.0.0.1:9"]),
     "build": (NEEDS_REGISTRY, [MISSING, "--wheelhouse", "{tmp}", "--registry",
                                "http://127.0.0.1:9"]),
     "rebuild": (NEEDS_REGISTRY, [MISSING, "--wheelhouse", "{tmp}"]),
