@@ -37,6 +37,7 @@ _LAYER_OF: dict[str, str] = {
     "target": "target", "firmware": "firmware", "kernel-driver": "driver", "os": "os",
     "kernel": "os", "runtime": "runtime", "frameworks": "frameworks", "packages": "packages",
     "model": "model", "image": "image", "wheels": "image", "build-steps": "image",
+    "python": "packages",
     "environment": "environment", "request": "request", "matrix": "matrix",
     "frozen": "frozen", "generator": "generator", "lock-version": "generator",
     "notes": "notes", "warnings": "notes", "serving": "serving", "extensions": "extensions",

@@ -107,6 +107,16 @@ def test_frozen_packages_differ_one_line_each(matrix: Matrix, frozen: Lockfile) 
     assert all(c.path.startswith("packages.") and c.new is None for c in pkgs)
 
 
+def test_the_python_target_is_part_of_the_packages_layer(matrix: Matrix) -> None:
+    from pinning.lockfile.models import PythonTarget
+
+    old = lock_of(matrix, "mi300x", "pytorch==2.13.0")
+    new = amend(old, python=PythonTarget(version="3.11", platform="x86_64-manylinux_2_28",
+                                         indexes=["https://pypi.org/simple"]))
+    changes = [c for c in diff_locks(old, new) if c.path.startswith("python")]
+    assert changes and {c.layer for c in changes} == {"packages"}
+
+
 # -------------------------------------------------------------- frozen values and writing
 def test_frozen_fields_name_what_a_fresh_resolve_drops(matrix: Matrix, frozen: Lockfile) -> None:
     assert frozen_fields(lock_of(matrix, "mi300x", "pytorch==2.13.0")) == []
