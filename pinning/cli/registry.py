@@ -40,6 +40,10 @@ def login(host: str, username: str, password_stdin: bool, ca_cert: str | None,
     from pinning.oci.login import check_credentials, store_credentials
     from pinning.oci.registry import Registry
 
+    if sys.stdin is None or sys.stdin.closed:
+        raise UsageError("Standard input is closed, so there is no password to read.",
+                         hint="Pipe the password in: printf '%s\\n' \"$PASSWORD\" | pin login "
+                              "HOST -u USER --password-stdin.")
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     elif sys.stdin.isatty():

@@ -12,6 +12,7 @@ atomically with mode 0600 and keeps every other key as it was.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from typing import Any
 
 from pinning.errors import BuildError, UsageError
 from pinning.oci import auth
-from pinning.util.files import atomic_write_bytes
+from pinning.util.files import TargetChanged, atomic_write_bytes
 
 __all__ = ["check_credentials", "store_credentials"]
 
@@ -51,30 +52,56 @@ def store_credentials(host: str, username: str, password: str, *,
     """
     check_credentials(username, password)
     path = path or auth.docker_config_path()
-    doc: dict[str, Any] = auth.load_config(path) or {}
     key = auth.config_key(host)
-    helper = auth.helper_for(doc, key, path)
-    if helper:
-        _helper_store(helper, key, username, password)
-        return f"the credential helper {auth.HELPER_PREFIX}{helper}"
-    auths = doc.setdefault("auths", {})
-    if not isinstance(auths, dict):
-        raise BuildError(f'Docker config {path}: "auths" is not an object.',
-                         hint="Fix the file, or point DOCKER_CONFIG at another folder.")
-    token = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
-    auths[key] = {"auth": token}
-    data = (json.dumps(doc, indent="\t") + "\n").encode()
+    for _ in range(MAX_TRIES):
+        raw = _read_raw(path)
+        # An empty file is one pin (or another login) just created: no entries yet.
+        doc: dict[str, Any] = (auth.load_config(path) or {}) if raw.strip() else {}
+        helper = auth.helper_for(doc, key, path)
+        if helper:
+            _helper_store(helper, key, username, password)
+            return f"the credential helper {auth.HELPER_PREFIX}{helper}"
+        auths = doc.setdefault("auths", {})
+        if not isinstance(auths, dict):
+            raise BuildError(f'Docker config {path}: "auths" is not an object.',
+                             hint="Fix the file, or point DOCKER_CONFIG at another folder.")
+        token = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+        auths[key] = {"auth": token}
+        data = (json.dumps(doc, indent="\t") + "\n").encode()
+        try:
+            # Only over the bytes read: a concurrent `pin login` or `docker login` that
+            # rewrote the file meanwhile is read again, never overwritten.
+            atomic_write_bytes(path, data, if_unchanged=raw)
+            os.chmod(path, 0o600)
+        except TargetChanged:
+            continue
+        except OSError as exc:
+            raise BuildError(f"Docker config {path}: cannot be written "
+                             f"({exc.strerror or exc}).",
+                             hint="Point DOCKER_CONFIG at a folder you can write.") from None
+        return str(path)
+    raise BuildError(f"Docker config {path}: other programs kept rewriting it; pin tried "
+                     f"{MAX_TRIES} times.", hint="Run pin login again.")
+
+
+MAX_TRIES = 50
+"""How often :func:`store_credentials` reads the config again after another writer changed
+it between pin's read and write."""
+
+
+def _read_raw(path: Path) -> bytes:
+    """The config's bytes, creating it empty and private (mode 0600, as docker does; a rename
+    keeps the mode) when absent. Raises :class:`BuildError` when it cannot be created or read.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not path.exists():  # created private, as docker does; the rename keeps the mode
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            os.close(fd)
-        atomic_write_bytes(path, data)
-        os.chmod(path, 0o600)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        return path.read_bytes()
     except OSError as exc:
-        raise BuildError(f"Docker config {path}: cannot be written ({exc.strerror or exc}).",
+        raise BuildError(f"Docker config {path}: cannot be read or created "
+                         f"({exc.strerror or exc}).",
                          hint="Point DOCKER_CONFIG at a folder you can write.") from None
-    return str(path)
 
 
 def _helper_store(name: str, key: str, username: str, password: str) -> None:
@@ -95,7 +122,7 @@ def _helper_store(name: str, key: str, username: str, password: str) -> None:
                          "answer.", hint="Run it by hand to see why (e.g. a locked "
                                          "keychain).") from None
     if done.returncode != 0:
-        text = " ".join(done.stdout.decode("utf-8", "replace").split())[:200]
-        text = text.replace(password, "***")
-        raise BuildError(f"The credential helper {program} failed (exit {done.returncode}): "
-                         f"{text}", hint="Check the helper (a locked keychain?).")
+        # Its output is never quoted: a failing helper may echo what it was given.
+        raise BuildError(f"The credential helper {program} failed (exit {done.returncode}); "
+                         "the credentials were not stored.",
+                         hint=f"Run `{program} list` by hand to see why (a locked keychain?).")
