@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -46,16 +47,24 @@ def dockerd() -> Iterator[Engine]:
         engine.stop()
 
 
-@pytest.fixture(scope="session")
-def registry() -> Iterator[RegistryProc]:
+def running_registry(**kw: Any) -> Iterator[RegistryProc]:
+    """A registry started with ``start_registry(**kw)`` (password, TLS, token server) for a
+    fixture to yield from; stopped afterwards. Unavailable: skip, or fail under
+    ``PIN_REQUIRE_DOCKER=1``.
+    """
     try:
-        reg = start_registry()
+        reg = start_registry(**kw)
     except RuntimeError as exc:
         _unavailable(str(exc))
     try:
         yield reg
     finally:
         reg.stop()
+
+
+@pytest.fixture(scope="session")
+def registry() -> Iterator[RegistryProc]:
+    yield from running_registry()
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,11 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.components import WHEELS, BaseImage, Engine, RegistryProc, small_lock
+from tests.support.progress import Recorder
 
 pytestmark = pytest.mark.docker
 
@@ -49,29 +49,6 @@ def test_build_push_record_and_rebuild_identically(dockerd: Engine, registry: Re
         ["python3", "-c", "import six, idna, packaging; print(six.__version__)"],
         network_mode="none", remove=True)
     assert run.decode().strip() == "1.16.0"
-
-
-class Recorder:
-    """A Progress recording each task's label, total and bytes seen."""
-
-    def __init__(self) -> None:
-        self.tasks: list[dict[str, Any]] = []
-
-    def task(self, label: str, total: int | None = None) -> Any:
-        entry: dict[str, Any] = {"label": label, "total": total, "seen": 0}
-        self.tasks.append(entry)
-
-        class T:
-            def advance(self, n: int) -> None:
-                entry["seen"] += n
-
-            def done(self, note: str = "") -> None:
-                entry["done"] = True
-
-        return T()
-
-    def labels(self, prefix: str) -> list[dict[str, Any]]:
-        return [t for t in self.tasks if t["label"].startswith(prefix)]
 
 
 VENDOR_DOCKERFILE = """FROM {base}

@@ -25,41 +25,25 @@ from pinning.oci import registry as registry_module
 from pinning.oci.auth import engine_auth
 from pinning.oci.documents import ImageDocs, LayerBlob, image_docs
 from pinning.oci.registry import Registry, fetch_docs
-from tests.support.components import RegistryProc, make_ca, start_registry
+from tests.integration.conftest import running_registry
+from tests.support.components import RegistryProc, make_ca
 
 USER = ("alice", "correct horse battery")
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("PIN_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"PIN_REQUIRE_DOCKER=1 but {reason}")
-    pytest.skip(reason)
-
-
-def _start(**kw: Any) -> Iterator[RegistryProc]:
-    try:
-        reg = start_registry(**kw)
-    except RuntimeError as exc:
-        _unavailable(str(exc))
-    try:
-        yield reg
-    finally:
-        reg.stop()
-
-
 @pytest.fixture(scope="module")
 def basic_tls() -> Iterator[RegistryProc]:
-    yield from _start(auth=USER, tls=True)
+    yield from running_registry(auth=USER, tls=True)
 
 
 @pytest.fixture(scope="module")
 def token_tls() -> Iterator[RegistryProc]:
-    yield from _start(auth=USER, tls=True, token=True)
+    yield from running_registry(auth=USER, tls=True, token=True)
 
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[RegistryProc]:
-    yield from _start()
+    yield from running_registry()
 
 
 @pytest.fixture(autouse=True)

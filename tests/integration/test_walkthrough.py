@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.integration.conftest import _unavailable
-from tests.support.components import Engine, RegistryProc, start_registry
+from tests.integration.conftest import _unavailable, running_registry
+from tests.support.components import Engine, RegistryProc
 from tests.support.paths import ROOT
 from tests.support.pyindex import IndexSpec, serve_indexes
 
@@ -56,14 +56,7 @@ def walkthrough() -> str:
 
 @pytest.fixture
 def tls_registry() -> Iterator[RegistryProc]:
-    try:
-        reg = start_registry(auth=(USER, PASSWORD), tls=True)
-    except RuntimeError as exc:
-        _unavailable(str(exc))
-    try:
-        yield reg
-    finally:
-        reg.stop()
+    yield from running_registry(auth=(USER, PASSWORD), tls=True)
 
 
 def test_readme_walkthrough_runs_with_pin_commands_only(
