@@ -408,7 +408,8 @@ def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, 
     Writes [packages] (name -> version), [[wheels]] (file name, sha256, URL, size) and
     [python] (target, indexes, requirements), atomically; `pin build` then fetches exactly
     those files, hash-checked. Exit 2 for a bad flag, no target Python, or a resolution uv
-    cannot complete (its reason quoted); 5 for an invalid LOCK, or one changed meanwhile.
+    cannot complete (its reason quoted); 8 when an index cannot be reached or read, or uv
+    times out; 5 for an invalid LOCK, or one changed meanwhile.
     JSON: {"lockfile", "written", "python", "requirements", "notes", "wheels"}.
     """
     from pinning.cli.progress import human_bytes, progress_for

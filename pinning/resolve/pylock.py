@@ -18,12 +18,21 @@ if TYPE_CHECKING:
 __all__ = ["choose_wheels", "redact", "target_tags"]
 
 
-def redact(url: str) -> str:
-    """``url`` without a user name or password (they never reach a lock or a message)."""
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
+def redact(url: str, *, mask: str = "") -> str:
+    """``url`` without a user name or password: the ``USER:PASSWORD@`` of its authority
+    (after ``//``, up to the first ``/``, ``?`` or ``#``) removed, or replaced by
+    ``mask + "@"`` when ``mask`` is given (``"***"`` in messages, so a reader sees that
+    credentials were given). Credentials never reach a lock or a message. Works on text
+    :func:`urllib.parse.urlsplit` refuses (``https://u:p@[::1``) too; never raises.
+    """
+    head, sep, rest = url.partition("//")
+    if not sep:
         return url
-    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority = rest[:end]
+    if "@" not in authority:
+        return url
+    return f"{head}//{mask + '@' if mask else ''}{authority.rpartition('@')[2]}{rest[end:]}"
 
 
 def _platforms(platform: str) -> list[str]:
@@ -61,12 +70,62 @@ def target_tags(python_version: str, python_platform: str) -> list[Tag]:
             *tags.compatible_tags((major, minor), interpreter=interp, platforms=plats)]
 
 
-def _filename(wheel: Mapping[str, Any]) -> str:
+def _bad(where: str, detail: str) -> UsageError:
+    """The error for a pylock.toml entry of uv's that pin cannot read."""
+    return UsageError(f"uv printed a pylock.toml pin cannot read: {where} {detail}.",
+                      hint="Run again; if it persists, report the uv version "
+                           "(`uv --version`) with the command.")
+
+
+def _kind(value: object) -> str:
+    """The TOML name of ``value``'s type, with its article (``a string``, ``an integer``)."""
+    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a float",
+             list: "an array", dict: "a table"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _array(value: object, where: str) -> list[Any]:
+    """``value`` when it is a TOML array (absent: empty); :class:`UsageError` otherwise."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _bad(where, f"is {_kind(value)}, not an array")
+    return value
+
+
+def _table(value: object, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a TOML table; :class:`UsageError` otherwise."""
+    if not isinstance(value, Mapping):
+        raise _bad(where, f"is {_kind(value)}, not a table")
+    return value
+
+
+def _filename(wheel: Mapping[str, Any], where: str) -> str:
+    """The file name of a wheel entry: its ``name``, else the last segment of its ``url``
+    (percent-decoded). Raises :class:`UsageError` for a ``url`` that is not a string or
+    not a URL (``https://[::1``).
+    """
     name = wheel.get("name")
     if isinstance(name, str) and name:
         return name
-    path = urllib.parse.urlsplit(str(wheel.get("url", ""))).path
+    url = wheel.get("url", "")
+    if not isinstance(url, str):
+        raise _bad(f"{where}.url", f"is {_kind(url)}, not a string")
+    try:
+        path = urllib.parse.urlsplit(url).path
+    except ValueError as exc:
+        raise _bad(f"{where}.url", f"'{printable(redact(url, mask='***')[:200], newlines=False)}'"
+                   f" is not a URL ({exc})") from None
     return urllib.parse.unquote(path.rsplit("/", 1)[-1])
+
+
+def _sha256(wheel: Mapping[str, Any], where: str) -> str:
+    """The ``hashes.sha256`` of a wheel entry ("" when absent: the lock model refuses it)."""
+    hashes = _table(wheel.get("hashes", {}), f"{where}.hashes")
+    value = hashes.get("sha256", "")
+    if not isinstance(value, str):
+        raise _bad(f"{where}.hashes.sha256", f"is {_kind(value)}, not a string")
+    return value
 
 
 def choose_wheels(pylock: str, tags: Sequence[Tag]) -> tuple[Wheel, ...]:
@@ -74,7 +133,10 @@ def choose_wheels(pylock: str, tags: Sequence[Tag]) -> tuple[Wheel, ...]:
     wheel whose best tag comes first in ``tags`` (:func:`target_tags`), with its URL
     (credentials removed), sha256 and size; sorted by name. Raises :class:`UsageError`
     (exit 2) naming every package that has no wheel (an sdist only, a VCS or folder source)
-    or no wheel for the target, and for text that is not a pylock file.
+    or no wheel for the target; for text that is not a pylock file, or whose ``packages``,
+    ``wheels`` or ``hashes`` are not of their PEP 751 shapes (arrays of tables, a table),
+    naming the field (``packages[3].wheels[0].hashes``); and for a chosen wheel the lock
+    model refuses (no sha256, a URL that is not https or not a URL).
     """
     import tomllib
 
@@ -82,40 +144,48 @@ def choose_wheels(pylock: str, tags: Sequence[Tag]) -> tuple[Wheel, ...]:
     from pydantic import ValidationError
 
     try:
-        packages = tomllib.loads(pylock).get("packages", [])
+        doc = tomllib.loads(pylock)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"uv printed a pylock.toml pin cannot read ({exc}).") from None
+    packages = _array(doc.get("packages"), "packages")
     rank = {t: i for i, t in enumerate(tags)}
     out: list[Wheel] = []
     no_wheel: list[str] = []
     off_target: list[str] = []
-    for pkg in packages:
-        label = f"{pkg.get('name')}=={pkg.get('version')}"
-        best: tuple[int, Mapping[str, Any], str] | None = None
-        for wheel in pkg.get("wheels") or []:
-            filename = _filename(wheel)
+    for i, entry in enumerate(packages):
+        pkg = _table(entry, f"packages[{i}]")
+        label = printable(f"{pkg.get('name')}=={pkg.get('version')}", newlines=False)
+        wheels = [(_table(w, f"packages[{i}].wheels[{j}]"), f"packages[{i}].wheels[{j}]")
+                  for j, w in enumerate(_array(pkg.get("wheels"), f"packages[{i}].wheels"))]
+        best: tuple[int, Mapping[str, Any], str, str] | None = None
+        names: list[str] = []
+        for wheel, where in wheels:
+            filename = _filename(wheel, where)
+            names.append(filename)
             try:
                 score = min((rank[t] for t in parse_wheel_filename(filename)[3] if t in rank),
                             default=None)
             except InvalidWheelFilename:
                 score = None
             if score is not None and (best is None or score < best[0]):
-                best = (score, wheel, filename)
-        if not pkg.get("wheels"):
+                best = (score, wheel, filename, where)
+        if not wheels:
             kind = next((k for k in ("sdist", "vcs", "directory", "archive") if k in pkg),
                         "no file")
             no_wheel.append(f"{label} ({kind})")
         elif best is None:
-            off_target.append(f"{label} ({', '.join(_filename(w) for w in pkg['wheels'])})")
+            off_target.append(f"{label} ({printable(', '.join(names), newlines=False)})")
         else:
+            _, wheel, filename, where = best
+            sha256 = _sha256(wheel, where)
             try:
-                out.append(Wheel(name=pkg["name"], version=pkg["version"], filename=best[2],
-                                 sha256=best[1].get("hashes", {}).get("sha256", ""),
-                                 url=redact(str(best[1].get("url"))),
-                                 size=best[1].get("size")))
+                out.append(Wheel(name=pkg["name"], version=pkg["version"], filename=filename,
+                                 sha256=sha256, url=redact(str(wheel.get("url"))),
+                                 size=wheel.get("size")))
             except (ValidationError, KeyError, ValueError) as exc:
-                raise UsageError(f"{label}: uv's pylock entry for {best[2]} cannot be "
-                                 f"locked ({printable(str(exc), newlines=False)[:300]}).",
+                raise UsageError(f"{label}: uv's pylock entry for {printable(filename)} "
+                                 f"({where}) cannot be locked "
+                                 f"({printable(str(exc), newlines=False)[:300]}).",
                                  hint="pin records https wheel URLs (http only from a "
                                       "loopback host) with a sha256.") from None
     if no_wheel:

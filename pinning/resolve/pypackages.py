@@ -31,14 +31,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pinning.errors import UsageError
+from pinning.errors import BuildError, UsageError
 from pinning.lockfile.models import Lockfile, Wheel, is_loopback_host
 from pinning.resolve.pylock import choose_wheels, redact, target_tags
 from pinning.util.text import printable
 
 __all__ = ["DEFAULT_TIMEOUT_S", "PYPI_SIMPLE", "PYTORCH_WHEEL_INDEX", "PackagesPlan",
-           "clip_message", "lock_packages", "plan_packages", "read_requirements_file",
-           "run_uv", "sdist_only", "uv_environment", "uv_pylock_command", "with_packages"]
+           "clip_message", "index_failure", "lock_packages", "plan_packages",
+           "read_requirements_file", "run_uv", "sdist_only", "uv_environment",
+           "uv_pylock_command", "with_packages"]
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 """uv's default index (``uv pip compile --help``, ``--default-index``: "by default:
@@ -92,13 +93,19 @@ class PackagesPlan:
     notes: tuple[str, ...]
 
 
-def _text(value: str, what: str) -> str:
+def _shown_url(url: str) -> str:
+    """``url`` as a message quotes it: credentials as ``***@``, escaped, at most 200 chars."""
+    return printable(redact(url, mask="***")[:200], newlines=False)
+
+
+def _text(value: str, what: str, *, url: bool = False) -> str:
     value = value.strip()
     if not value:
         raise UsageError(f"{what}: empty value.")
     if len(value) > MAX_TEXT or not value.isprintable():
-        raise UsageError(f"{what} '{printable(value[:80], newlines=False)}': longer than "
-                         f"{MAX_TEXT} characters or holds a control character.")
+        shown = _shown_url(value)[:80] if url else printable(value[:80], newlines=False)
+        raise UsageError(f"{what} '{shown}': longer than {MAX_TEXT} characters or holds a "
+                         "control character.")
     return value
 
 
@@ -149,16 +156,17 @@ def read_requirements_file(path: Path) -> list[str]:
 
 def _index(url: str) -> str:
     """``url`` stripped when it is an ``https://`` index (``http://`` only on a loopback
-    host, as wheel URLs in a lock must be); raises :class:`UsageError` otherwise.
+    host, as wheel URLs in a lock must be); raises :class:`UsageError` otherwise, quoting
+    the URL with its credentials as ``***@``.
     """
-    url = _text(url, "--index").rstrip("/")
+    url = _text(url, "--index", url=True).rstrip("/")
     try:
         parts = urllib.parse.urlsplit(url)
         scheme, host = parts.scheme, parts.hostname or ""
     except ValueError:
         scheme, host = "", ""
     if not host or not (scheme == "https" or (scheme == "http" and is_loopback_host(host))):
-        raise UsageError(f"--index '{printable(url, newlines=False)}': not an https URL "
+        raise UsageError(f"--index '{_shown_url(url)}': not an https URL "
                          "(plain http is accepted from a loopback host only).",
                          hint="Pass the simple-API URL, e.g. https://pypi.org/simple or "
                               "https://download.pytorch.org/whl/rocm7.2.")
@@ -338,6 +346,47 @@ def sdist_only(stderr: str) -> list[str]:
     return found
 
 
+_INDEX_FAILURES = (
+    "failed to fetch", "error sending request", "could not connect", "dns error",
+    "invalid peer certificate", "tls handshake", "http status server error",
+    "lack of valid authentication credentials", "returned a 403 forbidden",
+    "returned a 401 unauthorized",
+)
+"""Phrases of uv's message (lower case, whitespace collapsed) that say an index could not be
+read, not that the requirements have no solution. As uv 0.13.9 printed them against stub
+indexes on 127.0.0.1 (date not recorded): a closed port, ``Failed to fetch: URL`` / ``error
+sending request for url`` / ``tcp connect error``; an unknown host, ``dns error``; TLS
+spoken to a plain-http port, ``error sending request``; HTTP 500, ``HTTP status server
+error (500 Internal Server Error)``; HTTP 401, a hint "could not be queried due to a lack of
+valid authentication credentials (401 Unauthorized)"; HTTP 403, "returned a 403 Forbidden
+error". A 404 reads "was not found in the package registry", a resolution failure."""
+
+
+def index_failure(stderr: str) -> bool:
+    """True when uv's message ``stderr`` says an index could not be reached or read
+    (connection, DNS, TLS, HTTP 5xx, 401 or 403: :data:`_INDEX_FAILURES`), false for a
+    resolution failure of the requirements themselves.
+    """
+    text = " ".join(stderr.split()).lower()
+    return any(phrase in text for phrase in _INDEX_FAILURES)
+
+
+def _scrub(stderr: str, indexes: Sequence[str]) -> str:
+    """``stderr`` with the ``USER:PASSWORD`` of ``indexes``, and the password alone (4
+    characters or more), written as ``***``: uv hides them itself; this keeps them out of
+    pin's message whatever uv prints.
+    """
+    for url in indexes:
+        authority = url.partition("//")[2].split("/", 1)[0]
+        if "@" in authority:
+            userinfo = authority.rpartition("@")[0]
+            password = userinfo.partition(":")[2]
+            stderr = stderr.replace(userinfo, "***")
+            if len(password) >= 4:
+                stderr = stderr.replace(password, "***")
+    return stderr
+
+
 def _uv_hint(stderr: str) -> str:
     names = sdist_only(stderr)
     if names or "no usable wheels" in stderr:
@@ -345,7 +394,7 @@ def _uv_hint(stderr: str) -> str:
                 "images with the network off from wheels only: pin a version of each that "
                 "publishes a wheel for this Python and platform (--requirement "
                 "'NAME==VERSION'), or choose another target.")
-    if "Failed to fetch" in stderr or "error sending request" in stderr:
+    if index_failure(stderr):
         return ("An index could not be read: check --index, the network and the proxy "
                 "settings (HTTPS_PROXY, NO_PROXY).")
     return (f"Check the names and versions on the indexes ({_FRESH} when [packages] holds "
@@ -365,8 +414,11 @@ def _find_uv() -> str:
 def run_uv(plan: PackagesPlan, *, timeout: float = DEFAULT_TIMEOUT_S, uv: str | None = None
            ) -> str:
     """Run :func:`uv_pylock_command` on ``plan`` and return uv's ``pylock.toml`` text.
-    ``timeout`` in seconds. Raises :class:`UsageError` (exit 2) when uv is missing, times out
-    or cannot resolve, quoting uv's reason (clipped, control characters escaped).
+    ``timeout`` in seconds. Raises :class:`BuildError` (exit 8) when uv cannot reach or read
+    an index (:func:`index_failure`: connection, DNS, TLS, HTTP 5xx, 401, 403) or does not
+    finish within ``timeout``; :class:`UsageError` (exit 2) when uv is missing or the
+    requirements have no solution (no matching version, no wheel for the target). uv's
+    reason is quoted, clipped, control characters escaped, index credentials as ``***``.
     """
     cmd = uv_pylock_command(uv or _find_uv(), plan)
     try:
@@ -375,16 +427,20 @@ def run_uv(plan: PackagesPlan, *, timeout: float = DEFAULT_TIMEOUT_S, uv: str | 
                               errors="replace", env=uv_environment(os.environ),
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise UsageError(f"uv did not resolve the packages within {timeout:g} s.",
+        raise BuildError(f"uv did not resolve the packages within {timeout:g} s.",
                          hint="Check that the indexes are reachable (proxy settings, "
                               "--index), or run again with a warm uv cache.") from None
     except OSError as exc:
         raise UsageError(f"uv could not be run ({cmd[0]}: {exc.strerror or exc}).") from None
     if proc.returncode != 0:
-        raise UsageError("uv could not resolve the Python environment "
-                         f"({', '.join(plan.requirements[:4])}"
-                         f"{' ...' if len(plan.requirements) > 4 else ''}):\n"
-                         f"{clip_message(proc.stderr)}", hint=_uv_hint(proc.stderr))
+        stderr = _scrub(proc.stderr, plan.indexes)
+        what = (f"({', '.join(plan.requirements[:4])}"
+                f"{' ...' if len(plan.requirements) > 4 else ''})")
+        if index_failure(stderr):
+            raise BuildError(f"uv could not read an index while resolving {what}:\n"
+                             f"{clip_message(stderr)}", hint=_uv_hint(stderr))
+        raise UsageError(f"uv could not resolve the Python environment {what}:\n"
+                         f"{clip_message(stderr)}", hint=_uv_hint(stderr))
     return proc.stdout
 
 
@@ -407,7 +463,8 @@ def lock_packages(lock: Lockfile, plan: PackagesPlan, *, timeout: float = DEFAUL
                   ) -> tuple[Lockfile, tuple[Wheel, ...]]:
     """Resolve ``plan`` with uv (:func:`run_uv`), choose each package's wheel for the target
     (:func:`~pinning.resolve.pylock.choose_wheels`) and return ``(lock with them recorded,
-    the wheels)``. Raises :class:`UsageError` (exit 2) as those do.
+    the wheels)``. Raises :class:`UsageError` (exit 2) or :class:`BuildError` (exit 8) as
+    those do.
     """
     text = run_uv(plan, timeout=timeout)
     wheels = choose_wheels(text, target_tags(plan.python_version, plan.python_platform))

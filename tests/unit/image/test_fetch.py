@@ -4,16 +4,25 @@ left half-written."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import http.server
+import socket
 import threading
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pinning.errors import BuildError
-from pinning.image.fetch import default_wheel_cache, fetch_wheels
+from pinning.image import fetch
+from pinning.image.fetch import _Fetcher, default_wheel_cache, fetch_wheels
 from pinning.lockfile.io import amend, read_lock
 from pinning.lockfile.models import Lockfile, Wheel
+from pinning.util.progress import NULL_PROGRESS
 from tests.support.paths import ROOT
 from tests.support.pyindex import Dist, build_wheels, serve_index
 
@@ -190,3 +199,150 @@ def test_default_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("PIN_CACHE_DIR")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_wheel_cache() == tmp_path / "home" / ".cache" / "pin" / "wheels"
+
+
+# --- the bytes as sent, a bound without a locked size, every redirect hop checked ---------
+
+BODY = b"PK\x03\x04" + bytes(range(256)) * 8
+
+
+@contextmanager
+def _stub(redirects: dict[str, str] | None = None
+          ) -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """A server on 127.0.0.1 with fixed answers; yields ``(base URL, [(path,
+    Accept-Encoding)])``. ``/gzip``: BODY gzip-compressed, ``Content-Encoding: gzip``;
+    ``/stream``: BODY without a length, the connection closed at its end; ``/plain``: BODY;
+    ``/to?LOCATION``: a 302 to LOCATION (relative or absolute); ``/r/NAME``: a 302 to
+    ``redirects[NAME]``; ``/loop``: a 302 to itself.
+    """
+    log: list[tuple[str, str]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes = b"", *, length: bool = True,
+                  **headers: str) -> None:
+            self.send_response(status)
+            for k, v in headers.items():
+                self.send_header(k.replace("_", "-"), v)
+            if length:
+                self.send_header("Content-Length", str(len(body)))
+            else:
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            log.append((self.path, self.headers.get("Accept-Encoding", "")))
+            path, _, query = self.path.partition("?")
+            if path == "/gzip":
+                self._send(200, gzip.compress(BODY, mtime=0), Content_Encoding="gzip")
+            elif path == "/stream":
+                self._send(200, BODY, length=False)
+            elif path == "/plain":
+                self._send(200, BODY)
+            elif path == "/to":
+                self._send(302, Location=urllib.parse.unquote(query))
+            elif path.startswith("/r/") and path[3:] in (redirects or {}):
+                self._send(302, Location=(redirects or {})[path[3:]])
+            elif path == "/loop":
+                self._send(302, Location="/loop")
+            else:
+                self._send(404)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", log
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def _wheel(url: str, data: bytes = BODY, size: int | None = None) -> Wheel:
+    return Wheel(name="a", version="1.0", filename="a-1.0-py3-none-any.whl",
+                 sha256=hashlib.sha256(data).hexdigest(), url=url, size=size)
+
+
+def _fetch(wheel: Wheel, dest: Path) -> None:
+    dest.mkdir(exist_ok=True)
+    _Fetcher(dest, NULL_PROGRESS).fetch(wheel)
+
+
+def test_the_bytes_hashed_are_those_sent_not_decoded(tmp_path: Path) -> None:
+    raw = gzip.compress(BODY, mtime=0)
+    with _stub() as (base, log):
+        _fetch(_wheel(f"{base}/gzip", raw), tmp_path / "c")
+        with pytest.raises(BuildError, match="has sha256") as err:
+            _fetch(_wheel(f"{base}/gzip", BODY), tmp_path / "d")
+    # pip hashes the file as stored; a gzip Content-Encoding is not undone.
+    assert (tmp_path / "c" / "a-1.0-py3-none-any.whl").read_bytes() == raw
+    assert hashlib.sha256(raw).hexdigest() in err.value.message
+    assert _files(tmp_path / "d") == []
+    assert log == [("/gzip", "identity")] * 2
+
+
+def test_without_a_locked_size_the_download_is_bounded(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fetch.MAX_WHEEL_BYTES == 32 * 1024**3
+    monkeypatch.setattr(fetch, "MAX_WHEEL_BYTES", 100)
+    with _stub() as (base, _log):
+        # No length announced: the stream is cut past the bound.
+        with pytest.raises(BuildError, match=r"sent more than 100 bytes \(MAX_WHEEL_BYTES"):
+            _fetch(_wheel(f"{base}/stream"), tmp_path / "c")
+        # A length announced past the bound: refused before the body is read.
+        with pytest.raises(BuildError, match=rf"announces {len(BODY)} bytes, more than 100"):
+            _fetch(_wheel(f"{base}/plain"), tmp_path / "c")
+        # A locked size is the bound instead, announced or not.
+        with pytest.raises(BuildError, match="sent more than the 10 bytes the lock records"):
+            _fetch(_wheel(f"{base}/stream", size=10), tmp_path / "c")
+        monkeypatch.setattr(fetch, "MAX_WHEEL_BYTES", len(BODY))
+        _fetch(_wheel(f"{base}/stream"), tmp_path / "ok")
+    assert _files(tmp_path / "c") == []
+    assert (tmp_path / "ok" / "a-1.0-py3-none-any.whl").read_bytes() == BODY
+
+
+def test_redirects_within_loopback_are_followed(tmp_path: Path) -> None:
+    with _stub() as (base, log):
+        _fetch(_wheel(f"{base}/to?/to%3F{urllib.parse.quote(base + '/plain')}"), tmp_path / "c")
+    assert (tmp_path / "c" / "a-1.0-py3-none-any.whl").read_bytes() == BODY
+    assert [p for p, _ in log][-1] == "/plain" and len(log) == 3
+
+
+@pytest.mark.parametrize(("location", "shown"), [
+    ("http://example.invalid/x", "http://example.invalid/x"),
+    ("http://u:SECRETPW@example.invalid/x", "http://***@example.invalid/x"),
+    ("file:///etc/passwd", "file:///etc/passwd"),
+])
+def test_a_redirect_off_https_is_refused_before_it_is_followed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, location: str, shown: str) -> None:
+    looked_up: list[object] = []
+    real = socket.getaddrinfo
+
+    def spy(host: object, *args: Any, **kwargs: Any) -> Any:
+        looked_up.append(host)
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", spy)
+    with _stub({"off": location}) as (base, log):
+        hop = f"{base}/r/off"
+        with pytest.raises(BuildError) as err:
+            _fetch(_wheel(hop), tmp_path / "c")
+    msg = err.value.message
+    assert f"a-1.0-py3-none-any.whl: {hop} redirects to {shown}: pin fetches over https" in msg
+    assert "SECRETPW" not in err.value.render()
+    assert "example.invalid" not in looked_up  # no connection was attempted
+    assert len(log) == 1 and _files(tmp_path / "c") == []
+
+
+def test_too_many_redirects(tmp_path: Path) -> None:
+    with _stub() as (base, log), pytest.raises(BuildError, match="redirected more than 10"):
+        _fetch(_wheel(f"{base}/loop"), tmp_path / "c")
+    assert len(log) == fetch.MAX_REDIRECTS + 1
+    assert _files(tmp_path / "c") == []

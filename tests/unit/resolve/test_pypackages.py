@@ -4,13 +4,18 @@ per package from uv's pylock.toml, uv failures quoted, and the lock written."""
 
 from __future__ import annotations
 
+import http.server
+import socket
 import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pinning.errors import UsageError
+from pinning.errors import BuildError, UsageError
 from pinning.lockfile.io import amend, read_lock, write_lock
 from pinning.lockfile.models import Lockfile, PythonTarget
 from pinning.resolve.pylock import choose_wheels, redact, target_tags
@@ -18,6 +23,7 @@ from pinning.resolve.pypackages import (
     PYPI_SIMPLE,
     PackagesPlan,
     clip_message,
+    index_failure,
     lock_packages,
     plan_packages,
     read_requirements_file,
@@ -323,15 +329,61 @@ def test_uv_failure_is_quoted_clipped_and_escaped(tmp_path: Path) -> None:
 
 
 def test_uv_timeout_and_missing_executable(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="within 0.2 s"):
+    # An index that does not answer in time is a registry failure (8), not a usage error.
+    with pytest.raises(BuildError, match="within 0.2 s") as err:
         run_uv(_plan(), uv=_fake_uv(tmp_path, "sleep 5\n"), timeout=0.2)
+    assert err.value.exit_code == 8
     with pytest.raises(UsageError, match="could not be run"):
         run_uv(_plan(), uv=str(tmp_path / "no-uv"))
+
+
+def test_index_failures_are_told_from_resolution_failures() -> None:
+    # uv 0.13.9's messages against the stub indexes below (a closed port, an unknown
+    # host, HTTP 500 / 401 / 403), and a 404 / no-match / no-wheel resolution failure.
+    assert index_failure("error: Failed to fetch: http://127.0.0.1:9/simple/app/\n"
+                         "  cause: error sending request for url (http://127.0.0.1:9/)")
+    assert index_failure("  cause: dns error\n  cause: failed to lookup address information")
+    assert index_failure("hint: An index URL\n      (https://x.example/simple) could not be "
+                         "queried due to a lack of valid\n      authentication credentials "
+                         "(401 Unauthorized).")  # wrapped as uv wraps on a narrow terminal
+    assert index_failure("hint: An index (http://h/simple) returned a 403 Forbidden error.")
+    assert not index_failure("error: No solution found when resolving dependencies\n  cause: "
+                             "Because app was not found in the package registry")
+    assert not index_failure("Because only app<2 is available and you require app==9.9")
+    assert not index_failure("Because tls-client==1.0 has no usable wheels")
+
+
+def test_uv_index_failure_is_a_build_error_without_credentials(tmp_path: Path) -> None:
+    uv = _fake_uv(tmp_path, "echo 'error: Failed to fetch: "
+                            "http://alice:SECRETPW@127.0.0.1:9/simple/app/' >&2\n"
+                            "echo '  cause: token SECRETPW refused' >&2; exit 2\n")
+    with pytest.raises(BuildError) as err:
+        run_uv(_plan(indexes=("http://alice:SECRETPW@127.0.0.1:9/simple",)), uv=uv)
+    assert err.value.exit_code == 8
+    assert err.value.message.startswith("uv could not read an index while resolving (app==1.0)")
+    assert "http://***@127.0.0.1:9/simple/app/" in err.value.message
+    assert "token *** refused" in err.value.message
+    assert "SECRETPW" not in err.value.render()
+    assert "network" in err.value.hint
+
+
+def test_index_credentials_are_not_echoed() -> None:
+    for url, needle in [("http://alice:SECRETPW@example.com/simple",
+                         "--index 'http://***@example.com/simple': not an https URL"),
+                        ("https://alice:SECRETPW@example.com/simple\x1b[31m",
+                         "--index 'https://***@example.com/simple\\x1b[31m': longer than"),
+                        ("https://alice:SECRETPW@" + "x" * 1000 + ".example/simple",
+                         "--index 'https://***@xxx")]:
+        with pytest.raises(UsageError) as err:
+            plan_packages(lock(MI355X), indexes=[url], **TARGET)
+        assert needle in err.value.message
+        assert "SECRETPW" not in err.value.render() and "alice" not in err.value.render()
 
 
 @pytest.fixture
 def isolated_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("UV_HTTP_RETRIES", "0")  # a failing index fails at once
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
@@ -375,3 +427,70 @@ def test_lock_packages_records_wheels_packages_and_target(tmp_path: Path) -> Non
     first = write_lock(new, path)
     assert read_lock(path) == new and write_lock(read_lock(path), path) == first
     assert with_packages(new, plan, wheels) == new
+
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@contextmanager
+def _status_index(status: int) -> Iterator[str]:
+    """An index on 127.0.0.1 answering every request with HTTP ``status``; yields its URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.usefixtures("isolated_uv")
+def test_an_unreachable_index_is_a_build_error() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/simple"
+    with pytest.raises(BuildError) as err:
+        run_uv(_plan(indexes=(url,)))
+    assert err.value.exit_code == 8
+    assert "uv could not read an index" in err.value.message
+    assert f"Failed to fetch: {url}/app/" in err.value.message
+    assert "An index could not be read" in err.value.hint
+
+
+@pytest.mark.usefixtures("isolated_uv")
+@pytest.mark.parametrize(("status", "code", "needle"), [
+    (500, 8, "500 Internal Server Error"),
+    (401, 8, "401 Unauthorized"),
+    (403, 8, "403 Forbidden"),
+    (404, 2, "not found in the package registry"),  # the requirement's fault
+])
+def test_index_http_errors(status: int, code: int, needle: str) -> None:
+    with _status_index(status) as url, pytest.raises((BuildError, UsageError)) as err:
+        run_uv(_plan(indexes=(url,)))
+    assert err.value.exit_code == code
+    assert needle in err.value.message
+
+
+@pytest.mark.usefixtures("isolated_uv")
+def test_no_matching_version_is_a_usage_error(tmp_path: Path) -> None:
+    with (serve_index(tmp_path, {"app==1.0": []}) as (url, _log),
+          pytest.raises(UsageError) as err):
+        run_uv(_plan(indexes=(url,), requirements=("app==9.9",)))
+    assert err.value.exit_code == 2
+    assert err.value.message.startswith("uv could not resolve the Python environment (app==9.9)")
+    assert "Check the names and versions" in err.value.hint
