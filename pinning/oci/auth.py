@@ -142,7 +142,8 @@ def load_config(path: Path | None = None) -> dict[str, Any] | None:
                          hint="Point DOCKER_CONFIG at a folder with a real config.json.")
     try:
         doc = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, and
+        # arrays or objects nested deeper than the parser's recursion limit
         raise BuildError(f"Docker config {path}: not valid JSON (line "
                          f"{getattr(exc, 'lineno', '?')}).",
                          hint="Fix the file (`docker login` rewrites it), or point "
@@ -224,10 +225,11 @@ def _from_helper(name: str, key: str) -> Credentials | None:
     if done.returncode != 0:
         if HELPER_NOT_FOUND in out:
             return None
-        # A failing helper prints an error message, never the secret: keep a short start.
-        text = " ".join((out or done.stderr.decode("utf-8", "replace")).split())[:200]
-        raise BuildError(f"{where} failed (exit {done.returncode}) for {key}: {text}",
-                         hint=f"Run `docker login {key_host(key)}` again, or check the helper.")
+        # Nothing the helper printed is quoted: its output may hold the secret.
+        raise BuildError(f"{where} failed (exit {done.returncode}) for {key}; pin does not "
+                         "show its output, which may hold the secret.",
+                         hint=f"Run it by hand to see why: echo {key} | {program} get; "
+                              f"or run `docker login {key_host(key)}` again.")
     try:
         answer = json.loads(out)
     except ValueError:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from pinning.errors import BuildError
+from pinning.errors import BuildError, UsageError
 from pinning.oci import auth
 from pinning.oci.documents import MEDIA_LAYER_GZIP, MEDIA_MANIFEST, ImageDocs, LayerBlob
 from pinning.oci.reference import is_loopback, parse_pinned, split_host
@@ -104,11 +104,32 @@ def clip_text(text: str, limit: int = ERROR_TEXT_CHARS, *, more: int = 0,
     return f"{text[:limit]}... ({left} bytes more)"
 
 
-def _error_body(resp: requests.Response) -> str:
-    """The start of an error answer's body, clipped (:func:`clip_text`): at most
-    :data:`ERROR_READ_BYTES` are read and kept. The bytes left out are counted from
-    ``Content-Length`` when the answer has one, else by reading on (discarding) to at most
-    :data:`ERROR_COUNT_BYTES`.
+MASK = "***"
+"""What stands in a message for a secret a registry echoed."""
+MIN_MASKED_PASSWORD = 4
+"""A password shorter than this is not searched for in error text on its own (pin's choice:
+masking every ``a`` of a one-letter password would make the message unreadable); the
+``Authorization`` values that carry it are always masked."""
+
+
+def mask_secrets(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every occurrence of each of ``secrets`` (and its JSON form with ``/``
+    written ``\\/``) replaced by :data:`MASK`, longest first. Empty secrets are ignored.
+    """
+    forms = {form for secret in secrets if secret
+             for form in (secret, secret.replace("/", "\\/"))}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, MASK)
+    return text
+
+
+def _error_body(resp: requests.Response, secrets: tuple[str, ...] = ()) -> str:
+    """The start of an error answer's body, clipped (:func:`clip_text`) with ``secrets``
+    masked first (:func:`mask_secrets`): at most :data:`ERROR_READ_BYTES` are read and kept.
+    The bytes left out are counted from ``Content-Length`` when the answer has one, else by
+    reading on (discarding) to at most :data:`ERROR_COUNT_BYTES`. When the body was cut,
+    its last characters (as many as the longest secret) are dropped too, so no start of a
+    secret cut in two is shown.
     """
     import requests
 
@@ -131,7 +152,12 @@ def _error_body(resp: requests.Response) -> str:
                     break
     except requests.RequestException:
         pass  # the error body is a courtesy; the status is the message
-    return clip_text(kept.decode("utf-8", "replace"), more=skipped)
+    text = mask_secrets(kept.decode("utf-8", "replace"), secrets)
+    longest = max((len(x) for x in secrets), default=0)
+    if skipped and longest:
+        dropped, text = text[len(text) - longest:], text[:len(text) - longest]
+        skipped += len(dropped.encode("utf-8", "replace"))
+    return clip_text(text, more=skipped)
 
 
 def _read_body(resp: requests.Response, limit: int | None, what: str) -> bytes:
@@ -203,34 +229,61 @@ class RegistryAddress:
     scheme: str | None
 
 
+def _redacted(text: str) -> str:
+    """``text`` for a message: everything before the last ``@`` after the scheme (user-info,
+    ``user:password@``, even when the password holds ``/``, ``?`` or ``#``) written as
+    ``***@``, clipped to 200 characters. Never echoes a password given in an address.
+    """
+    if "@" in text:
+        scheme, sep, rest = text.partition("://")
+        text = (f"{scheme}://***@" if sep and "@" not in scheme else "***@") + \
+            text.rpartition("@")[2]
+    return clip_text(text, 200)
+
+
 def parse_address(base: str) -> RegistryAddress:
     """Parse a registry base: ``https://HOST[:PORT]``, ``http://HOST[:PORT]`` (loopback hosts
     only: ``localhost``, ``127.0.0.0/8``, ``::1``) or a bare ``HOST[:PORT]``; a trailing
-    ``/`` is allowed, a path is not. Raises :class:`BuildError` (exit 8) naming the text.
+    ``/`` is allowed, a path is not. Raises :class:`~pinning.errors.UsageError` (exit 2, a
+    bad flag value) naming the text, with any ``user:password@`` shown as ``***@``: for an
+    empty value, user-info, a scheme other than https/http, a path, query or fragment, a
+    character a host name cannot hold, a bad port, or ``http://`` to a host that is not
+    loopback.
     """
     text = base.strip()
+    shown = _redacted(text)
+    form = "Name the registry as image references do, e.g. registry.example.com:5000 or " \
+           "https://registry.example.com:5000."
+    if not text:
+        raise UsageError("The registry address is empty; it must be HOST[:PORT], "
+                         "https://HOST[:PORT] or http://HOST[:PORT].", hint=form)
+    if "@" in text:
+        raise UsageError(f"Registry {shown!r}: the address holds a user name or password "
+                         "(user-info before @); pin never takes credentials in an address.",
+                         hint="Write HOST[:PORT] alone and sign in with `pin login HOST -u "
+                              "USER --password-stdin` or `docker login HOST`; pin reads the "
+                              "Docker config.")
     scheme: str | None = None
     rest = text
     if "://" in text:
         given, rest = text.split("://", 1)
         scheme = given.lower()
         if scheme not in ("http", "https"):
-            raise BuildError(f"Registry {text!r}: the scheme {given!r} is not https or http.",
+            raise UsageError(f"Registry {shown!r}: the scheme {clip_text(given, 40)!r} is not "
+                             "https or http.",
                              hint="Write the registry as https://HOST[:PORT] or HOST[:PORT].")
     rest = rest.rstrip("/")
     name, port = split_host(rest)
     if not name or "/" in rest or "@" in rest or "?" in rest or "#" in rest or (
             port is not None and not (port.isascii() and port.isdigit() and len(port) <= 5)):
-        raise BuildError(f"Registry {text!r} is not HOST[:PORT], https://HOST[:PORT] or "
-                         "http://HOST[:PORT] (no path, user or query).",
-                         hint="Name the registry as image references do, e.g. "
-                              "registry.example.com:5000.")
+        raise UsageError(f"Registry {shown!r} is not HOST[:PORT], https://HOST[:PORT] or "
+                         "http://HOST[:PORT] (no path, user or query).", hint=form)
     if not all(c.isascii() and (c.isalnum() or c in ".-_:[]") for c in rest):
-        raise BuildError(f"Registry {text!r}: the host holds characters a host name cannot.",
-                         hint="Name the registry as image references do.")
+        raise UsageError(f"Registry {shown!r}: the host holds characters a host name cannot "
+                         "(spaces, control or non-ASCII characters).", hint=form)
     if scheme == "http" and not is_loopback(rest):
-        raise BuildError(
-            f"Registry {text!r}: pin talks plain HTTP only to a loopback registry "
+        raise UsageError(
+            f"Registry {shown!r}: pin talks plain HTTP only to a loopback registry "
             f"(localhost, 127.0.0.0/8, ::1); {rest} is not one, and credentials and images "
             "would cross the network unprotected.",
             hint=f"Serve the registry over TLS and write https://{rest} (with --ca-cert FILE "
@@ -291,13 +344,46 @@ def _cert_error(exc: BaseException) -> ssl.SSLCertVerificationError | None:
     return None
 
 
-def _location(base_url: str, answer: Answer, where: str) -> str:
-    """The absolute upload URL of an upload answer's ``Location`` header."""
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an http(s) URL (host in lower case, the scheme's default
+    port filled in); ``None`` for anything else.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.scheme, parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80)
+
+
+def _location(request_url: str, answer: Answer, where: str) -> str:
+    """The absolute upload URL of an upload answer's ``Location`` header (a relative one
+    resolved against ``request_url``, the URL the request went to, RFC 9110 section 10.2.2).
+    Raises
+    :class:`BuildError` when it is missing, not an http(s) URL, or plain HTTP to a host that
+    is not loopback (the blob would cross the network unprotected). A URL on another host is
+    returned; :meth:`Registry._send` sends it no credentials.
+    """
     location = answer.headers.get("Location")
     if not location:
         raise BuildError(f"{where} answered {answer.status_code} without a Location header.",
                          hint=HINT)
-    return urljoin(base_url + "/", location)
+    try:
+        url = urljoin(request_url, location)
+    except ValueError:
+        url = ""
+    origin = _origin(url)
+    if origin is None:
+        raise BuildError(f"{where} answered {answer.status_code} with a Location that is not "
+                         f"an http(s) URL ({_shown(url or location)}).", hint=HINT)
+    if origin[0] == "http" and not is_loopback(urlsplit(url).netloc.rpartition("@")[2]):
+        raise BuildError(f"{where} sent the upload to plain HTTP on {origin[1]}, which is not "
+                         "a loopback host; pin sends no image data or credentials there.",
+                         hint="Configure the registry to hand out https upload locations "
+                              "(distribution: http.host in its config).")
+    return url
 
 
 def _with_digest(location: str, digest: str) -> str:
@@ -309,7 +395,7 @@ def _media_type_of(manifest: bytes) -> str:
     """The ``mediaType`` a manifest declares, else the OCI image manifest type."""
     try:
         doc = json.loads(manifest)
-    except ValueError:
+    except (ValueError, RecursionError):
         return MEDIA_MANIFEST
     value = doc.get("mediaType") if isinstance(doc, dict) else None
     return value if isinstance(value, str) and value else MEDIA_MANIFEST
@@ -340,12 +426,20 @@ def _token_of(resp: requests.Response, where: str) -> str:
 
     try:
         doc = json.loads(_read_body(resp, MAX_TOKEN_BYTES, where))
-    except (ValueError, requests.RequestException):
+    except (ValueError, RecursionError, requests.RequestException):
         doc = None
     token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
-    if not isinstance(token, str) or not token or any(c in token for c in "\r\n"):
+    if not isinstance(token, str) or not token:
         raise BuildError(f"{where} answered without a token.",
                          hint="Check the registry's auth setup.")
+    if not all("!" <= c <= "~" for c in token):
+        raise BuildError(f"{where} answered a token ({len(token)} characters, not shown) with "
+                         "a character that is not printable ASCII (a space, a control or a "
+                         "non-ASCII character), so it cannot be sent in an Authorization "
+                         "header; RFC 6750 section 2.1 allows letters, digits and -._~+/ "
+                         "followed by =.",
+                         hint="Check the registry's token server; its tokens are normally "
+                              "JWTs.")
     return token
 
 
@@ -530,15 +624,21 @@ class Registry:
         """Send one request and return the open answer (streamed; the caller closes it) when
         its status is in ``ok``. A ``401`` is answered once by signing in (:meth:`_sign_in`)
         and the request sent again (``data`` must be bytes, not a stream).
+
+        Credentials (Basic or a bearer token) go only to the registry's own endpoint: the
+        same scheme, host and port as :meth:`_base_url`. An absolute ``url`` elsewhere (an
+        upload ``Location`` on another host) is sent without them, and a ``401`` from it is a
+        :class:`BuildError`.
         """
         import requests
 
         full = url if "://" in url else self._base_url() + url
+        own = "://" not in url or _origin(full) == _origin(self._base_url())
         where = f"Registry {self.base}: {method} {_shown(full)}"
         scopes = self._scopes(repo, push, mount_from)
         key = " ".join(scopes)
         for attempt in (0, 1):
-            sent = self._tokens.get(key) or self._basic
+            sent = (self._tokens.get(key) or self._basic) if own else None
             send_headers = dict(headers or {})
             if sent is not None:
                 send_headers["Authorization"] = sent
@@ -551,13 +651,21 @@ class Registry:
                 raise BuildError(f"{where} failed: {clip_text(str(exc))}.", hint=HINT) from None
             if resp.status_code in ok:
                 return resp
+            if resp.status_code == 401 and not own:
+                resp.close()
+                raise BuildError(
+                    f"{where} answered 401: that URL is not on the registry's own address "
+                    f"({self._base_url()}), and pin sends the registry's credentials to no "
+                    "other host.",
+                    hint="Configure the registry to hand out upload locations on its own "
+                         "address (distribution: http.host in its config).")
             if resp.status_code == 401 and attempt == 0:
                 challenge = resp.headers.get("WWW-Authenticate", "")
                 resp.close()
                 self._sign_in(challenge, key, scopes, sent, where)
                 continue
             try:
-                body = _error_body(resp)
+                body = _error_body(resp, self._secrets())
             finally:
                 resp.close()
             if resp.status_code == 401:
@@ -601,7 +709,7 @@ class Registry:
                 self._basic = basic
                 return
         raise BuildError(f"{where} answered 401 without a challenge pin can answer "
-                         f"(WWW-Authenticate: {clip_text(header, 200) or 'none'}).",
+                         f"(WWW-Authenticate: {clip_text(self._mask(header), 200) or 'none'}).",
                          hint="pin answers Basic and Bearer (token) challenges; check the "
                               "registry's auth setup.")
 
@@ -642,11 +750,32 @@ class Registry:
             if resp.status_code in (401, 403):
                 if creds is None:
                     raise self._no_credentials(where)
-                raise self._refused(token_where, _error_body(resp), False)
+                raise self._refused(token_where, _error_body(resp, self._secrets()), False)
             if resp.status_code != 200:
                 raise BuildError(f"{token_where} answered {resp.status_code}: "
-                                 f"{_error_body(resp)}", hint=HINT)
+                                 f"{_error_body(resp, self._secrets())}", hint=HINT)
             return _token_of(resp, token_where)
+
+    def _secrets(self) -> tuple[str, ...]:
+        """Every secret pin holds for this registry, as it may come back in a hostile
+        answer: the credential part of each ``Authorization`` value sent (the Basic
+        ``base64(user:password)`` and each bearer token, with and without the scheme word),
+        the identity token, and the password when at least :data:`MIN_MASKED_PASSWORD`
+        characters long. Reads nothing new (credentials not read yet are not listed).
+        """
+        values = [self._basic or "", *dict(self._tokens).values()]
+        creds = self._creds if self._creds_read else None
+        if creds is not None:
+            values += [creds.basic or "", creds.identity_token or ""]
+            if creds.password and len(creds.password) >= MIN_MASKED_PASSWORD:
+                values.append(creds.password)
+        out = [v for v in values if v]
+        out += [v.split(" ", 1)[1] for v in out if v.startswith(("Basic ", "Bearer "))]
+        return tuple(dict.fromkeys(v for v in out if v))
+
+    def _mask(self, text: str) -> str:
+        """``text`` (a registry's answer) with every secret of :meth:`_secrets` masked."""
+        return mask_secrets(text, self._secrets())
 
     def _no_credentials(self, where: str) -> BuildError:
         """The paragraph for a registry that asks for credentials pin does not have."""
@@ -737,7 +866,8 @@ class Registry:
         least = answer.headers.get("OCI-Chunk-Min-Length", "")
         if least.isascii() and least.isdigit() and len(least) < 12:
             self._min_chunk = max(self._min_chunk, int(least))
-        return _location(self._base_url(), answer, f"Registry {self.base}: POST {path}")
+        return _location(self._base_url() + path, answer,
+                         f"Registry {self.base}: POST {path}")
 
     def _chunk_size(self) -> int:
         """:data:`CHUNK_SIZE` (read at call time, so tests can lower it), or the registry's
@@ -757,9 +887,9 @@ class Registry:
             text = held.strip().removeprefix("bytes=")
             last = text.rpartition("-")[2]
             if not (last.isascii() and last.isdigit()) or int(last) != end:
-                raise BuildError(f"{where}: the registry holds bytes {clip_text(text, 60)} of "
+                raise BuildError(f"{where}: the registry holds bytes {clip_text(self._mask(text), 60)} of "
                                  f"the upload, pin sent up to {end}.", hint=HINT)
-        return _location(self._base_url(), answer, where)
+        return _location(location, answer, where)
 
     def _finish(self, repo: str, location: str, digest: str, body: bytes = b"") -> None:
         """Close the upload with ``PUT ?digest=``; check the digest the registry names."""
@@ -768,7 +898,7 @@ class Registry:
                                headers={"Content-Type": "application/octet-stream"})
         theirs = answer.headers.get("Docker-Content-Digest", digest)
         if theirs != digest:
-            raise BuildError(f"Registry {self.base}: blob stored as {clip_text(theirs, 100)}, "
+            raise BuildError(f"Registry {self.base}: blob stored as {clip_text(self._mask(theirs), 100)}, "
                              f"pin sent {digest}.", hint=HINT)
 
     def _upload_bytes(self, repo: str, location: str, data: bytes, digest: str,
@@ -952,7 +1082,7 @@ class Registry:
                              headers={"Content-Type": media_type})
         theirs = resp.headers.get("Docker-Content-Digest", ours)
         if theirs != ours:
-            raise BuildError(f"Registry {self.base}: manifest stored as {clip_text(theirs)}, "
+            raise BuildError(f"Registry {self.base}: manifest stored as {clip_text(self._mask(theirs))}, "
                              f"pin sent {ours}; the registry rewrote the bytes.")
         return ours
 
@@ -1099,7 +1229,7 @@ def fetch_docs(registry_url: str, ref: str, *, layers: bool = True,
                           source=source, length=size)
                 for (layer_digest, size, layer_media), diff_id in zip(descriptors, diff_ids,
                                                                       strict=True))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise BuildError(f"Registry {reg.base}: {ref} is not a well-formed OCI or Docker "
                              f"image ({clip_text(str(exc))}).") from None
     return ImageDocs(layers=blobs, config=config, manifest=manifest)

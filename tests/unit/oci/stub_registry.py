@@ -49,7 +49,11 @@ class Stub:
 
     ``auth``: ``None``, ``"basic"`` or ``"bearer"``; ``user``/``password`` the accepted
     credentials; ``corrupt`` digests served with other bytes; ``min_chunk`` sent as
-    ``OCI-Chunk-Min-Length``.
+    ``OCI-Chunk-Min-Length``; ``upload_url``: when set, a ``POST`` answers an absolute
+    ``Location`` on that base (another server, which may share ``blobs`` and ``uploads``);
+    ``token_text``: the token the token server hands out instead of a random one;
+    ``token_body``: the whole answer of the token server instead of its JSON; ``echo``:
+    every 401 body (registry and token server) quotes the ``Authorization`` it got.
     """
 
     auth: str | None = None
@@ -64,6 +68,10 @@ class Stub:
     tokens: dict[str, list[str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     url: str = ""
+    upload_url: str = ""
+    token_text: str | None = None
+    token_body: bytes | None = None
+    echo: bool = False
 
     def requests(self, method: str | None = None) -> list[Logged]:
         """The logged requests, those of ``method`` only when given."""
@@ -111,13 +119,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.stub.log.append(self._entry)
         return parts.path, query, body
 
+    def _denied_body(self, base: bytes) -> bytes:
+        if not self.stub.echo:
+            return base
+        sent = self.headers.get("Authorization") or "nothing"
+        return json.dumps({"errors": [{"code": "UNAUTHORIZED",
+                                       "message": f"denied for {sent}"}]}).encode()
+
     def _authorized(self, path: str, repo: str | None, push: bool,
                     mount_from: str | None = None) -> bool:
         sent = self.headers.get("Authorization")
         if self.stub.auth == "basic":
             if sent == self.stub.basic:
                 return True
-            self._send(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
+            self._send(401, self._denied_body(b'{"errors":[{"code":"UNAUTHORIZED"}]}'),
                        {"WWW-Authenticate": 'Basic realm="stub, with a comma"'})
             return False
         if self.stub.auth == "bearer":
@@ -131,18 +146,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return True
             challenge = (f'Bearer realm="{self.stub.url}/token",service="stub"'
                          + (f',scope="{" ".join(needed)}"' if needed else ""))
-            self._send(401, b'{"errors":[{"code":"UNAUTHORIZED"}]}',
+            self._send(401, self._denied_body(b'{"errors":[{"code":"UNAUTHORIZED"}]}'),
                        {"WWW-Authenticate": challenge})
             return False
         return True
 
     def _token(self, query: dict[str, list[str]]) -> None:
         if self.headers.get("Authorization") != self.stub.basic:
-            self._send(401, b'{"details":"who are you"}')
+            self._send(401, self._denied_body(b'{"details":"who are you"}'))
             return
-        token = uuid.uuid4().hex
+        token = self.stub.token_text or uuid.uuid4().hex
         self.stub.tokens[token] = [s for v in query.get("scope", []) for s in v.split()]
-        self._send(200, json.dumps({"token": token}).encode())
+        self._send(200, self.stub.token_body or json.dumps({"token": token}).encode())
 
     @staticmethod
     def _split(path: str, marker: str) -> tuple[str, str] | None:
@@ -204,7 +219,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                             "Location": f"/v2/{repo}/blobs/{mount}"})
         upload = uuid.uuid4().hex
         self.stub.uploads[upload] = (repo, bytearray())
-        headers = {"Location": f"/v2/{repo}/blobs/uploads/{upload}?_state=s{upload}",
+        headers = {"Location": f"{self.stub.upload_url}/v2/{repo}/blobs/uploads/{upload}"
+                               f"?_state=s{upload}",
                    "Range": "0-0"}
         if self.stub.min_chunk:
             headers["OCI-Chunk-Min-Length"] = str(self.stub.min_chunk)
@@ -264,12 +280,13 @@ def _handler(stub: Stub) -> type[http.server.BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def serve(stub: Stub, *, cert: tuple[Path, Path] | None = None) -> Iterator[str]:
-    """Serve ``stub`` on 127.0.0.1 (TLS with ``cert`` = ``(certificate, key)``); yields
-    ``127.0.0.1:PORT``."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
+def serve(stub: Stub, *, cert: tuple[Path, Path] | None = None,
+          bind: str = "127.0.0.1") -> Iterator[str]:
+    """Serve ``stub`` on ``bind`` (a loopback address; TLS with ``cert`` = ``(certificate,
+    key)``); yields ``BIND:PORT``."""
+    server = http.server.ThreadingHTTPServer((bind, 0), _handler(stub))
     server.daemon_threads = True
-    host = f"127.0.0.1:{server.server_address[1]}"
+    host = f"{bind}:{server.server_address[1]}"
     if cert is not None:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(str(cert[0]), str(cert[1]))

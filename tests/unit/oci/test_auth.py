@@ -175,6 +175,8 @@ def test_no_config_file_means_no_credentials(monkeypatch: pytest.MonkeyPatch,
 
 @pytest.mark.parametrize("text,needle", [
     ('{"auths": {"r.example": {"auth": "c2VjcmV0LXBhc3N3b3Jk"', "not valid JSON (line 1)"),
+    ("[" * 200_000 + "]" * 200_000, "not valid JSON"),  # deeper than the parser's recursion
+    ('{"auths": ' + "[" * 200_000, "not valid JSON"),
     ("[1, 2]", "top level is not a JSON object"),
     ('{"auths": []}', '"auths" is not an object'),
     ('{"auths": {"r.example": "x"}}', "is not an object"),
@@ -210,7 +212,9 @@ def test_cred_helpers_and_creds_store(monkeypatch: pytest.MonkeyPatch, tmp_path:
   https://index.docker.io/v1/) echo '{"Username":"<token>","Secret":"idtoken"}';;
   *) echo 'credentials not found in native keychain'; exit 1;;
 esac""", monkeypatch)
-    _helper(tmp_path / "bin", "broken", "echo 'keychain locked'; exit 1", monkeypatch)
+    _helper(tmp_path / "bin", "broken",
+            "echo 'keychain locked, secret hunter2-on-stdout'; "
+            "echo 'stderr hunter2-on-stderr' >&2; exit 1", monkeypatch)
     _config(tmp_path / "c", {"credsStore": "x", "credHelpers": {
         "https://helped.example.com": "broken"},
         "auths": {"reg.example.com:5000": {"auth": _b64("ignored:because-helper")}}},
@@ -226,7 +230,9 @@ esac""", monkeypatch)
     with pytest.raises(BuildError) as info:  # credHelpers wins over credsStore, by URL key
         credentials("helped.example.com")
     assert "docker-credential-broken failed (exit 1)" in info.value.message
-    assert "keychain locked" in info.value.message
+    text = info.value.render()  # the helper's output may hold the secret: never quoted
+    assert "hunter2" not in text and "keychain locked" not in text
+    assert "docker-credential-broken get" in info.value.hint  # run it by hand to see why
 
 
 @pytest.mark.parametrize("script,needle", [

@@ -71,17 +71,39 @@ def test_addresses(base: str, host: str, endpoint: str, scheme: str | None) -> N
     ("http://docker.io", "plain HTTP only to a loopback registry"),
     ("ftp://registry.example.com", "is not https or http"),
     ("https://registry.example.com/v2/", "no path, user or query"),
-    ("https://user:pw@registry.example.com", "no path, user or query"),
+    ("registry.example.com/pin", "no path, user or query"),
+    ("https://registry.example.com?x=1", "no path, user or query"),
     ("registry.example.com:http", "no path, user or query"),
-    ("", "is not HOST[:PORT]"),
+    ("registry.example.com:123456", "no path, user or query"),
+    ("", "is empty"),
+    ("   ", "is empty"),
     ("reg istry.example.com", "characters a host name cannot"),
+    ("régistry.example.com", "characters a host name cannot"),
 ])
 def test_refused_addresses(base: str, needle: str) -> None:
-    with pytest.raises(BuildError) as info:
+    # A bad --registry value is a usage error (exit 2), not a registry failure (exit 8).
+    with pytest.raises(UsageError) as info:
         Registry(base)
+    assert info.value.exit_code == 2
     assert needle in info.value.message
     if "plain HTTP" in needle:
         assert "https://" in info.value.hint
+
+
+@pytest.mark.parametrize("base,shown", [
+    ("https://user:hunter2@registry.example.com", "'https://***@registry.example.com'"),
+    ("user:hunter2@registry.example.com:5000", "'***@registry.example.com:5000'"),
+    ("https://u:hunter2/x?y#z@registry.example.com", "'https://***@registry.example.com'"),
+    ("ftp://user:hunter2@registry.example.com", "'ftp://***@registry.example.com'"),
+    ("u:hunter2@ftp://registry.example.com", "'***@ftp://registry.example.com'"),
+])
+def test_user_info_is_refused_without_echoing_the_password(base: str, shown: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_address(base)
+    text = info.value.render()
+    assert info.value.exit_code == 2 and "hunter2" not in text and "user:" not in text
+    assert shown in info.value.message and "user name or password" in info.value.message
+    assert "pin login" in info.value.hint
 
 
 def test_loopback_and_hosts() -> None:

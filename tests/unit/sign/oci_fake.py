@@ -37,13 +37,16 @@ MEDIA_INDEX = "application/vnd.oci.image.index.v1+json"
 @dataclass
 class Store:
     """What a registry holds: blobs and manifests per repository, manifests by tag and
-    digest (with their media types), and a log of the writes.
+    digest (with their media types), a log of the writes, a log of the reads (blob and
+    manifest ``GET``s through :class:`MemoryRegistry`) and the blob bytes it streamed.
     """
 
     referrers_api: bool = False
     blobs: dict[tuple[str, str], bytes] = field(default_factory=dict)
     manifests: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict)
     writes: list[str] = field(default_factory=list)
+    reads: list[str] = field(default_factory=list)
+    streamed: int = 0
 
     def put_manifest(self, repo: str, reference: str, data: bytes, media_type: str) -> str:
         digest = sha256_digest(data)
@@ -132,6 +135,20 @@ def recorded(lock: Lockfile, ref: str, digest: str) -> Lockfile:
     return amend(lock, image=img)
 
 
+@dataclass
+class Stream:
+    """An open blob answer of :class:`MemoryRegistry`: ``data`` in chunks."""
+
+    store: Store
+    data: bytes
+
+    def iter_content(self, chunk_size: int) -> Iterator[bytes]:
+        for start in range(0, len(self.data), chunk_size):
+            chunk = self.data[start:start + chunk_size]
+            self.store.streamed += len(chunk)
+            yield chunk
+
+
 class MemoryRegistry:
     """The registry calls of :mod:`pinning.sign.bundle` on a :class:`Store` (no HTTP): a
     missing blob or manifest is a :class:`BuildError`, as a registry's 404 is.
@@ -149,12 +166,21 @@ class MemoryRegistry:
         return digest
 
     def get_blob(self, repo: str, digest: str) -> bytes:
+        self.store.reads.append(f"blob {repo}@{digest}")
         if (repo, digest) not in self.store.blobs:
             raise BuildError(f"GET /v2/{repo}/blobs/{digest} answered 404")
         return self.store.blobs[(repo, digest)]
 
+    @contextmanager
+    def open_blob(self, repo: str, digest: str) -> Iterator[Stream]:
+        """The blob as a stream (as ``requests.Response.iter_content`` gives it), the bytes
+        handed out counted in ``store.streamed``; not checked against the digest.
+        """
+        yield Stream(self.store, self.get_blob(repo, digest))
+
     def get_manifest(self, repo: str, reference: str, *,
                      accept: tuple[str, ...] = (MEDIA_MANIFEST,)) -> bytes:
+        self.store.reads.append(f"manifest {repo}:{reference}")
         if (repo, reference) not in self.store.manifests:
             raise BuildError(f"GET /v2/{repo}/manifests/{reference} answered 404")
         return self.store.manifests[(repo, reference)][0]

@@ -15,12 +15,18 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from pinning.errors import SignatureError
 from pinning.oci.documents import MEDIA_MANIFEST
+from pinning.oci.registry import Registry
 from pinning.sign.bundle import (
     BUNDLE_MEDIA,
     EMPTY_DIGEST,
+    MAX_BUNDLE_BYTES,
+    MAX_BUNDLES,
+    MAX_REASONS,
     MEDIA_INDEX,
+    REASON_CHARS,
     SIGN_PREDICATE,
     attach_bundle,
+    failure_summary,
     index_entry,
     key_hint,
     list_referrers,
@@ -33,7 +39,7 @@ from pinning.sign.bundle import (
 )
 from pinning.sign.cosign import LOCK_PREDICATE, STATEMENT_V1, statement
 from pinning.util.digests import canonical_json, sha256_digest
-from tests.unit.sign.oci_fake import MemoryRegistry, Store, image
+from tests.unit.sign.oci_fake import MemoryRegistry, Store, image, serve
 
 REPO = "pin/trial"
 NAME = "127.0.0.1:5000/pin/trial"
@@ -367,3 +373,177 @@ def test_a_corrupt_tag_index_stops_attaching_before_any_write() -> None:
     with pytest.raises(SignatureError, match="is a JSON list, not an index"):
         attach_bundle(reg, REPO, digest, KEY, SIGN_PREDICATE, {}, name=NAME)
     assert reg.store.writes == writes
+
+
+# ---- bounds: what a registry's listing makes pin fetch -------------------------------------
+
+
+def _missing(i: int, artifact_type: str = BUNDLE_MEDIA) -> dict[str, Any]:
+    """An index entry naming a manifest the registry does not hold."""
+    return {"mediaType": MEDIA_MANIFEST, "artifactType": artifact_type, "size": 100,
+            "digest": sha256_digest(f"missing {i}".encode())}
+
+
+def _list(reg: MemoryRegistry, digest: str, *entries: dict[str, Any]) -> None:
+    """Add ``entries`` to the tag index of ``digest``."""
+    tag = referrers_tag(digest)
+    raw = reg.get_manifest(REPO, tag) if reg.manifest_digest(REPO, tag) else None
+    reg.put_manifest(REPO, tag, merged_index(raw, entries[0], tag), MEDIA_INDEX)
+    doc: dict[str, Any] = json.loads(reg.get_manifest(REPO, tag))
+    doc["manifests"] += list(entries[1:])
+    reg.put_manifest(REPO, tag, canonical_json(doc), MEDIA_INDEX)
+
+
+def _fetched(reg: MemoryRegistry, digest: str) -> list[str]:
+    """The reads other than the tag index and the image itself."""
+    skip = {f"manifest {REPO}:{referrers_tag(digest)}", f"manifest {REPO}:{digest}"}
+    return [r for r in reg.store.reads if r not in skip and EMPTY_DIGEST not in r]
+
+
+def test_other_tools_referrers_are_not_fetched() -> None:
+    reg, digest, ref = _signed()
+    _list(reg, digest, *(_missing(i, "application/spdx+json") for i in range(MAX_BUNDLES * 5)))
+    reg.store.reads.clear()
+    check = verify_bundles(reg, REPO, digest, KEY.public_key())
+    assert check.verified == [(SIGN_PREDICATE, {})]
+    fetched = _fetched(reg, digest)
+    assert len(fetched) == 2 and fetched[0] == f"manifest {REPO}:{ref}", fetched
+    reg.store.reads.clear()
+    assert attach_bundle(reg, REPO, digest, KEY, SIGN_PREDICATE, {}, name=NAME) == ref
+    assert len(_fetched(reg, digest)) == 2
+
+
+def test_more_bundles_than_the_cap_are_refused_before_any_is_fetched() -> None:
+    reg, digest, _ref = _signed()
+    _list(reg, digest, *(_missing(i) for i in range(MAX_BUNDLES)))  # 1 + MAX_BUNDLES listed
+    reg.store.reads.clear()
+    with pytest.raises(SignatureError) as info:
+        verify_bundles(reg, REPO, digest, KEY.public_key())
+    assert info.value.exit_code == 9
+    assert f"{MAX_BUNDLES + 1} Sigstore bundles are listed for {digest}" in info.value.message
+    assert f"more than the {MAX_BUNDLES} pin examines" in info.value.message
+    assert _fetched(reg, digest) == []
+    # Signing refuses the same listing before writing anything.
+    writes = list(reg.store.writes)
+    with pytest.raises(SignatureError, match=f"more than the {MAX_BUNDLES} pin examines"):
+        attach_bundle(reg, REPO, digest, KEY, LOCK_PREDICATE, {}, name=NAME)
+    assert reg.store.writes == writes and _fetched(reg, digest) == []
+
+
+def test_at_the_cap_every_bundle_is_examined_and_the_message_is_bounded() -> None:
+    reg, digest, _ref = _signed()
+    _list(reg, digest, *(_missing(i) for i in range(MAX_BUNDLES - 1)))  # MAX_BUNDLES listed
+    reg.store.reads.clear()
+    with pytest.raises(SignatureError) as info:
+        verify_bundles(reg, REPO, digest, KEY.public_key())
+    message = info.value.message
+    assert message.count("which cannot be read") == MAX_REASONS
+    assert f"and {MAX_BUNDLES - 1 - MAX_REASONS} more." in message
+    assert len(message) < (MAX_REASONS + 1) * (REASON_CHARS + 40)
+    # Every listed manifest was asked for once (none skipped), the good one's blob too.
+    manifests = [r for r in _fetched(reg, digest) if r.startswith("manifest")]
+    assert len(manifests) == len(set(manifests)) == MAX_BUNDLES
+
+
+def test_the_reviewers_thousand_missing_referrers_cost_one_listing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    reg = MemoryRegistry(Store(referrers_api=True))
+    digest = image(reg.store, REPO)
+    index = canonical_json({"schemaVersion": 2, "mediaType": MEDIA_INDEX,
+                            "manifests": [_missing(i) for i in range(1000)]})
+    monkeypatch.setattr(reg, "referrers", lambda repo, d: index)
+    with pytest.raises(SignatureError) as info:
+        verify_bundles(reg, REPO, digest, KEY.public_key())
+    assert "1000 Sigstore bundles are listed" in info.value.message
+    assert len(info.value.message) < 1000 and reg.store.reads == []
+
+
+def test_failure_summary_shows_five_reasons_clipped_and_counts_the_rest() -> None:
+    assert failure_summary(["a", "b"]) == "a; b"
+    reasons = [f"r{i}" for i in range(MAX_REASONS)]
+    assert failure_summary(reasons) == "; ".join(reasons)
+    assert failure_summary([*reasons, "x", "y"]) == "; ".join(reasons) + "; and 2 more"
+    long = failure_summary(["z" * (REASON_CHARS + 50)])
+    assert long == "z" * REASON_CHARS + "... (50 characters more)"
+
+
+def _layer_changed(reg: MemoryRegistry, digest: str, ref: str, layer: dict[str, Any],
+                   blob: bytes | None = None) -> str:
+    """Point the tag index at a copy of referrer ``ref`` whose bundle layer is changed
+    (``blob`` stored under the layer's digest as it is, unchecked)."""
+    doc = json.loads(reg.get_manifest(REPO, ref))
+    doc["layers"][0].update(layer)
+    if blob is not None:
+        reg.store.blobs[(REPO, doc["layers"][0]["digest"])] = blob
+    raw = canonical_json(doc)
+    new = reg.put_manifest(REPO, sha256_digest(raw), raw)
+    index = json.loads(reg.get_manifest(REPO, referrers_tag(digest)))
+    index["manifests"] = [index_entry(raw) if e["digest"] == ref else e
+                          for e in index["manifests"]]
+    reg.put_manifest(REPO, referrers_tag(digest), canonical_json(index), MEDIA_INDEX)
+    return new
+
+
+def _blob_reads(reg: MemoryRegistry) -> list[str]:
+    return [r for r in reg.store.reads if r.startswith("blob") and EMPTY_DIGEST not in r]
+
+
+def test_a_bundle_layer_larger_than_the_cap_is_refused_before_it_is_fetched() -> None:
+    reg, digest, ref = _signed()
+    new = _layer_changed(reg, digest, ref, {"size": MAX_BUNDLE_BYTES + 1})
+    reg.store.reads.clear()
+    _refused(reg, digest, f"bundle manifest {new}: the bundle sha256:")
+    _refused(reg, digest, f"is {MAX_BUNDLE_BYTES + 1} bytes, more than the {MAX_BUNDLE_BYTES}")
+    assert _blob_reads(reg) == [] and reg.store.streamed == 0
+
+
+def test_a_blob_larger_than_its_descriptor_says_is_cut_off_at_the_cap() -> None:
+    reg, digest, ref = _signed()
+    huge = b"x" * (4 * MAX_BUNDLE_BYTES)
+    _layer_changed(reg, digest, ref, {"digest": sha256_digest(b"small"), "size": 5}, huge)
+    _refused(reg, digest, f"the registry sent more than {MAX_BUNDLE_BYTES} bytes")
+    assert MAX_BUNDLE_BYTES < reg.store.streamed <= MAX_BUNDLE_BYTES + 64 * 1024
+
+
+@pytest.mark.parametrize("layer,blob,reason", [
+    ({"size": 3}, None, "bytes, not the 3 its descriptor says"),
+    ({"size": "700"}, None, "the bundle layer's size '700' is not a whole number"),
+    ({"size": True}, None, "the bundle layer's size 'True' is not a whole number"),
+    ({"size": -1}, None, "the bundle layer's size '-1' is not a whole number"),
+    ({"digest": "sha256:../../etc"}, None, "the bundle layer has no digest of the form"),
+    ({}, b"other bytes", "came back with other bytes"),
+])
+def test_bundle_layer_descriptor_and_bytes_are_checked(layer: dict[str, Any],
+                                                        blob: bytes | None,
+                                                        reason: str) -> None:
+    reg, digest, ref = _signed()
+    _layer_changed(reg, digest, ref, layer, blob)
+    _refused(reg, digest, reason)
+
+
+def test_attach_refuses_a_bundle_larger_than_it_reads_back_before_writing() -> None:
+    reg = MemoryRegistry()
+    digest = image(reg.store, REPO)
+    writes = list(reg.store.writes)
+    with pytest.raises(SignatureError, match="more than the 4194304 pin reads back") as info:
+        attach_bundle(reg, REPO, digest, KEY, LOCK_PREDICATE,
+                      {"lockfile": {"content": "x" * MAX_BUNDLE_BYTES}}, name=NAME)
+    assert info.value.exit_code == 9 and reg.store.writes == writes
+
+
+def test_over_http_a_lying_blob_is_read_only_to_the_cap() -> None:
+    store = Store(referrers_api=True)
+    reg = MemoryRegistry(store)
+    digest = image(store, REPO)
+    ref = attach_bundle(reg, REPO, digest, KEY, SIGN_PREDICATE, {}, name=NAME)
+    blob = (REPO, json.loads(reg.get_manifest(REPO, ref))["layers"][0]["digest"])
+    good = store.blobs[blob]
+    with serve(store) as host, Registry(host) as http:
+        # A good bundle verifies through the real client's streamed read ...
+        check = verify_bundles(http, REPO, digest, KEY.public_key())
+        assert check.verified == [(SIGN_PREDICATE, {})]
+        # ... and 8 times the cap behind the same descriptor is refused at the cap.
+        store.blobs[blob] = good + b" " * (8 * MAX_BUNDLE_BYTES)
+        with pytest.raises(SignatureError, match="the registry sent more than") as info:
+            verify_bundles(http, REPO, digest, KEY.public_key())
+    assert info.value.exit_code == 9 and "referrers API" in info.value.message
