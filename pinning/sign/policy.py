@@ -37,7 +37,13 @@ from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import LOCK_LABEL
 from pinning.oci.reference import ImageRef, parse
 from pinning.oci.registry import Registry
-from pinning.sign.bundle import SIGN_PREDICATE, attach_bundle, list_referrers, verify_bundles
+from pinning.sign.bundle import (
+    SIGN_PREDICATE,
+    attach_bundle,
+    bundle_entries,
+    list_referrers,
+    verify_bundles,
+)
 from pinning.sign.cosign import (
     LOCK_PREDICATE,
     SLSA_PREDICATE,
@@ -174,6 +180,7 @@ def _sign_in(registry: Registry, image: ImageRef, digest: str,
     if registry.manifest_digest(repo, digest) != digest:
         raise SignatureError(f"{image} is not in the registry; nothing to sign.")
     listing = list_referrers(registry, repo, digest)  # a corrupt tag index stops us here
+    bundle_entries(listing, digest)  # and so do more referrers than pin examines
     out: dict[str, Any] = {"image": str(image),
                            "signature": sign_image(registry, repo, digest, private,
                                                    reference=image.name)}
