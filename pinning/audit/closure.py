@@ -31,10 +31,11 @@ import os
 import subprocess
 import sys
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pinning.audit.model import DeclaredPackage, Skipped
 from pinning.errors import UsageError
+from pinning.util.proc import uv_environment
 from pinning.util.text import printable
 
 __all__ = ["DEFAULT_PLATFORM", "DEFAULT_TIMEOUT_S", "parse_compile_output", "resolve_closure",
@@ -58,11 +59,6 @@ MAX_UV_MESSAGE_CHARS = 4000
 MAX_UV_MESSAGE_LINES = 30
 """The bounds of uv's error message as quoted in a :class:`UsageError`."""
 
-_KEPT_UV_VARS = frozenset({
-    "UV_CACHE_DIR", "UV_NO_CACHE", "UV_NATIVE_TLS", "UV_SYSTEM_CERTS", "UV_OFFLINE",
-    "UV_HTTP_TIMEOUT", "UV_HTTP_RETRIES", "UV_REQUEST_TIMEOUT", "UV_INSECURE_HOST",
-    "UV_CONCURRENT_DOWNLOADS", "UV_KEYRING_PROVIDER",
-})
 
 _FROM = "# from "
 
@@ -146,18 +142,6 @@ def uv_compile_command(uv: str, index_urls: Sequence[str], python_version: str,
         cmd.append(f"--index-url={url}" if k == 0 else f"--extra-index-url={url}")
     return cmd
 
-
-def uv_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment uv runs in: ``environ`` without the ``UV_*`` variables that change what
-    is resolved (the transport ones are kept, see the module docstring), plus
-    ``UV_NO_CONFIG=1``, ``UV_NO_PROGRESS=1`` and ``NO_COLOR=1``.
-    """
-    env = {k: v for k, v in environ.items()
-           if not k.startswith("UV_") or k in _KEPT_UV_VARS}
-    env["UV_NO_CONFIG"] = "1"
-    env["UV_NO_PROGRESS"] = "1"
-    env["NO_COLOR"] = "1"
-    return env
 
 
 def _uv_message(stderr: str) -> str:

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 
 from pinning.errors import BuildError
 from pinning.lockfile.models import Lockfile, Wheel, is_loopback_host
-from pinning.resolve.pylock import redact
 from pinning.util.files import sha256_file
 from pinning.util.progress import NULL_PROGRESS, Progress
+from pinning.util.text import redact
 
 if TYPE_CHECKING:
     import requests

@@ -10,29 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from pinning.errors import UsageError
 from pinning.lockfile.models import Wheel
-from pinning.util.text import printable
+from pinning.util.text import printable, redact
 
 if TYPE_CHECKING:
     from packaging.tags import Tag
 
 __all__ = ["choose_wheels", "redact", "target_tags"]
-
-
-def redact(url: str, *, mask: str = "") -> str:
-    """``url`` without a user name or password: the ``USER:PASSWORD@`` of its authority
-    (after ``//``, up to the first ``/``, ``?`` or ``#``) removed, or replaced by
-    ``mask + "@"`` when ``mask`` is given (``"***"`` in messages, so a reader sees that
-    credentials were given). Credentials never reach a lock or a message. Works on text
-    :func:`urllib.parse.urlsplit` refuses (``https://u:p@[::1``) too; never raises.
-    """
-    head, sep, rest = url.partition("//")
-    if not sep:
-        return url
-    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    authority = rest[:end]
-    if "@" not in authority:
-        return url
-    return f"{head}//{mask + '@' if mask else ''}{authority.rpartition('@')[2]}{rest[end:]}"
 
 
 def _platforms(platform: str) -> list[str]:

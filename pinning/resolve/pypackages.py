@@ -34,6 +34,7 @@ from pathlib import Path
 from pinning.errors import BuildError, UsageError
 from pinning.lockfile.models import Lockfile, Wheel, is_loopback_host
 from pinning.resolve.pylock import choose_wheels, redact, target_tags
+from pinning.util.proc import uv_environment
 from pinning.util.text import printable
 
 __all__ = ["DEFAULT_TIMEOUT_S", "PYPI_SIMPLE", "PYTORCH_WHEEL_INDEX", "PackagesPlan",
@@ -67,11 +68,6 @@ MAX_UV_LINES = 30
 MAX_UV_CHARS = 4000
 """The longest requirement or index accepted; the bounds of uv's message as quoted."""
 
-_KEPT_UV_VARS = frozenset({
-    "UV_CACHE_DIR", "UV_NO_CACHE", "UV_NATIVE_TLS", "UV_SYSTEM_CERTS", "UV_OFFLINE",
-    "UV_HTTP_TIMEOUT", "UV_HTTP_RETRIES", "UV_REQUEST_TIMEOUT", "UV_INSECURE_HOST",
-    "UV_CONCURRENT_DOWNLOADS", "UV_KEYRING_PROVIDER",
-})
 
 _FRESH = "run with --fresh to resolve from the frameworks and the requirements given alone"
 
@@ -308,14 +304,6 @@ def uv_pylock_command(uv: str, plan: PackagesPlan) -> list[str]:
         cmd.append(f"--index-url={url}" if k == 0 else f"--extra-index-url={url}")
     return cmd
 
-
-def uv_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """``environ`` without the ``UV_*`` variables that change what is resolved, plus
-    ``UV_NO_CONFIG=1``, ``UV_NO_PROGRESS=1`` and ``NO_COLOR=1``.
-    """
-    env = {k: v for k, v in environ.items() if not k.startswith("UV_") or k in _KEPT_UV_VARS}
-    env.update(UV_NO_CONFIG="1", UV_NO_PROGRESS="1", NO_COLOR="1")
-    return env
 
 
 def clip_message(stderr: str) -> str:

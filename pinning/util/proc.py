@@ -12,7 +12,7 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -147,3 +147,25 @@ class ReplayRunner:
     def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
         """The recorded result for exactly ``argv``, or ``None``."""
         return self._table.get(tuple(argv))
+
+
+KEPT_UV_VARS = frozenset({
+    "UV_CACHE_DIR", "UV_NO_CACHE", "UV_NATIVE_TLS", "UV_SYSTEM_CERTS", "UV_OFFLINE",
+    "UV_HTTP_TIMEOUT", "UV_HTTP_RETRIES", "UV_REQUEST_TIMEOUT", "UV_INSECURE_HOST",
+    "UV_CONCURRENT_DOWNLOADS", "UV_KEYRING_PROVIDER",
+})
+"""The ``UV_*`` variables a resolution pin runs keeps: transport only (cache, certificates,
+timeouts, retries, offline, keyring). Every other ``UV_*`` variable (an index, a constraint
+file, a Python choice) would change what is resolved, so it is dropped (names as in uv's
+``docs/reference/environment.md``, uv 0.13.9)."""
+
+
+def uv_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment ``uv pip compile`` runs in for ``pin audit --requirement`` and ``pin
+    lock packages``: ``environ`` without the ``UV_*`` variables that change what is resolved
+    (:data:`KEPT_UV_VARS` are kept), plus ``UV_NO_CONFIG=1`` (no ``uv.toml`` or
+    ``pyproject.toml`` settings), ``UV_NO_PROGRESS=1`` and ``NO_COLOR=1``.
+    """
+    env = {k: v for k, v in environ.items() if not k.startswith("UV_") or k in KEPT_UV_VARS}
+    env.update(UV_NO_CONFIG="1", UV_NO_PROGRESS="1", NO_COLOR="1")
+    return env

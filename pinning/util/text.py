@@ -106,3 +106,20 @@ def is_word(text: str) -> bool:
     breaks) and no control character, so it stays one token on a command or requirements line.
     """
     return bool(text) and not any(ch.isspace() for ch in text) and not control_chars(text)
+
+
+def redact(url: str, *, mask: str = "") -> str:
+    """``url`` without a user name or password: the ``USER:PASSWORD@`` of its authority
+    (after ``//``, up to the first ``/``, ``?`` or ``#``) removed, or replaced by
+    ``mask + "@"`` when ``mask`` is given (``"***"`` in messages, so a reader sees that
+    credentials were given). Credentials never reach a lock or a message. Works on text
+    :func:`urllib.parse.urlsplit` refuses (``https://u:p@[::1``) too; never raises.
+    """
+    head, sep, rest = url.partition("//")
+    if not sep:
+        return url
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority = rest[:end]
+    if "@" not in authority:
+        return url
+    return f"{head}//{mask + '@' if mask else ''}{authority.rpartition('@')[2]}{rest[end:]}"
