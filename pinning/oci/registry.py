@@ -26,7 +26,10 @@ What pin needs of a registry, for a team's own registry as much as for one on 12
   blobs", v1.1.0, date not recorded).
 
 The bytes sent are the bytes hashed; the digest the registry answers is checked against ours,
-and blobs and manifests read by digest are checked against it. Every failure is a
+and blobs and manifests read by digest are checked against it. Credentials go only to the
+registry's own scheme, host and port (an upload ``Location`` elsewhere gets none), and any
+secret pin sent is masked in the registry text it shows. A malformed registry address is a
+:class:`~pinning.errors.UsageError` (exit 2); every other failure is a
 :class:`~pinning.errors.BuildError` (exit 8) naming the registry, the request and the status,
 never a secret.
 """
@@ -235,7 +238,7 @@ def _redacted(text: str) -> str:
     ``***@``, clipped to 200 characters. Never echoes a password given in an address.
     """
     if "@" in text:
-        scheme, sep, rest = text.partition("://")
+        scheme, sep, _ = text.partition("://")
         text = (f"{scheme}://***@" if sep and "@" not in scheme else "***@") + \
             text.rpartition("@")[2]
     return clip_text(text, 200)
@@ -361,8 +364,7 @@ def _origin(url: str) -> tuple[str, str, int] | None:
 def _location(request_url: str, answer: Answer, where: str) -> str:
     """The absolute upload URL of an upload answer's ``Location`` header (a relative one
     resolved against ``request_url``, the URL the request went to, RFC 9110 section 10.2.2).
-    Raises
-    :class:`BuildError` when it is missing, not an http(s) URL, or plain HTTP to a host that
+    A :class:`BuildError` when it is missing, not an http(s) URL, or plain HTTP to a host that
     is not loopback (the blob would cross the network unprotected). A URL on another host is
     returned; :meth:`Registry._send` sends it no credentials.
     """
@@ -453,7 +455,9 @@ class Registry:
     ``credentials`` to sign in with instead of the Docker config's (``pin login`` checks
     new ones this way).
 
-    Nothing is sent before the first call. Every method raises :class:`BuildError` (exit 8)
+    A malformed ``base`` raises :class:`~pinning.errors.UsageError` (exit 2, see
+    :func:`parse_address`). Nothing is sent before the first call. Every method raises
+    :class:`BuildError` (exit 8)
     naming the registry when it cannot be reached, its TLS certificate is not trusted, it
     asks for credentials pin does not have or refuses them, or it answers an unexpected
     status (its error text cut to :data:`ERROR_TEXT_CHARS` characters, :func:`clip_text`).
@@ -887,8 +891,9 @@ class Registry:
             text = held.strip().removeprefix("bytes=")
             last = text.rpartition("-")[2]
             if not (last.isascii() and last.isdigit()) or int(last) != end:
-                raise BuildError(f"{where}: the registry holds bytes {clip_text(self._mask(text), 60)} of "
-                                 f"the upload, pin sent up to {end}.", hint=HINT)
+                raise BuildError(f"{where}: the registry holds bytes "
+                                 f"{clip_text(self._mask(text), 60)} of the upload, pin sent "
+                                 f"up to {end}.", hint=HINT)
         return _location(location, answer, where)
 
     def _finish(self, repo: str, location: str, digest: str, body: bytes = b"") -> None:
@@ -898,8 +903,9 @@ class Registry:
                                headers={"Content-Type": "application/octet-stream"})
         theirs = answer.headers.get("Docker-Content-Digest", digest)
         if theirs != digest:
-            raise BuildError(f"Registry {self.base}: blob stored as {clip_text(self._mask(theirs), 100)}, "
-                             f"pin sent {digest}.", hint=HINT)
+            raise BuildError(f"Registry {self.base}: blob stored as "
+                             f"{clip_text(self._mask(theirs), 100)}, pin sent {digest}.",
+                             hint=HINT)
 
     def _upload_bytes(self, repo: str, location: str, data: bytes, digest: str,
                       task: Task, abort: threading.Event) -> None:
@@ -1082,8 +1088,9 @@ class Registry:
                              headers={"Content-Type": media_type})
         theirs = resp.headers.get("Docker-Content-Digest", ours)
         if theirs != ours:
-            raise BuildError(f"Registry {self.base}: manifest stored as {clip_text(self._mask(theirs))}, "
-                             f"pin sent {ours}; the registry rewrote the bytes.")
+            raise BuildError(f"Registry {self.base}: manifest stored as "
+                             f"{clip_text(self._mask(theirs))}, pin sent {ours}; the registry "
+                             "rewrote the bytes.")
         return ours
 
     def manifest_digest(self, repo: str, reference: str, *,

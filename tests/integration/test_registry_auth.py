@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pinning.errors import BuildError
+from pinning.errors import BuildError, UsageError
 from pinning.image.layers import gzip_layer
 from pinning.oci import registry as registry_module
 from pinning.oci.auth import engine_auth
@@ -121,7 +121,7 @@ def test_wrong_password_no_credentials_and_wrong_ca(
 
 
 def test_plain_http_to_a_remote_host_is_refused() -> None:
-    with pytest.raises(BuildError, match="plain HTTP only to a loopback registry"):
+    with pytest.raises(UsageError, match="plain HTTP only to a loopback registry"):
         Registry("http://registry.example.com:5000")
 
 
