@@ -158,6 +158,7 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
     from pinning.image.plan import plan_build
     from pinning.image.record import already_built, base_of, publish
     from pinning.lockfile.io import read_lock_bytes
+    from pinning.oci.reference import parse_pinned
     from pinning.sign.policy import sign_and_attest, signing_key
 
     dest = cli_path(output or lock_path)
@@ -167,6 +168,8 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
     # The passphrase is asked before anything is built.
     key = signing_key(Path(sign_key), _ask) if sign_key else None
     base_ref = base_of(lock, base)
+    if base is not None:  # a flag: refused now (exit 2), not after a long fetch
+        parse_pinned(base, error=UsageError)
     registry, repo = _registry_of(lock, registry_url, repo, ca_cert)
     _check_wheels(lock, wheelhouse)
     ca = Path(ca_cert) if ca_cert else None
@@ -257,7 +260,7 @@ def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | Non
                 mark = "identical" if built.docs.digest == want else "DIFFERENT"
                 click.echo(f"run {i + 1}/{runs}: {built.docs.digest} {mark}")
             if built.docs.digest != want:
-                _differs(lock_path, lock, want, built, first, digests, registry_url, fmt)
+                _differs(lock_path, lock, want, built, first, digests, registry_url, fmt, ca)
             first = first or built.docs
     if fmt == "json":
         emit({"lockfile": lock_path, "expected": want, "digests": digests, "identical": True})
@@ -266,13 +269,13 @@ def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | Non
 
 
 def _differs(lock_path: str, lock: Lockfile, want: str, built: Built, first: ImageDocs | None,
-             digests: list[str], registry_url: str | None, fmt: str) -> None:
+             digests: list[str], registry_url: str | None, fmt: str, ca: Path | None) -> None:
     """Print what differs between the lock's image and a rebuild and raise ``DriftError``
     (exit 6).
     """
     from pinning.image.record import diff_images, recorded_docs
 
-    expected = recorded_docs(lock, registry_url) or first
+    expected = recorded_docs(lock, registry_url, ca_cert=ca) or first
     lines = diff_images(expected, built.docs) if expected is not None else [
         "pass --registry URL to name the files that differ"]
     if fmt == "json":

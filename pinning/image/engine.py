@@ -360,7 +360,7 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
     ``client`` is a docker SDK client (:func:`engine_client`); ``log`` receives each build
     log line; ``progress`` gets the pull, export, normalise and compress tasks (bytes);
     ``jobs`` compression threads (default: the CPUs); ``ca_cert`` the CA of the base's
-    registry when neither ``PIN_REGISTRY_CA`` nor Docker's ``certs.d`` gives it. The base's
+    registry (before ``PIN_REGISTRY_CA`` and Docker's ``certs.d``). The base's
     layers are never held in memory nor re-compressed when the engine's diff IDs are the
     base's: the image reuses the base's blobs (``data`` ``None``, served from the base's
     repository). Raises :class:`BuildError` (exit 8) for a plan, engine or registry

@@ -164,12 +164,15 @@ def _show(entry: tuple[int, str, int, str] | None) -> str:
     return f"size {size} mode {mode} mtime {mtime} sha256 {sha[:12]}"
 
 
-def recorded_docs(lock: Lockfile, registry_url: str | None) -> ImageDocs | None:
+def recorded_docs(lock: Lockfile, registry_url: str | None, *,
+                  ca_cert: Path | None = None) -> ImageDocs | None:
     """The image the lock records (``image.ref``), read from ``registry_url`` or else from
-    the registry its reference names; ``None`` when the lock records no image reference.
-    Raises :class:`BuildError` (exit 8) for a malformed reference or a registry failure.
+    the registry its reference names (``ca_cert``: that registry's CA, see
+    :class:`~pinning.oci.registry.Registry`); ``None`` when the lock records no image
+    reference. Raises :class:`BuildError` (exit 8) for a malformed reference or a registry
+    failure.
     """
     ref = lock.image.ref.value if lock.image.ref else None
     if not ref:
         return None
-    return fetch_docs(registry_url or parse_pinned(ref).registry_url, ref)
+    return fetch_docs(registry_url or parse_pinned(ref).registry_url, ref, ca_cert=ca_cert)

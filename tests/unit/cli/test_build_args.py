@@ -9,6 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from pinning.lockfile.io import amend, read_lock, write_lock
 from pinning.lockfile.models import Image, Pinned
 from tests.support.cli import json_result, pin
@@ -87,3 +89,12 @@ def subprocess_login(tmp_path: Path, stdin: bytes):  # type: ignore[no-untyped-d
     return subprocess.run([sys.executable, "-m", "pinning", "login", "127.0.0.1:9", "-u",
                            "me", "--password-stdin"], input=stdin, capture_output=True,
                           env=env, timeout=60)
+
+
+@pytest.mark.parametrize("base", ["docker.io/rocm/vllm:latest",
+                                  "rocm/vllm@sha256:" + "c" * 64, "not a reference"])
+def test_a_base_not_pinned_by_digest_is_refused_before_anything_else(
+        tmp_path: Path, base: str) -> None:
+    r = pin("build", str(_lock(tmp_path)), "--base", base, "--registry", "127.0.0.1:9")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "127.0.0.1:9" not in r.stderr
