@@ -58,14 +58,17 @@ def keygen(prefix: str) -> None:
 def sign(ref: str | None, key_path: str, lock_path: str | None, registry_url: str | None,
          ca_cert: str | None, fmt: str) -> None:
     """Sign an image by digest, cosign-compatibly: the simple-signing payload under the
-    sha256-<hex>.sig tag, and a Sigstore bundle (v0.3, what cosign v3 writes) attached as
-    an OCI referrer (referrers API, or the sha256-<hex> tag index). With --lock, add
+    sha256-<hex>.sig tag, and a Sigstore bundle (v0.3, the layout of cosign's
+    --new-bundle-format, sigstore/cosign specs/BUNDLE_SPEC.md) attached as an OCI referrer
+    (referrers API, or the sha256-<hex> tag index). With --lock, add
     DSSE-signed in-toto attestations of the lockfile and of the build, under
     sha256-<hex>.att and as bundles. Signing again appends; nothing is lost.
 
     REF may be left out with --lock: the lock's image.ref is signed. Exit 2 without REF and
-    --lock or when they name different images, 9 when the key cannot be used or the image
-    is not in the registry.
+    --lock, when they name different images, for a tag instead of a digest or for a
+    malformed registry address, 8 when the registry fails (unreachable, refused, an error
+    answer), 9 when the key cannot be used, the lock records another image digest or the
+    image is not in the registry.
     """
     from pinning.sign.policy import sign_and_attest
 
@@ -107,8 +110,10 @@ def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
     be a pin acceptance result that passed, run against this lock's content hash and this
     image's digest.
 
-    Exit 0 when valid, 9 with the precise reason when not, 2 for --require-acceptance
-    without --lock, without REF and --lock, or when they name different images.
+    Exit 0 when valid, 9 with the precise reason when not, 8 when the registry fails
+    (unreachable, refused, an error answer), 2 for --require-acceptance without --lock,
+    without REF and --lock, when they name different images or for a malformed registry
+    address.
     """
     from pinning.errors import UsageError
     from pinning.image.plan import expected_label

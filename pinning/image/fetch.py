@@ -5,12 +5,15 @@ A wheel already in the cache with the locked sha256 is reused. A download is has
 streams into a temporary file beside its final name and renamed into place only when the
 sha256 (and the size, when the lock records one) matches: the cache never holds a partial or
 wrong file under a wheel's name, whatever fails. The bytes hashed are those the server sent
-(``Accept-Encoding: identity`` asked, and no ``Content-Encoding`` undone), as pip hashes
-them; a download stops past the locked size, or past :data:`MAX_WHEEL_BYTES` when the lock
-records none. URLs are ``https://``, or ``http://`` from a loopback host (a test index, a
-local mirror), and so is every redirect: each hop is checked before it is followed. TLS is
-checked against ``PIN_INDEX_CA`` (a PEM bundle, for a team's own index) or the system's CAs
-as requests finds them.
+(``Accept-Encoding: identity`` asked, and no ``Content-Encoding`` undone), as pip does:
+``HEADERS = {"Accept-Encoding": "identity"}``, and ``decode_content=False`` because "If we
+decompress inside of urllib3 then we cannot verify the checksum"
+(pypa/pip@0d5c09bdf4eef190229afca9819bf25ece2b371e:src/pip/_internal/network/utils.py, date
+not recorded). A download stops past the locked size, or past :data:`MAX_WHEEL_BYTES` when
+the lock records none. URLs are ``https://``, or ``http://`` from a loopback host (a test
+index, a local mirror), and so is every redirect: each hop is checked before it is followed.
+TLS is checked against ``PIN_INDEX_CA`` (a PEM bundle, for a team's own index) or the
+system's CAs as requests finds them.
 """
 
 from __future__ import annotations
@@ -46,9 +49,9 @@ for each piece of the body, not for the whole file."""
 
 MAX_WHEEL_BYTES = 32 * 1024**3
 """The most bytes pin downloads for one wheel whose size the lock does not record (32 GiB).
-A safety bound of pin's own, not a fact about any wheel: generous because the largest
-PyTorch ROCm wheels are several GB, and only there so that a server that never stops
-sending cannot fill the disk. A size the lock records is the bound instead."""
+A safety bound of pin's own choosing, not a fact about any wheel: set far above any wheel
+pin expects, and only there so that a server that never stops sending cannot fill the
+disk. A size the lock records is the bound instead."""
 
 MAX_REDIRECTS = 10
 """The most redirects followed for one wheel, each hop checked (pin's own bound; requests
@@ -118,7 +121,9 @@ class _Fetcher:
         if s is None:
             s = requests.Session()
             s.headers["User-Agent"] = "pin (wheel fetch)"
-            s.headers["Accept-Encoding"] = "identity"  # the bytes as stored, as pip hashes
+            # The bytes as stored, as pip asks for them (pip's network/utils.py HEADERS,
+            # cited in the module docstring).
+            s.headers["Accept-Encoding"] = "identity"
             self.local.session = s
         return s
 

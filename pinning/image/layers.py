@@ -185,15 +185,25 @@ def squash_layers(layers: Iterable[BinaryIO], *, epoch: int,
 # block (a zlib sync flush) so the pieces join on byte boundaries into one ordinary deflate
 # stream. The output depends only on the input, the level, the block size and the zlib that
 # deflates (never on the thread count or timing). pin's header and trailer are its own (RFC
-# 1952, https://www.rfc-editor.org/rfc/rfc1952, May 1996): no file name, MTIME 0, XFL as
-# Python's gzip module writes it, OS 255 ("unknown"); so an input of one block gives exactly
-# the bytes ``gzip.GzipFile(filename="", mtime=0)`` gives. Threads suffice: CPython calls
+# 1952, https://www.rfc-editor.org/rfc/rfc1952, May 1996): no file name, MTIME 0, XFL 2 for
+# level 9, 4 for level 1, else 0, and OS 255 ("unknown"), as ``GzipFile._write_gzip_header``
+# writes them in CPython's Lib/gzip.py (python/cpython branch 3.11,
+# https://github.com/python/cpython/blob/3.11/Lib/gzip.py, date not recorded; observed in
+# CPython 3.11.7; older CPythons wrote XFL 2 at every level, e.g.
+# python/cpython@69e4ea589c6055e482135e96faa866f100f636b0:Lib/gzip.py, date not recorded).
+# So an input of one block gives exactly the bytes
+# ``gzip.GzipFile(filename="", mode="wb", fileobj=..., mtime=0, compresslevel=L)`` gives for
+# the same level L (``compresslevel=6`` for pin's default; GzipFile's own default level is 9,
+# which gives other bytes) -- observed with CPython 3.11.7. Threads suffice: CPython calls
 # zlib's deflate between Py_BEGIN_ALLOW_THREADS and Py_END_ALLOW_THREADS
 # (python/cpython@014310787f0791e60b7c1b9105b3c47ba8f1e48b:Modules/zlibmodule.c, read
 # 2026-12-01).
 
 GZIP_LEVEL = 6
-"""The pinned deflate level of every layer pin compresses (zlib's default level)."""
+"""The pinned deflate level of every layer pin compresses (pin's choice: zlib's default,
+``Z_DEFAULT_COMPRESSION`` "currently equivalent to level 6", https://www.zlib.net/manual.html
+and madler/zlib@41fda48fc264ed0cfe612f64a462bacac09f735e:zlib.h, ``deflateInit``; date not
+recorded). Pinned as 6 itself, so a zlib whose default moved would not change the bytes."""
 GZIP_BLOCK_BYTES = 1024 * 1024
 """The pinned input block size in bytes: changing it changes every layer digest."""
 GZIP_WINDOW_BYTES = 32 * 1024

@@ -3,8 +3,10 @@
 pin reads the credentials ``docker login`` stores, the way the Docker CLI finds them
 (docker/cli@0b4503c57f219814ed4ff48176c43fe82ae811d7:cli/config/configfile/file.go,
 ``GetAuthConfig`` / ``getConfiguredCredentialStore`` / ``decodeAuth``;
-cli/config/credentials/file_store.go, ``ConvertToHostname``;
-cli/config/credentials/native_store.go; date not recorded):
+docker/cli@d2b87a0a3b065ad1089102f6b2906e78d0d785ae:cli/config/credentials/file_store.go,
+``ConvertToHostname``;
+docker/cli@5c5e169ebee1c5c73b4a05c782928abbc423b73d:cli/config/credentials/native_store.go,
+``tokenUsername`` / ``getCredentialsFromStore``; commit dates not recorded):
 
 - the file is ``$DOCKER_CONFIG/config.json``, else ``~/.docker/config.json``;
 - the key of a registry is its ``HOST[:PORT]``; Docker Hub's (``docker.io``) is
@@ -316,7 +318,8 @@ def engine_auth(host: str, *, path: Path | None = None) -> dict[str, str] | None
     return {"username": creds.username, "password": creds.password, "serveraddress": server}
 
 
-# -- WWW-Authenticate (RFC 7235 section 4.1, RFC 9110 section 11.6.1) -----------------------
+# -- WWW-Authenticate (RFC 7235 section 4.1, https://www.rfc-editor.org/rfc/rfc7235, June 2014;
+# RFC 9110 section 11.6.1, https://www.rfc-editor.org/rfc/rfc9110, June 2022) ---------------
 
 _TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -1,12 +1,15 @@
 """Store registry credentials where Docker (and pin) read them: ``pin login``.
 
-Like ``docker login`` (docker/cli ``cli/config/configfile/file.go`` and
-``cli/config/credentials/native_store.go``, read 2026-12-01 at https://github.com/docker/cli;
-the stored format is the one :mod:`pinning.oci.auth` reads): when the Docker config names a
-credential helper for the registry (``credHelpers``, else ``credsStore``) the credentials go
-to ``docker-credential-NAME store`` as ``{"ServerURL", "Username", "Secret"}``; otherwise
-into ``auths[HOST].auth`` (base64 of ``user:password``) of ``config.json``, which is written
-atomically with mode 0600 and keeps every other key as it was.
+Like ``docker login``
+(docker/cli@0b4503c57f219814ed4ff48176c43fe82ae811d7:cli/config/configfile/file.go,
+``SaveToWriter`` / ``encodeAuth``;
+docker/cli@5c5e169ebee1c5c73b4a05c782928abbc423b73d:cli/config/credentials/native_store.go,
+``storeCredentialsInStore``; commit dates not recorded, the same files
+:mod:`pinning.oci.auth` cites; the stored format is the one it reads): when the Docker config
+names a credential helper for the registry (``credHelpers``, else ``credsStore``) the
+credentials go to ``docker-credential-NAME store`` as ``{"ServerURL", "Username", "Secret"}``;
+otherwise into ``auths[HOST].auth`` (base64 of ``user:password``) of ``config.json``, which
+pin writes atomically with mode 0600 and with every other key kept as it was.
 """
 
 from __future__ import annotations
@@ -90,8 +93,12 @@ it between pin's read and write."""
 
 
 def _read_raw(path: Path) -> bytes:
-    """The config's bytes, creating it empty and private (mode 0600, as docker does; a rename
-    keeps the mode) when absent. Raises :class:`BuildError` when it cannot be created or read.
+    """The config's bytes, creating it empty and private when absent: folder 0700 and file
+    0600, as docker leaves a new one (file.go ``Save``, cited above, makes the folder 0700
+    and writes through ``os.CreateTemp``, which opens with mode 0600:
+    golang/go@62e6931cf79735a192ed57be05005e84720ed232:src/os/tempfile.go, date not
+    recorded); a rename keeps the mode. Raises :class:`BuildError` when it cannot be created
+    or read.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

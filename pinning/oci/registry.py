@@ -23,7 +23,8 @@ What pin needs of a registry, for a team's own registry as much as for one on 12
   uploaded in :data:`CHUNK_SIZE` chunks (``PATCH`` with ``Content-Range``, then
   ``PUT ?digest=``), or, for a base layer pin does not hold, streamed chunk by chunk from
   the registry that serves it (opencontainers/distribution-spec ``spec.md``, "Pushing
-  blobs", v1.1.0, date not recorded).
+  blobs", v1.1.0, released 2024-02-15 per
+  https://opencontainers.org/posts/blog/2024-03-13-image-and-distribution-1-1/).
 
 The bytes sent are the bytes hashed; the digest the registry answers is checked against ours,
 and blobs and manifests read by digest are checked against it. Credentials go only to the
@@ -84,7 +85,13 @@ ERROR_READ_BYTES = 64 * 1024
 ERROR_COUNT_BYTES = 64 * 1024 * 1024
 """The most bytes of an error answer read at all (to say how many were left out)."""
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
-"""The largest manifest pin reads (the distribution spec's 4 MiB that registries accept)."""
+"""The largest manifest pin reads, 4 MiB (pin's bound, taken from the distribution spec's
+"Client and registry implementations SHOULD expect to be able to support manifest pushes of
+at least 4 megabytes": opencontainers/distribution-spec v1.1.0 ``spec.md``, "Pushing
+Manifests", released 2024-02-15 per
+https://opencontainers.org/posts/blog/2024-03-13-image-and-distribution-1-1/; the sentence
+came in with https://github.com/opencontainers/distribution-spec/pull/293, 2021-08-05). A
+registry may accept larger ones; pin refuses to read them."""
 MAX_TOKEN_BYTES = 1024 * 1024
 """The largest token-server answer pin reads (pin's bound; tokens are a few KiB)."""
 DEFAULT_CERTS_D = Path("/etc/docker/certs.d")
@@ -363,7 +370,8 @@ def _origin(url: str) -> tuple[str, str, int] | None:
 
 def _location(request_url: str, answer: Answer, where: str) -> str:
     """The absolute upload URL of an upload answer's ``Location`` header (a relative one
-    resolved against ``request_url``, the URL the request went to, RFC 9110 section 10.2.2).
+    resolved against ``request_url``, the URL the request went to: RFC 9110 section 10.2.2,
+    https://www.rfc-editor.org/rfc/rfc9110, June 2022).
     A :class:`BuildError` when it is missing, not an http(s) URL, or plain HTTP to a host that
     is not loopback (the blob would cross the network unprotected). A URL on another host is
     returned; :meth:`Registry._send` sends it no credentials.
@@ -381,6 +389,10 @@ def _location(request_url: str, answer: Answer, where: str) -> str:
         raise BuildError(f"{where} answered {answer.status_code} with a Location that is not "
                          f"an http(s) URL ({_shown(url or location)}).", hint=HINT)
     if origin[0] == "http" and not is_loopback(urlsplit(url).netloc.rpartition("@")[2]):
+        # The hint's http.host: "A fully-qualified URL for an externally-reachable address for
+        # the registry. If present, it is used when creating generated URLs" (distribution/
+        # distribution@11f50c034e908fea9b8176f4fef9755853bbd518:docs/content/about/
+        # configuration.md, date not recorded).
         raise BuildError(f"{where} sent the upload to plain HTTP on {origin[1]}, which is not "
                          "a loopback host; pin sends no image data or credentials there.",
                          hint="Configure the registry to hand out https upload locations "
@@ -435,6 +447,7 @@ def _token_of(resp: requests.Response, where: str) -> str:
         raise BuildError(f"{where} answered without a token.",
                          hint="Check the registry's auth setup.")
     if not all("!" <= c <= "~" for c in token):
+        # RFC 6750 section 2.1 (b64token), https://www.rfc-editor.org/rfc/rfc6750, October 2012.
         raise BuildError(f"{where} answered a token ({len(token)} characters, not shown) with "
                          "a character that is not printable ASCII (a space, a control or a "
                          "non-ASCII character), so it cannot be sent in an Authorization "
@@ -657,6 +670,7 @@ class Registry:
                 return resp
             if resp.status_code == 401 and not own:
                 resp.close()
+                # http.host: distribution's configuration reference, cited in _location.
                 raise BuildError(
                     f"{where} answered 401: that URL is not on the registry's own address "
                     f"({self._base_url()}), and pin sends the registry's credentials to no "
@@ -1131,7 +1145,11 @@ class Registry:
                   artifact_type: str | None = None) -> bytes | None:
         """The OCI 1.1 referrers index of ``digest`` (``GET /v2/REPO/referrers/DIGEST``,
         optionally filtered by ``artifact_type``), or ``None`` when the registry has no
-        referrers API (404; distribution 2.8 has none).
+        referrers API (it answers 404; the API came with opencontainers/distribution-spec
+        v1.1.0, released 2024-02-15 per
+        https://opencontainers.org/posts/blog/2024-03-13-image-and-distribution-1-1/;
+        observed in pin's tests: Debian's ``docker-registry`` 2.8.2 answers 404 to
+        ``GET /v2/<repo>/referrers/<digest>``).
         """
         params = {"artifactType": artifact_type} if artifact_type else None
         answer = self._request("GET", f"/v2/{self._repo(repo)}/referrers/{digest}",

@@ -289,11 +289,15 @@ def plan_packages(lock: Lockfile, *, indexes: Sequence[str] = (),
 
 def uv_pylock_command(uv: str, plan: PackagesPlan) -> list[str]:
     """The argv of ``uv pip compile`` reading requirements on stdin and printing PEP 751
-    ``pylock.toml`` (every file's URL and sha256; ``--generate-hashes`` too, which changes
-    nothing there), with ``--no-build``, ``--no-config``, no colour or progress, the target
-    Python and platform, and the running interpreter for discovery (uv never downloads one).
-    ``indexes[0]`` is ``--index-url``, the rest ``--extra-index-url``: uv searches those first
-    and takes a package from the first index that has it (its ``first-index`` strategy).
+    ``pylock.toml`` (every file's URL and sha256; ``--generate-hashes`` too, which changed
+    nothing in that output as observed with uv 0.13.9), with ``--no-build``, ``--no-config``,
+    no colour or progress, the target Python and platform, and the running interpreter for
+    discovery (uv never downloads one). ``indexes[0]`` is ``--index-url``, the rest
+    ``--extra-index-url``: uv consults the extra ones first ("All indexes provided via this
+    flag take priority over the index specified by ``--index-url``", ``uv help pip compile``,
+    uv 0.13.9) and takes each package from the first index that has it (``--index-strategy``
+    ``first-index``, the default: https://docs.astral.sh/uv/concepts/indexes/, "Searching
+    across multiple indexes", date not recorded).
     """
     cmd = [uv, "--no-config", "pip", "compile", "-", "--format", "pylock.toml",
            "--generate-hashes", "--no-header", "--no-build", "--quiet", "--color=never",

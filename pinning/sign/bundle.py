@@ -1,5 +1,10 @@
 """Sigstore bundles (v0.3) attached to an image through the OCI 1.1 referrers API, or its tag
-fallback: the layout cosign v3 writes by default, keyed and offline.
+fallback, keyed and offline: the layout of cosign's ``specs/BUNDLE_SPEC.md`` (cited under
+"Storage" below), which cosign writes with ``--new-bundle-format``; that flag defaults to true
+in ``cosign sign``
+(``sigstore/cosign@009fee078cd3d0112f3e5a24a88c85dbeff25339:cmd/cosign/cli/options/sign.go``,
+date not recorded) and "Cosign v3 now defaults to producing a bundle"
+(https://github.com/sigstore/docs/pull/396, 2025-10-13).
 
 A bundle is JSON in the proto3 JSON form of the messages ``Bundle`` and
 ``VerificationMaterial`` (``sigstore/protobuf-specs@1f59877d5c182d72107e46fd53d96988af5e7454:
@@ -35,9 +40,12 @@ descriptor (``application/vnd.oci.empty.v1+json``, the 2 bytes ``{}``), one laye
 ``subject`` = the image manifest's descriptor and the annotations ``dev.sigstore.bundle.content``
 = ``dsse-envelope``, ``dev.sigstore.bundle.predicateType`` and
 ``org.opencontainers.image.created``, is pushed by digest. A registry with the referrers API
-(``GET /v2/<repo>/referrers/<digest>``) lists it by itself; for one without (Debian's
-``docker-registry`` 2.8) pin reads, extends and writes back the OCI index under the tag
-``sha256-<hex>`` (the distribution spec's referrers tag schema), keeping every entry there.
+(``GET /v2/<repo>/referrers/<digest>``) lists it by itself; for one without (observed in pin's
+tests: Debian's ``docker-registry`` 2.8.2 answers 404 to that request) pin reads, extends and
+writes back the OCI index under the tag ``sha256-<hex>`` (the referrers tag schema of
+opencontainers/distribution-spec v1.1.0 ``spec.md``, "Unavailable Referrers API", released
+2024-02-15 per https://opencontainers.org/posts/blog/2024-03-13-image-and-distribution-1-1/),
+keeping every entry there.
 
 ``org.opencontainers.image.created`` is, by choice, not the wall clock (cosign writes
 ``time.Now()``, ``sigstore/cosign@07c0708b46648b5d90f54a0ff6e27ba6b0cf4319:pkg/oci/remote/
