@@ -368,6 +368,7 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
     """
     plan = plan_build(lock, base_ref, wheelhouse)
     pulled = pull_base(client, base_ref, progress=progress)
+    check_base_python(client, pulled, lock, base_ref)
     base = base_docs(base_ref, platform=engine_platform(pulled), ca_cert=ca_cert)
     with tempfile.TemporaryDirectory(prefix="pin-build-") as tmp:
         ctx = render_context(plan, wheelhouse, Path(tmp))
@@ -377,6 +378,48 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
                            progress=progress)
     docs = assemble(plan, layers, base, progress=progress, jobs=jobs)
     return Built(plan=plan, docs=docs, image_id=image_id)
+
+
+_PYTHON_VERSION = "import sys; print('%d.%d' % sys.version_info[:2])"
+
+
+def base_python(client: Any, image: Any) -> str | None:
+    """``X.Y`` of the ``python3`` in the SDK ``image`` (run once, network off, as root, the
+    base's entrypoint replaced), or ``None`` when the image has no ``python3`` that runs.
+    Raises :class:`BuildError` when the engine cannot run a container at all.
+    """
+    import docker
+
+    try:
+        out = client.containers.run(image, entrypoint=["python3", "-c", _PYTHON_VERSION],
+                                    command=[], network_mode="none", user="0", remove=True)
+    except docker.errors.ContainerError:
+        return None
+    except engine_errors() as exc:  # APIError is a DockerException
+        message = str(exc)
+        if "executable file not found" in message or "no such file" in message.lower():
+            return None
+        raise BuildError(f"Docker Engine: cannot run the base image to read its Python: "
+                         f"{clip_text(message)}") from exc
+    text = out.decode("utf-8", "replace").strip() if isinstance(out, bytes) else str(out)
+    return text if text.count(".") == 1 and text.replace(".", "").isdigit() else None
+
+
+def check_base_python(client: Any, image: Any, lock: Lockfile, base_ref: str) -> None:
+    """Raise :class:`BuildError` (exit 8) before the build when the lock's ``[python]``
+    (the target ``pin lock packages`` resolved wheels for) names another ``X.Y`` than the
+    base's ``python3``: the locked wheels would not install, or not run. Nothing is checked
+    when the lock records no target or the base has no ``python3``.
+    """
+    if lock.python is None:
+        return
+    found = base_python(client, image)
+    if found is not None and found != lock.python.version:
+        raise BuildError(
+            f"The base {base_ref} runs Python {found}, but the lock's wheels were resolved "
+            f"for Python {lock.python.version} ([python] version).",
+            hint=f"Resolve them again for the base: pin lock packages LOCK --python-version "
+                 f"{found}; or build on a base with Python {lock.python.version}.")
 
 
 def base_skip(client: Any, image_id: str, base: ImageDocs) -> set[str]:

@@ -140,3 +140,27 @@ def test_a_base_the_registry_does_not_have_is_exit_8(dockerd: Engine, registry: 
     with pytest.raises(BuildError) as info:
         build_once(dockerd.client, small_lock(), missing, WHEELS, nocache=True)
     assert info.value.exit_code == 8 and "vendor/absent" in info.value.message
+
+
+def test_a_base_whose_python_is_not_the_locked_one_is_refused_before_the_build(
+        dockerd: Engine, base_image: BaseImage) -> None:
+    from pinning.errors import BuildError
+    from pinning.image.engine import base_python, build_once
+    from pinning.lockfile.io import amend
+    from pinning.lockfile.models import PythonTarget
+
+    image = dockerd.client.images.pull(base_image.ref.rsplit("@", 1)[0],
+                                       tag=base_image.digest)
+    found = base_python(dockerd.client, image)
+    assert found is not None and found.startswith("3.")  # Debian 12's python3
+    other = "3.10" if found != "3.10" else "3.12"
+    lock = amend(small_lock(), python=PythonTarget(
+        version=other, platform="x86_64-manylinux_2_28", indexes=["https://pypi.org/simple"]))
+    with pytest.raises(BuildError) as info:
+        build_once(dockerd.client, lock, base_image.ref, WHEELS, nocache=True)
+    assert f"runs Python {found}" in info.value.message and other in info.value.message
+    assert f"--python-version {found}" in (info.value.hint or "")
+    # The same lock resolved for the base's Python passes the check (and builds).
+    assert lock.python is not None
+    same = amend(lock, python=lock.python.model_copy(update={"version": found}))
+    assert build_once(dockerd.client, same, base_image.ref, WHEELS, nocache=True).docs.digest
