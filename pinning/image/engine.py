@@ -334,6 +334,10 @@ def _pull_progress(chunk: dict[str, Any], tasks: dict[str, tuple[Task, int]],
                    progress: Progress) -> None:
     """Advance the per-layer pull task from one line of the engine's pull stream
     (``{"status": "Downloading", "id": ..., "progressDetail": {"current", "total"}}``).
+
+    The engine coalesces byte updates: a layer fetched quickly may reach ``Download
+    complete`` without any ``Downloading`` line; it still gets its (byte-less) task, so
+    every pulled layer is reported.
     """
     layer, status = str(chunk.get("id") or ""), str(chunk.get("status") or "")
     detail = chunk.get("progressDetail")
@@ -346,7 +350,11 @@ def _pull_progress(chunk: dict[str, Any], tasks: dict[str, tuple[Task, int]],
             progress.task(f"pull {layer}", total if isinstance(total, int) else None), 0)
         task.advance(max(0, current - seen))
         tasks[layer] = (task, max(seen, current))
-    elif status in ("Download complete", "Pull complete", "Already exists") and layer in tasks:
+    elif status in ("Download complete", "Pull complete") and layer:
+        if layer not in tasks:  # a small layer the engine fetched without a byte update
+            tasks[layer] = (progress.task(f"pull {layer}", None), 0)
+        tasks[layer][0].done()
+    elif status == "Already exists" and layer in tasks:
         tasks[layer][0].done()
 
 

@@ -274,6 +274,10 @@ def test_the_base_is_pulled_by_digest_with_login_and_progress(
         {"status": "Downloading", "id": "l1", "progressDetail": {"current": 300, "total": 300}},
         {"status": "Download complete", "id": "l1"},
         {"status": "Pull complete", "id": "l1"},
+        {"status": "Pulling fs layer", "id": "l2"},
+        {"status": "Download complete", "id": "l2"},  # no byte update: coalesced
+        {"status": "Pull complete", "id": "l2"},
+        {"status": "Already exists", "id": "l0"},
         {"status": f"Digest: {DIGEST}"}])
     seen = Recorder()
     image = engine.pull_base(client, f"reg.example:5000/vendor/base:7.2@{DIGEST}",
@@ -283,7 +287,7 @@ def test_the_base_is_pulled_by_digest_with_login_and_progress(
     assert repo == "reg.example:5000/vendor/base" and kw["tag"] == DIGEST  # never the tag 7.2
     assert kw["auth_config"] == {"username": "u", "password": "reg.example:5000"}
     assert [(t["label"], t["total"], t["seen"], t["done"]) for t in seen.tasks] == [
-        ("pull l1", 300, 300, True)]
+        ("pull l1", 300, 300, True), ("pull l2", None, 0, True)]
     # Already in the engine: nothing is pulled.
     again = PullClient([], present=True)
     engine.pull_base(again, f"reg.example:5000/vendor/base@{DIGEST}")
