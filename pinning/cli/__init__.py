@@ -48,11 +48,12 @@ def _fail(err: PinError, debug: bool, ctx: click.Context | None = None) -> NoRet
 WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Audit what runs today", ("probe", "doctor", "audit")),
     ("Resolve a validated stack", ("matrix", "resolve")),
-    ("Freeze, build and sign", ("freeze", "build", "rebuild", "keygen", "sign")),
+    ("Freeze, build and sign", ("freeze", "login", "base", "build", "rebuild", "keygen",
+                                "sign")),
     ("Accept a host or an image", ("verify", "verify-image", "accept")),
     ("Decide: port or stay", ("cost", "report")),
     ("Decide what may change", ("guard",)),
-    ("Keep it true", ("lock",)),
+    ("Keep it true", ("lock", "fleet", "slurm")),
     ("Shell", ("completion",)),
 )
 
@@ -162,6 +163,7 @@ def _register_commands() -> None:
         completion,
         cost,
         doctor,
+        fleet,
         guard,
         host,
         image,
@@ -171,10 +173,11 @@ def _register_commands() -> None:
         report,
         resolve,
         sign,
+        slurm,
     )
 
     for module in (resolve, matrix, lock, host, doctor, registry, image, sign, guard, audit,
-                   accept, cost, report, completion):
+                   accept, fleet, slurm, cost, report, completion):
         module.register(main)
     completion.attach_value_completion(main)
 
