@@ -2,9 +2,11 @@
 (``scontrol update ... Reason=``), the Node Problem Detector condition message, and the
 fleet summary's grouping key.
 
-The line starts with the fixed prefix ``pin: `` (so operators, and pin itself, can tell
-pin's drains from others: nebius/soperator drains with a fixed prefix too, PR #1392,
-https://github.com/nebius/soperator/pull/1392, 2025) and names the first drifting fact as
+The line starts with the fixed prefix ``pin: `` so operators, and pin itself, can tell
+pin's drains from others' (Nebius's Slurm operator gives each kind of drain its own reason
+prefix for this: https://github.com/nebius/soperator/pull/1904, 2025-12-05, "HC drains and
+compute maintenance drains may interfere with each other since they have the same drain
+prefix"). It names the first drifting fact as
 ``<fact>[<gpu>] <want>!=<have>``, then ``(+N more)`` when more facts drifted.
 """
 
