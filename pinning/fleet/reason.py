@@ -26,7 +26,7 @@ DEFAULT_LIMIT = 80
 
 # Anything but these becomes "_": the reason travels as one argv word to scontrol and as
 # one line to NPD; quotes, spaces and control characters inside values never reach them.
-_UNSAFE = re.compile(r"[^A-Za-z0-9._:+,/@~^=\[\]-]")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:+,/@~^=<>\[\]-]")
 
 
 def _word(text: str | None, empty: str) -> str:
@@ -44,7 +44,8 @@ def fact_label(finding: Finding) -> str:
 def drift_word(finding: Finding) -> str:
     """``<fact>[<gpu>] <want>!=<have>`` for one drifting finding; ``absent`` stands for a
     value the host lacks, ``unknown`` for one that could not be read or a want the lock
-    does not state."""
+    does not state.
+    """
     have_empty = "absent" if finding.status == "missing" else "unknown"
     return (f"{_word(fact_label(finding), 'unknown')} "
             f"{_word(finding.expected, 'unknown')}!={_word(finding.actual, have_empty)}")
