@@ -5,12 +5,13 @@ Registered on the main group by :func:`register`; heavy imports stay inside the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from pinning.cli.envelope import emit
+from pinning.cli.envelope import emit, note_format
 from pinning.cli.options import (
     cli_path,
     format_option,
@@ -19,7 +20,9 @@ from pinning.cli.options import (
     output_path,
 )
 from pinning.cli.render import probe_text, verify_text
-from pinning.errors import DriftError, UsageError
+from pinning.errors import DriftError, LockfileError, PinError, ProbeError, UsageError
+from pinning.fleet.nfd import DEFAULT_TTL_S
+from pinning.fleet.npd import DEFAULT_MAX_OUTPUT, MIN_OUTPUT
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
@@ -27,28 +30,37 @@ if TYPE_CHECKING:
     from pinning.lockfile.models import Lockfile, Model
     from pinning.matrix.load import Matrix
     from pinning.probe.models import HostFacts
+    from pinning.verify.report import VerifyReport
 
-__all__ = ["freeze", "probe", "register", "verify"]
+__all__ = ["VERIFY_FORMAT", "freeze", "probe", "register", "verify"]
 
 
 def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
            matrix: Matrix, model: Model | None, lock_path: str | None = None) -> HostFacts:
-    """Probe this machine live, or a recorded ``--root`` tree (tools answered by ``--replay``);
+    """Probe this machine live, or a recorded ``--root`` tree (tools answered by ``--replay``,
+    or run inside the tree with ``--chroot``, :class:`~pinning.util.proc.ChrootRunner`);
     with the lock's ``model``, its files are read and hashed (digests remembered in pin's
     cache, :func:`~pinning.probe.modelfiles.default_cache_file`); ``lock_path`` is the
     lock file (``-`` or ``None``: none), which anchors a relative model folder.
     """
+    from pinning.cli.options import chroot_requested
     from pinning.probe.host import probe_host
-    from pinning.util.proc import NoRunner, ReplayRunner, Runner, SystemRunner
+    from pinning.util.proc import ChrootRunner, NoRunner, ReplayRunner, Runner, SystemRunner
 
     runner: Runner
     environ = None
+    chroot = chroot_requested()
+    if chroot and (replay or not root):
+        raise UsageError("--chroot runs the host's tools inside --root DIR (the host's / "
+                         "mounted there); give --root DIR, and no --replay.")
     if replay and not root:
         raise UsageError("--replay answers tool commands for a recorded host; give its tree "
                          "with --root DIR too (without --root pin probes this machine live).")
     if replay:
         rec = ReplayRunner(Path(replay))
         runner, environ = rec, rec.environment
+    elif root and chroot:
+        runner = ChrootRunner(Path(root))
     elif root:
         runner = NoRunner()
     else:
@@ -143,6 +155,11 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
                    err=to_stdout)
 
 
+VERIFY_FORMAT = click.Choice(["text", "json", "npd"])
+"""``pin verify --format``: ``text``, ``json`` (the envelope) or ``npd`` (a Node Problem
+Detector custom plugin: one line, exit 0 / 1 / 2)."""
+
+
 @click.command()
 @click.argument("lock_path", metavar="LOCK", type=click.Path())
 @host_options
@@ -157,10 +174,32 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
               help="The JSON `pin audit PATH --format json` wrote: the code rules (torch "
                    "device strings) judge the audited code (exit 2 when it is not such a "
                    "report).")
-@format_option
-def verify(lock_path: str, host_file: str | None, root: str | None, replay: str | None,
-           site_packages: tuple[str, ...], overlays: tuple[str, ...], strict: bool,
-           verbose: bool, audit_path: str | None, fmt: str) -> None:
+@click.option("--format", "fmt", type=VERIFY_FORMAT, default="text", show_default=True,
+              callback=note_format,
+              help="text for people; json: one envelope {pin, command, ok, exit-code, "
+                   "result, error} on standard output; npd: one line for Node Problem "
+                   "Detector, exit 0 match, 1 drift, 2 unknown (lock or host unreadable).")
+@click.option("--emit", "emit_kind", type=click.Choice(["nfd"]),
+              help="Also write a Node Feature Discovery feature file to -o FILE (pin.dev/"
+                   "result, pin.dev/lock, ...), on drift too and, with result=unknown, when "
+                   "the lock or the host cannot be read.")
+@click.option("-o", "--output", callback=output_path, metavar="FILE",
+              help="With --emit nfd: the feature file, written atomically (e.g. /etc/"
+                   "kubernetes/node-feature-discovery/features.d/pin; '-': standard output, "
+                   "the text report then goes to stderr; exit 2 when it cannot be written).")
+@click.option("--nfd-expiry", "nfd_expiry", type=click.IntRange(min=60), default=DEFAULT_TTL_S,
+              show_default=True, metavar="SECONDS",
+              help="With --emit nfd: the file's labels expire this long after the run (# "
+                   "+expiry-time), so they vanish when pin stops refreshing them.")
+@click.option("--max-output-length", "max_output", type=click.IntRange(min=MIN_OUTPUT),
+              default=DEFAULT_MAX_OUTPUT, show_default=True, metavar="N",
+              help="With --format npd: the longest line printed; match NPD's "
+                   "max_output_length.")
+@click.pass_context
+def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str | None,
+           replay: str | None, site_packages: tuple[str, ...], overlays: tuple[str, ...],
+           strict: bool, verbose: bool, audit_path: str | None, fmt: str, emit_kind: str | None,
+           output: str | None, nfd_expiry: int, max_output: int) -> None:
     """Check that a host still matches LOCK, below user space too.
 
     Each fact gets expected, actual, a status (match, mismatch, missing, not-probed,
@@ -173,28 +212,51 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
     Exit 0 when the host matches, 6 on drift, 7 when the host could not be probed at all,
     5 for a bad lockfile. JSON: the envelope, its result is schemas/verify-report.schema.json.
     LOCK or --host may be '-' (standard input).
+
+    On a Kubernetes node (deploy/kubernetes): --emit nfd -o FILE writes a Node Feature
+    Discovery feature file (labels pin.dev/result, pin.dev/drift-count, pin.dev/lock = the
+    lock digest's first 12 hex digits) before the exit code is decided; --format npd prints
+    one line for a Node Problem Detector custom plugin and exits 0 (match), 1 (drift) or 2
+    (unknown: the lock or the host could not be read) instead of the codes above.
+
+    \b
+    Examples:
+      pin verify pin.lock
+      pin verify pin.lock --root /host --emit nfd \\
+                 -o /etc/kubernetes/node-feature-discovery/features.d/pin
+      pin verify pin.lock --root /host --format npd
     """
-    from pinning.lockfile.io import read_lock
-    from pinning.matrix.load import load_matrix
-    from pinning.verify.report import verify as do_verify
-
+    if output is not None and emit_kind is None:
+        raise UsageError("-o FILE names where --emit writes; add --emit nfd (pin verify prints "
+                         "its report on standard output).")
+    if emit_kind is not None and output is None:
+        raise UsageError("--emit nfd needs -o FILE: the feature file, e.g. "
+                         "/etc/kubernetes/node-feature-discovery/features.d/pin.")
+    if output == "-" and fmt in ("json", "npd"):
+        raise UsageError(f"-o - writes the feature file to standard output and so would "
+                         f"--format {fmt}; choose one.")
+    if output not in (None, "-") and Path(output).name.startswith("."):
+        raise UsageError(f"{output}: NFD ignores feature files whose name starts with '.'; "
+                         "name the file without it (e.g. .../features.d/pin).")
     one_stdin(LOCK=lock_path, **{"--host": host_file})
-    lock = read_lock(cli_path(lock_path))
-    matrix = load_matrix(overlays)
-    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, lock.model,
-                               lock_path)
-    from pinning.verify.report import audit_device_strings
-
-    devices = audit_device_strings(Path(audit_path)) if audit_path else None
-    report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label, strict=strict,
-                       verbose=verbose, device_strings=devices)
+    run = _VerifyRun(output=output, ttl_s=nfd_expiry)
+    if fmt == "npd":
+        _verify_npd(ctx, run, max_output, lambda: run.check(
+            lock_path, host_file, root, replay, site_packages, overlays, strict=strict,
+            verbose=verbose, audit_path=audit_path))
+        return
+    report, label = run.check(lock_path, host_file, root, replay, site_packages, overlays,
+                              strict=strict, verbose=verbose, audit_path=audit_path)
+    run.emit(report)
     if fmt == "json":
-        emit(report.model_dump(mode="json", by_alias=True, exclude_none=True), ascii_only=False)
+        emit(report.model_dump(mode="json", by_alias=True, exclude_none=True),
+                  ascii_only=False)
     else:
-        click.echo(verify_text(report, verbose=verbose))
+        err = output == "-"
+        click.echo(verify_text(report, verbose=verbose), err=err)
         if report.hidden_rules:
             click.echo(f"({report.hidden_rules} guard rule(s) that do not apply here hidden; "
-                       "-v lists them)")
+                       "-v lists them)", err=err)
     if report.result == "drift":
         facts_named = sorted({f.fact + (f"[GPU {f.gpu}]" if f.gpu is not None else "")
                               for f in report.drift})
@@ -203,6 +265,111 @@ def verify(lock_path: str, host_file: str | None, root: str | None, replay: str 
             hint="Bring the host back to the lock, or re-freeze the lock from a validated host "
                  "(pin freeze).",
         )
+
+
+class _VerifyRun:
+    """One ``pin verify`` run that may write an NFD feature file (``output``, expiring
+    ``ttl_s`` seconds after it is written): remembers the lock once read, so a file written
+    after a failed probe still names it.
+    """
+
+    def __init__(self, *, output: str | None, ttl_s: int) -> None:
+        self.output = output
+        self.ttl_s = ttl_s
+        self.lock: Lockfile | None = None
+
+    def check(self, lock_path: str, host_file: str | None, root: str | None,
+              replay: str | None, site_packages: tuple[str, ...], overlays: tuple[str, ...],
+              *, strict: bool, verbose: bool, audit_path: str | None
+              ) -> tuple[VerifyReport, str]:
+        """Read the lock, probe (or read) the host and verify: the report and the host's
+        label. When the lock or the host cannot be read (``LockfileError``,
+        ``ProbeError``), a feature file saying ``result=unknown`` is written first (best
+        effort) and the error raised.
+        """
+        from pinning.lockfile.io import read_lock
+        from pinning.matrix.load import load_matrix
+        from pinning.verify.report import audit_device_strings
+        from pinning.verify.report import verify as do_verify
+
+        try:
+            self.lock = lock = read_lock(cli_path(lock_path))
+            matrix = load_matrix(overlays)
+            facts, label = _host_facts(host_file, root, replay, site_packages, matrix,
+                                       lock.model, lock_path)
+        except (LockfileError, ProbeError):
+            if self.output is not None:
+                self._unknown_file()
+            raise
+        devices = audit_device_strings(Path(audit_path)) if audit_path else None
+        report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label,
+                           strict=strict, verbose=verbose, device_strings=devices)
+        return report, label
+
+    def _unknown_file(self) -> None:
+        """Write the ``result=unknown`` file; a failure is noted on stderr only (the error
+        that led here is the one to report).
+        """
+        try:
+            self.emit(None)
+        except UsageError as err:
+            click.echo(f"pin: note: {printable(err.message, newlines=False)}", err=True)
+
+    def emit(self, report: VerifyReport | None) -> None:
+        """Write the feature file for ``report`` (``None``: unknown) when ``-o`` was given.
+        Raises ``UsageError`` (exit 2) naming the file when it cannot be written.
+        """
+        if self.output is None:
+            return
+        import datetime as dt
+
+        from pinning.fleet.nfd import render_feature_file, write_feature_file
+
+        text = render_feature_file(report, self.lock, now=dt.datetime.now(dt.UTC),
+                                   ttl_s=self.ttl_s)
+        try:
+            write_feature_file(cli_path(self.output), text)
+        except OSError as exc:
+            raise UsageError(f"Cannot write the NFD feature file {self.output}: "
+                             f"{exc.strerror or exc}.",
+                             hint="Mount NFD's features.d folder read-write and name a file "
+                                  "in it (-o .../features.d/pin).") from exc
+
+
+def _verify_npd(ctx: click.Context, run: _VerifyRun, limit: int,
+                check: Callable[[], tuple[VerifyReport, str]]) -> NoReturn:
+    """``--format npd``: print one line of at most ``limit`` characters and exit 0 (match),
+    1 (drift) or 2 (unknown: any ``PinError`` while reading the lock or probing, whose
+    paragraph goes to stderr for NPD's log; an unexpected exception too, with its
+    traceback, so a bug never reads as a drifting node). The feature file, if asked for, is written
+    too; when that fails the verdict stays a drift (1), a match becomes unknown (2).
+    """
+    from pinning.fleet.npd import OK, npd_result, npd_unknown
+
+    try:
+        report, _label = check()
+    except PinError as err:
+        click.echo(f"pin: error: {printable(err.render())}", err=True)
+        code, line = npd_unknown(err.message, limit)
+        click.echo(line)
+        ctx.exit(code)
+    except Exception as exc:  # a bug: NPD must read unknown, not "problem" (exit 1)
+        import traceback
+
+        click.echo(printable(traceback.format_exc()), err=True, nl=False)
+        code, line = npd_unknown(f"internal error ({type(exc).__name__}); please report it",
+                                 limit)
+        click.echo(line)
+        ctx.exit(code)
+    code, line = npd_result(report, limit)
+    try:
+        run.emit(report)
+    except PinError as err:
+        click.echo(f"pin: error: {printable(err.render())}", err=True)
+        if code == OK:
+            code, line = npd_unknown(err.message, limit)
+    click.echo(line)
+    ctx.exit(code)
 
 
 @click.command()

@@ -96,10 +96,26 @@ def one_stdin(**values: str | None) -> None:
                          "once and a file for the other.")
 
 
+#: ``ctx.meta`` key under which ``--chroot`` is kept (read by :func:`chroot_requested`).
+CHROOT_META = "pin.host.chroot"
+
+
+def _note_chroot(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """Keep ``--chroot`` in the context's meta (it is not a command parameter)."""
+    ctx.meta[CHROOT_META] = bool(value)
+
+
+def chroot_requested() -> bool:
+    """Whether the running command was given ``--chroot`` (see :func:`host_options`)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(CHROOT_META))
+
+
 def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The options that say which host to read: a snapshot, a recorded root, or live.
 
-    Adds ``--host`` (``host_file``), ``--root``, ``--replay``, ``--site-packages``
+    Adds ``--host`` (``host_file``), ``--root``, ``--replay``, ``--chroot`` (kept in the
+    context: :func:`chroot_requested`), ``--site-packages``
     (``site_packages``, repeatable) and ``--matrix`` (``overlays``, repeatable). Paths are
     not checked here: the readers report a missing, unreadable or wrong kind of file with
     the documented code (a snapshot, tree or recording 7, an overlay 3), not click's 2.
@@ -115,6 +131,11 @@ def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Answer tool commands (amd-smi, rocminfo, nvidia-smi, ldd) from this "
                           "recording (commands.toml) instead of running them; also gives the "
                           "host's environment. Without it a --root probe runs no tools."),
+        click.option("--chroot", is_flag=True, expose_value=False, callback=_note_chroot,
+                     help="With --root (the host's / mounted at DIR, e.g. in a DaemonSet): run "
+                          "the host's own tools (amd-smi, rocminfo, nvidia-smi, ldd) inside DIR "
+                          "with chroot(8), so firmware and runtime facts are read too (needs "
+                          "CAP_SYS_CHROOT)."),
         click.option("--site-packages", "site_packages", multiple=True, metavar="DIR",
                      callback=path_given,
                      help="Python site-packages to read (default: VIRTUAL_ENV/CONDA_PREFIX, "

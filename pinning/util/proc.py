@@ -58,8 +58,11 @@ class Runner(Protocol):
 class SystemRunner:
     """Runs commands on this machine (``PATH`` lookup, timeout, text output)."""
 
-    def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
-        """Run ``argv``; a missing tool gives ``None``, a timeout exit status 124."""
+    def run(self, argv: Sequence[str], *, timeout: float = 20.0,
+            env: Mapping[str, str] | None = None) -> CommandResult | None:
+        """Run ``argv`` (in ``env`` when given, else pin's environment); a missing tool
+        gives ``None``, a timeout exit status 124.
+        """
         exe = shutil.which(argv[0])
         if exe is None:
             return None
@@ -72,6 +75,7 @@ class SystemRunner:
                 timeout=timeout,
                 check=False,
                 stdin=subprocess.DEVNULL,
+                env=dict(env) if env is not None else None,
             )
         except subprocess.TimeoutExpired:
             return CommandResult(tuple(argv), 124, "", f"timed out after {timeout:g} s")
@@ -86,6 +90,56 @@ class NoRunner:
     def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
         """Always ``None``."""
         return None
+
+
+#: Where :class:`ChrootRunner` looks a tool up inside the host's root, in order: the
+#: system's folders, then ROCm's (``/opt/rocm/bin`` holds amd-smi and rocminfo).
+CHROOT_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin",
+               "/opt/rocm/bin")
+
+
+class ChrootRunner:
+    """Runs the host's own tools (amd-smi, rocminfo, nvidia-smi, ldd) inside the host's root
+    ``root`` with ``chroot(8)``: for a node agent (the Kubernetes DaemonSet) that mounts the
+    host's ``/`` at ``root`` and reads it with ``--root``; the tool then sees the host's own
+    libraries and, through the host's ``/dev`` and ``/sys``, its GPUs. NVIDIA's GPU Operator
+    checks a host-installed driver the same way, ``chroot /host nvidia-smi``
+    (NVIDIA/gpu-operator:cmd/nvidia-validator/main.go, VGPUManager.runValidation; read
+    2026-12-01). Needs ``CAP_SYS_CHROOT`` (a privileged container, or root).
+
+    A tool found in none of :data:`CHROOT_PATH` under ``root`` is not installed (``None``);
+    a ``chroot`` that fails (no permission) gives its exit status and message, which the
+    probe reports as the tool's failure.
+    """
+
+    def __init__(self, root: Path, chroot: str = "chroot") -> None:
+        self.root, self.chroot = root, chroot
+
+    def find(self, tool: str) -> str | None:
+        """The path of ``tool`` inside the root (``/opt/rocm/bin/amd-smi``), or ``None``."""
+        # lexists, not access(): a host link such as /usr/bin/amd-smi -> /opt/rocm/bin/amd-smi
+        # is absolute, so it resolves inside the chroot, not from pin's own root.
+        if "/" in tool:
+            return tool if os.path.lexists(self.root / tool.lstrip("/")) else None
+        for folder in CHROOT_PATH:
+            inside = f"{folder}/{tool}"
+            if os.path.lexists(self.root / inside.lstrip("/")):
+                return inside
+        return None
+
+    def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
+        """Run ``argv`` inside the root (``PATH`` set to :data:`CHROOT_PATH`); a tool the
+        root lacks gives ``None``, a timeout exit status 124.
+        """
+        inside = self.find(argv[0])
+        if inside is None:
+            return None
+        full = [self.chroot, str(self.root), inside, *argv[1:]]
+        done = SystemRunner().run(full, timeout=timeout, env={"PATH": ":".join(CHROOT_PATH),
+                                                             "LC_ALL": "C"})
+        if done is None:
+            return CommandResult(tuple(argv), 127, "", f"{self.chroot} is not installed")
+        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
 
 
 class ReplayRunner:
