@@ -1,9 +1,187 @@
-"""Placeholder: filled in by the slurm commands (issue 17)."""
+"""``pin slurm``: the Slurm prolog, health check and node-features helper.
+
+The work is in :mod:`pinning.fleet.slurm`; this module reads the site configuration
+(:mod:`pinning.fleet.config`), sets ``SLURM_CONF`` for scontrol, prints one line (or the JSON
+envelope) and exits with the outcome's code.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
+
+from pinning.cli.envelope import emit
+from pinning.cli.options import format_option, path_given
+from pinning.errors import UsageError
+from pinning.util.text import printable
+
+if TYPE_CHECKING:
+    from pinning.fleet.slurm import Check, Outcome
+
+__all__ = ["register", "slurm"]
+
+_CONFIG_HELP = ("pin's site configuration (TOML; default $PIN_CONFIG, else "
+                "/etc/pin/config.toml; a missing default file means all defaults).")
+
+
+def config_option(func: click.decorators.FC) -> click.decorators.FC:
+    """``--config FILE`` (passed as ``config``)."""
+    return click.option("--config", metavar="FILE", type=click.Path(), callback=path_given,
+                        help=_CONFIG_HELP)(func)
+
+
+@click.group()
+def slurm() -> None:
+    """Keep Slurm nodes on their lock: a Prolog, a HealthCheckProgram and a node-features
+    helper (contrib/slurm/ has the scripts, a slurm.conf snippet and a README).
+    """
+
+
+def outcome_text(out: Outcome) -> str:
+    """One log line for ``out`` (terminal controls escaped)."""
+    locks = ", ".join(out.locks)
+    done = {"drained": "; node drained", "already-drained": "; node already drained by pin",
+            "left": "; node already out of service for another reason, left as it is",
+            "resumed": "; node resumed (pin had drained it)", "none": ""}[out.action]
+    if out.result == "match":
+        text = f"node {out.node} matches {out.matched}{done}"
+    elif out.result == "drift":
+        text = f"node {out.node} drifted from {locks}: {out.reason}{done}"
+    elif out.result == "error":
+        text = f"node {out.node}: check failed ({out.reason}){done}"
+    else:
+        why = ("the job asks for no pin_ feature and [fleet] default-lock is not set"
+               if out.check == "prolog" else "[fleet] default-lock is not set")
+        text = f"node {out.node}: nothing checked ({why})"
+    return printable(f"pin slurm {out.check}: {text}", newlines=False)
+
+
+def _show(out: Outcome, fmt: str) -> None:
+    if fmt == "json":
+        emit(out.model_dump(mode="json", by_alias=True))
+    else:
+        click.echo(outcome_text(out))
+
+
+def _check(check: Check, config: str | None, fmt: str) -> None:
+    """Run the prolog or the health check with the live runner and this machine's names."""
+    import os
+    import socket
+
+    from pinning.errors import PinError
+    from pinning.fleet.config import SlurmConfig, read_config
+    from pinning.fleet.slurm import probe_node, run_check, setup_failed, slurm_conf
+    from pinning.matrix.load import load_matrix
+    from pinning.util.proc import SystemRunner
+
+    runner = SystemRunner()
+    host = socket.gethostname()
+    slurm_cfg = SlurmConfig()
+    try:
+        cfg, _ = read_config(config)
+        slurm_cfg = cfg.slurm
+        # scontrol reads SLURM_CONF; the health check is started without it.
+        os.environ["SLURM_CONF"] = slurm_conf(slurm_cfg, os.environ)
+        matrix = load_matrix(())
+    except PinError as err:
+        os.environ["SLURM_CONF"] = slurm_conf(slurm_cfg, os.environ)
+        _show(setup_failed(check, slurm_cfg, os.environ, err, runner=runner, hostname=host),
+              fmt)
+        raise
+    out, failed = run_check(check, cfg.slurm, cfg.fleet, os.environ, runner=runner,
+                            probe=probe_node(cfg.fleet, matrix), matrix=matrix, hostname=host)
+    _show(out, fmt)
+    if failed is not None:
+        raise failed
+
+
+@slurm.command()
+@config_option
+@format_option
+def prolog(config: str | None, fmt: str) -> None:
+    """Slurm Prolog: check this node against the job's lock before the job starts.
+
+    The lock is the one whose feature the job asked for (sbatch -C pin_<digest12>: the
+    first 12 hex digits of its content hash; a lock in [fleet] locks), else [fleet]
+    default-lock; with neither, nothing is checked (exit 0). The host is probed (bounded by
+    [fleet] timeout-s), never stressed.
+
+    Exit 0 when the node matches. On drift the node is drained with pin's reason
+    (scontrol update NodeName=N State=DRAIN Reason="pin: <fact> <want>!=<have>") and the
+    exit is 6: Slurm requeues the job held. A broken setup (configuration 2, lock 5, probe or
+    timeout 7, scontrol 2) drains with "pin: <error>" and exits with that code.
+
+    \b
+    slurm.conf (man slurm.conf, Slurm 22.05):
+      Prolog=/usr/local/lib/pin/pin-prolog      # contrib/slurm/pin-prolog
+      PrologFlags=Alloc
+      PrologEpilogTimeout=60                    # above [fleet] timeout-s
+    """
+    _check("prolog", config, fmt)
+
+
+@slurm.command()
+@config_option
+@format_option
+def healthcheck(config: str | None, fmt: str) -> None:
+    """Slurm HealthCheckProgram: check an idle or busy node against [fleet] default-lock.
+
+    On drift the node is drained with pin's reason; Slurm ignores the exit code, so pin
+    drains by itself and exits 0. When the node matches again, a node pin drained (reason
+    "pin: ...") is resumed, unless [slurm] resume = false; a node drained or down for
+    another reason is never touched. A broken setup drains with "pin: <error>" and exits
+    with its code (2, 5, 7). SLURM_CONF comes from [slurm] slurm-conf, else the environment,
+    else /etc/slurm/slurm.conf (slurmd does not pass it to the health check).
+
+    \b
+    slurm.conf (man slurm.conf, Slurm 22.05):
+      HealthCheckProgram=/usr/local/lib/pin/pin-healthcheck   # contrib/slurm/pin-healthcheck
+      HealthCheckInterval=300
+    """
+    _check("healthcheck", config, fmt)
+
+
+@slurm.command()
+@config_option
+@format_option
+@click.argument("feature", required=False)
+def features(config: str | None, fmt: str, feature: str | None) -> None:
+    """Node-features helper: print the features this node offers, one per line.
+
+    pin_<digest12> for every lock in [fleet] locks the node matches (model files are not
+    hashed here), then pin_<gfx target> / pin_sm<compute capability> of its GPUs. Jobs then
+    ask for a lock with sbatch -C pin_<digest12>. Slurm runs the helper with a FEATURE
+    argument to switch a feature on at reboot: pin cannot change a node's stack, so that
+    is refused (exit 2). Exit 5 for a bad lock, 7 when the probe fails.
+
+    \b
+    slurm.conf:   NodeFeaturesPlugins=node_features/helpers
+    helpers.conf: Feature=pin_<digest12> Helper=/usr/local/lib/pin/pin-features
+                  ExecTime=60               # above [fleet] timeout-s
+    (man helpers.conf, https://slurm.schedmd.com/helpers.conf.html)
+    """
+    from pinning.fleet.config import read_config
+    from pinning.fleet.slurm import node_features, probe_node
+    from pinning.matrix.load import load_matrix
+
+    if feature is not None:
+        raise UsageError(
+            f"pin cannot switch this node to {printable(feature, newlines=False)}: a lock's "
+            "feature is on when the node's stack matches the lock, and pin changes no stack.",
+            hint="Install the lock's stack on the node (or build its image); the feature "
+                 "appears at the next query.")
+    cfg, _ = read_config(config)
+    matrix = load_matrix(())
+    found = node_features(cfg.fleet, probe=probe_node(cfg.fleet, matrix), matrix=matrix)
+    if fmt == "json":
+        emit({"features": list(found),
+              "locks": {f: str(path) for f, path in found.items() if path is not None}})
+        return
+    for name in found:
+        click.echo(name)
 
 
 def register(group: click.Group) -> None:
-    """Add this module's commands to ``group`` (none yet)."""
+    """Add ``pin slurm`` (prolog, healthcheck, features) to ``group``."""
+    group.add_command(slurm)

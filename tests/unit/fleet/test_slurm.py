@@ -1,0 +1,526 @@
+"""Slurm prolog / health check / features: constraint parsing, lock selection, the drain
+and resume policy (scontrol argv through a recording runner), timeouts, broken setups.
+The host facts are those of the recorded MI300X host; the lock is frozen from it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pinning.errors import DriftError, LockfileError, PinError, ProbeError, UsageError
+from pinning.fleet.config import FleetConfig, SlurmConfig
+from pinning.fleet.reason import PREFIX
+from pinning.fleet.slurm import (
+    Check,
+    Node,
+    NodeState,
+    Outcome,
+    ProbeTimeout,
+    SlurmCommandError,
+    bounded,
+    error_reason,
+    index_locks,
+    lock_feature,
+    node_features,
+    node_name,
+    parse_node,
+    pin_features,
+    run_check,
+    select_locks,
+    slurm_conf,
+    target_features,
+)
+from pinning.lockfile.io import write_lock
+from pinning.lockfile.models import Lockfile
+from pinning.matrix.load import Matrix
+from pinning.probe.models import HostFacts
+from pinning.util.proc import CommandResult
+from tests.support.hosts import HostCopy, recorded
+from tests.support.locks import lock_for
+
+A = "pin_0123456789ab"
+B = "pin_ba9876543210"
+# `scontrol -o show node` as Slurm 22.05.8 prints it (Debian bookworm), trimmed.
+IDLE = ("NodeName=gpu01 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE "
+        "ThreadsPerCore=1 Partitions=debug BootTime=2026-12-01T09:21:22")
+PIN_DRAINED = (IDLE.replace("State=IDLE", "State=IDLE+DRAIN")
+               + " Reason=pin: firmware.blocks[0] 1!=2 (+1 more) [root@2026-12-01T21:18:32]")
+OTHER_DRAINED = (IDLE.replace("State=IDLE", "State=MIXED+DRAIN")
+                 + " Reason=maintenance window [alice@2026-12-01T21:18:32]")
+DOWN = IDLE.replace("State=IDLE", "State=DOWN+DRAIN") + " Reason=pin: x 1!=2 [root@2026]"
+
+
+class Recorder:
+    """A Runner that records every argv: ``show`` answers ``scontrol -o show node``, other
+    commands exit ``rc``; ``missing``: scontrol is not installed."""
+
+    def __init__(self, show: str = IDLE, rc: int = 0, missing: bool = False) -> None:
+        self.show, self.rc, self.missing = show, rc, missing
+        self.calls: list[list[str]] = []
+
+    def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
+        self.calls.append(list(argv))
+        assert timeout <= 10
+        if self.missing:
+            return None
+        if list(argv[1:3]) == ["-o", "show"]:
+            return CommandResult(tuple(argv), 0, self.show + "\n")
+        return CommandResult(tuple(argv), self.rc, "", "slurm_update error: Access denied")
+
+    @property
+    def updates(self) -> list[list[str]]:
+        return [c for c in self.calls if c[1] == "update"]
+
+
+@pytest.fixture(scope="module")
+def frozen(matrix: Matrix) -> Lockfile:
+    from pinning.verify.freeze import freeze
+
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    return freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="mi300x")[0]
+
+
+@pytest.fixture(scope="module")
+def facts() -> HostFacts:
+    return recorded("mi300x-rocm7.1")
+
+
+@pytest.fixture
+def drifted(host_copy: HostCopy) -> HostFacts:
+    host = host_copy("mi300x-rocm7.1")
+    fw = host / "out" / "amd-smi-firmware.txt"
+    fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
+    return recorded("mi300x-rocm7.1", root=host)
+
+
+@pytest.fixture
+def locks(tmp_path: Path, frozen: Lockfile) -> Path:
+    folder = tmp_path / "locks"
+    folder.mkdir()
+    write_lock(frozen, folder / "site.lock")
+    return folder
+
+
+# --- constraints and features -------------------------------------------------------------
+
+@pytest.mark.parametrize(("expr", "want"), [
+    ("", []),
+    (A, [A]),
+    (f"{A}&gpu", [A]),
+    (f"gpu,{A}", [A]),
+    (f"[{A}*2&rack1]", [A]),
+    (f"[(rack1|rack2)*1&({A})*2]", [A]),
+    (f"{A}|{B}", [A, B]),
+    (f"{A}&{A}", [A]),
+    (f"!{A}&{B}", [B]),
+    ("pin_gfx942&pin_0123456789AB", []),  # not a lock feature; hex is lower-case
+    ("pin_0123456789abc pin_0123456789a", []),  # 13 and 11 digits
+    ("xpin_0123456789ab", []),
+])
+def test_pin_features_are_found_in_constraint_expressions(expr: str, want: list[str]) -> None:
+    assert pin_features(expr) == want
+
+
+@given(st.text(max_size=300))
+def test_any_constraint_text_gives_lock_features_only(text: str) -> None:
+    for feat in pin_features(text):
+        assert feat.startswith("pin_") and len(feat) == 16
+        assert all(c in "0123456789abcdef" for c in feat[4:])
+
+
+def test_a_lock_feature_is_the_first_twelve_hex_digits() -> None:
+    assert lock_feature("sha256:" + "0123456789abcdef" * 4) == A
+
+
+def test_target_features_name_gfx_targets_and_compute_capabilities(facts: HostFacts) -> None:
+    assert target_features(facts) == ["pin_gfx942"]
+    assert target_features(recorded("h200-cuda13")) == ["pin_sm90"]
+    assert target_features(recorded("no-gpu")) == []
+
+
+# --- lock selection -------------------------------------------------------------------------
+
+def _index(known: dict[str, Path]) -> tuple[Callable[[Path], dict[str, Path]], list[Path]]:
+    seen: list[Path] = []
+
+    def index(folder: Path) -> dict[str, Path]:
+        seen.append(folder)
+        return known
+    return index, seen
+
+
+def test_the_job_feature_selects_its_lock(tmp_path: Path) -> None:
+    fleet = FleetConfig(locks=tmp_path, default_lock=tmp_path / "d.lock")
+    index, seen = _index({A: tmp_path / "a.lock", B: tmp_path / "b.lock"})
+    sel = select_locks(f"{B}&gpu", fleet, index)
+    assert (sel.source, sel.features, sel.locks) == ("job", (B,), (tmp_path / "b.lock",))
+    assert seen == [tmp_path]
+    either = select_locks(f"{A}|{B}", fleet, index)
+    assert either.locks == (tmp_path / "a.lock", tmp_path / "b.lock")
+    # One unknown feature beside a known one is left out.
+    assert select_locks(f"{A}|pin_ffffffffffff", fleet, index).locks == (tmp_path / "a.lock",)
+
+
+def test_without_a_job_feature_the_default_lock_or_nothing(tmp_path: Path) -> None:
+    index, seen = _index({})
+    sel = select_locks("gpu&rack1", FleetConfig(default_lock=tmp_path / "d.lock"), index)
+    assert (sel.source, sel.locks) == ("default", (tmp_path / "d.lock",))
+    assert select_locks("", FleetConfig(), index).source == "none"
+    assert seen == []  # the folder is read only for a job that asks
+
+
+def test_an_unknown_digest_names_the_locks_folder(tmp_path: Path) -> None:
+    index, _ = _index({A: tmp_path / "a.lock"})
+    with pytest.raises(LockfileError) as err:
+        select_locks(B, FleetConfig(locks=tmp_path), index)
+    assert str(tmp_path) in err.value.message and B in err.value.message
+    assert A in err.value.message and err.value.exit_code == 5
+    with pytest.raises(LockfileError, match="locks is not set"):
+        select_locks(A, FleetConfig(), index)
+
+
+def test_the_locks_folder_is_indexed_by_feature(locks: Path, frozen: Lockfile) -> None:
+    (locks / "copy.lock").write_bytes((locks / "site.lock").read_bytes())
+    (locks / "notes.txt").write_text("not a lock")
+    assert index_locks(locks) == {lock_feature(frozen.content_hash): locks / "copy.lock"}
+    (locks / "zz.lock").write_text("not toml [")
+    with pytest.raises(LockfileError, match="zz.lock"):
+        index_locks(locks)
+    with pytest.raises(LockfileError, match="cannot be read"):
+        index_locks(locks / "absent")
+
+
+# --- names, reasons, bounds -----------------------------------------------------------------
+
+def test_the_node_name_and_slurm_conf_precedence() -> None:
+    env = {"SLURMD_NODENAME": "gpu07", "SLURM_CONF": "/run/slurm.conf"}
+    assert node_name(SlurmConfig(node_name="gpu01"), env, "host.example") == "gpu01"
+    assert node_name(SlurmConfig(), env, "host.example") == "gpu07"
+    assert node_name(SlurmConfig(), {}, "host.example.org") == "host"
+    with pytest.raises(UsageError):
+        node_name(SlurmConfig(), {"SLURMD_NODENAME": "a b"}, "h")
+    assert slurm_conf(SlurmConfig(slurm_conf=Path("/etc/x.conf")), env) == "/etc/x.conf"
+    assert slurm_conf(SlurmConfig(), env) == "/run/slurm.conf"
+    assert slurm_conf(SlurmConfig(), {}) == "/etc/slurm/slurm.conf"
+
+
+def test_an_error_reason_is_one_short_ascii_line() -> None:
+    err = LockfileError("Lock /etc/pin/locks/é.lock:\tnot valid TOML " + "x" * 200 + "\nsecond")
+    reason = error_reason(err)
+    assert reason.startswith(PREFIX + "Lock /etc/pin/locks/_.lock: not valid TOML")
+    assert len(reason) == 80 and reason.endswith("~") and reason.isascii()
+    assert "\n" not in reason and "second" not in reason
+    assert error_reason(ProbeTimeout("probe timed out after 30 s")) == (
+        "pin: probe timed out after 30 s")
+
+
+def test_bounded_returns_raises_or_times_out() -> None:
+    assert bounded(lambda: 42, 5) == 42
+    with pytest.raises(ProbeError, match="unreadable"):
+        bounded(lambda: (_ for _ in ()).throw(ProbeError("unreadable")), 5)
+    release = threading.Event()
+    try:
+        with pytest.raises(ProbeTimeout) as err:
+            bounded(lambda: release.wait(30), 0.05)
+        assert err.value.message == "probe timed out after 0.05 s"
+        assert err.value.exit_code == 7
+    finally:
+        release.set()
+
+
+# --- the node: state, drain, resume -------------------------------------------------------
+
+def test_scontrol_node_lines_are_parsed() -> None:
+    assert parse_node(IDLE) == NodeState("IDLE")
+    pinned = parse_node(PIN_DRAINED)
+    assert pinned == NodeState("IDLE+DRAIN", "pin: firmware.blocks[0] 1!=2 (+1 more)")
+    assert pinned.pins and pinned.out_of_service
+    other = parse_node(OTHER_DRAINED)
+    assert other is not None and other.out_of_service and not other.pins
+    assert parse_node("Node gpu01 not found") is None
+    assert parse_node("") is None
+
+
+def test_drain_writes_pins_reason_on_an_in_service_node() -> None:
+    rec = Recorder(IDLE)
+    assert Node(rec, "/usr/bin/scontrol", "gpu01").drain("pin: a 1!=2") == "drained"
+    assert rec.calls == [
+        ["/usr/bin/scontrol", "-o", "show", "node", "gpu01"],
+        ["/usr/bin/scontrol", "update", "NodeName=gpu01", "State=DRAIN", "Reason=pin: a 1!=2"],
+    ]
+
+
+@pytest.mark.parametrize(("show", "reason", "action"), [
+    (PIN_DRAINED, "pin: firmware.blocks[0] 1!=2 (+1 more)", "already-drained"),
+    (OTHER_DRAINED, "pin: a 1!=2", "left"),
+    (DOWN, "pin: a 1!=2", "drained"),  # pin's own reason is refreshed
+])
+def test_drain_leaves_other_drains_alone(show: str, reason: str, action: str) -> None:
+    rec = Recorder(show)
+    assert Node(rec, "scontrol", "gpu01").drain(reason) == action
+    assert bool(rec.updates) is (action == "drained")
+
+
+def test_drain_still_drains_when_the_state_cannot_be_read() -> None:
+    rec = Recorder("garbage")
+    assert Node(rec, "scontrol", "gpu01").drain("pin: a 1!=2") == "drained"
+
+
+def test_a_failing_or_missing_scontrol_is_a_setup_error() -> None:
+    with pytest.raises(SlurmCommandError, match="Access denied") as err:
+        Node(Recorder(IDLE, rc=1), "scontrol", "gpu01").drain("pin: a 1!=2")
+    assert err.value.exit_code == 2
+    with pytest.raises(SlurmCommandError, match="not found"):
+        Node(Recorder(missing=True), "scontrol", "gpu01").drain("pin: a 1!=2")
+
+
+def test_resume_only_what_pin_drained() -> None:
+    rec = Recorder(PIN_DRAINED)
+    assert Node(rec, "scontrol", "gpu01").resume() == "resumed"
+    assert rec.updates == [["scontrol", "update", "NodeName=gpu01", "State=RESUME"]]
+    for show in (IDLE, OTHER_DRAINED, DOWN, "garbage"):
+        other = Recorder(show)
+        assert Node(other, "scontrol", "gpu01").resume() == "none"
+        assert other.updates == []
+
+
+# --- whole runs -----------------------------------------------------------------------------
+
+def _run(check: Check, facts: HostFacts, matrix: Matrix, fleet: FleetConfig, rec: Recorder,
+         env: dict[str, str] | None = None,
+         slurm: SlurmConfig | None = None) -> tuple[Outcome, PinError | None]:
+    return run_check(check, slurm or SlurmConfig(), fleet,
+                     {"SLURMD_NODENAME": "gpu01", **(env or {})}, runner=rec,
+                     probe=lambda _path, _model: facts, matrix=matrix, hostname="h")
+
+
+def test_prolog_on_a_matching_node_touches_nothing(locks: Path, frozen: Lockfile,
+                                                   facts: HostFacts, matrix: Matrix) -> None:
+    rec = Recorder()
+    feat = lock_feature(frozen.content_hash)
+    out, err = _run("prolog", facts, matrix, FleetConfig(locks=locks), rec,
+                    {"SLURM_JOB_CONSTRAINTS": f"{feat}&gpu"})
+    assert err is None and rec.calls == []
+    assert (out.result, out.selection, out.features) == ("match", "job", (feat,))
+    assert out.matched == str(locks / "site.lock") and out.node == "gpu01"
+
+
+def test_prolog_on_drift_drains_with_pins_reason_and_exits_6(locks: Path, drifted: HostFacts,
+                                                             matrix: Matrix) -> None:
+    rec = Recorder()
+    out, err = _run("prolog", drifted, matrix, FleetConfig(default_lock=locks / "site.lock"), rec)
+    reason = "pin: firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
+    assert isinstance(err, DriftError) and err.exit_code == 6
+    assert (out.result, out.selection, out.reason, out.action) == (
+        "drift", "default", reason, "drained")
+    assert rec.updates == [["scontrol", "update", "NodeName=gpu01", "State=DRAIN",
+                            f"Reason={reason}"]]
+
+
+def test_behaviour_variables_are_the_jobs_not_the_nodes(tmp_path: Path, frozen: Lockfile,
+                                                        facts: HostFacts,
+                                                        matrix: Matrix) -> None:
+    from pinning.lockfile.io import amend
+    from pinning.verify.report import verify
+
+    lock = amend(frozen, environment={"HSA_ENABLE_SDMA": "0"})
+    assert verify(lock, facts, matrix, lock_name="l", host_name="h").result == "drift"
+    write_lock(lock, tmp_path / "env.lock")
+    out, err = _run("prolog", facts, matrix, FleetConfig(default_lock=tmp_path / "env.lock"),
+                    Recorder())
+    assert err is None and out.result == "match"
+
+
+def test_healthcheck_drains_by_itself_and_exits_0(locks: Path, drifted: HostFacts,
+                                                  matrix: Matrix) -> None:
+    rec = Recorder()
+    out, err = _run("healthcheck", drifted, matrix,
+                    FleetConfig(default_lock=locks / "site.lock"), rec,
+                    {"SLURM_JOB_CONSTRAINTS": "pin_ffffffffffff"})  # not read by the health check
+    assert err is None and out.result == "drift" and out.action == "drained"
+
+
+@pytest.mark.parametrize(("show", "resume", "action"), [
+    (PIN_DRAINED, True, "resumed"),
+    (PIN_DRAINED, False, "none"),
+    (OTHER_DRAINED, True, "none"),
+])
+def test_healthcheck_on_a_match_resumes_only_its_own_drains(
+        locks: Path, facts: HostFacts, matrix: Matrix, show: str, resume: bool,
+        action: str) -> None:
+    rec = Recorder(show)
+    out, err = _run("healthcheck", facts, matrix, FleetConfig(default_lock=locks / "site.lock"),
+                    rec, slurm=SlurmConfig(resume=resume))
+    assert err is None and out.result == "match" and out.action == action
+
+
+def test_nothing_to_check_without_a_lock(facts: HostFacts, matrix: Matrix) -> None:
+    checks: tuple[Check, ...] = ("prolog", "healthcheck")
+    for check in checks:
+        rec = Recorder()
+        out, err = _run(check, facts, matrix, FleetConfig(), rec)
+        assert err is None and out.result == "nothing-to-check" and rec.calls == []
+
+
+def test_a_broken_setup_drains_with_the_error(locks: Path, facts: HostFacts,
+                                              matrix: Matrix) -> None:
+    rec = Recorder()
+    out, err = _run("prolog", facts, matrix, FleetConfig(locks=locks), rec,
+                    {"SLURM_JOB_CONSTRAINTS": A})
+    assert isinstance(err, LockfileError)
+    assert out.result == "error" and out.action == "drained"
+    assert out.reason is not None and out.reason.startswith(f"pin: The job asks for {A}")
+    assert rec.updates[0][-1] == f"Reason={out.reason}"
+
+
+def test_a_probe_past_its_bound_drains_and_exits_7(locks: Path, matrix: Matrix) -> None:
+    release = threading.Event()
+    rec = Recorder()
+    try:
+        out, err = run_check("prolog", SlurmConfig(node_name="gpu01"),
+                             FleetConfig(default_lock=locks / "site.lock", timeout_s=0.05),
+                             {}, runner=rec, matrix=matrix, hostname="h",
+                             probe=lambda _p, _m: release.wait(30))  # type: ignore[arg-type,return-value]
+    finally:
+        release.set()
+    assert isinstance(err, ProbeTimeout) and err.exit_code == 7
+    assert out.reason == "pin: probe timed out after 0.05 s" and out.action == "drained"
+
+
+def test_a_failing_scontrol_on_drift_is_reported(locks: Path, drifted: HostFacts,
+                                                 matrix: Matrix) -> None:
+    out, err = _run("healthcheck", drifted, matrix,
+                    FleetConfig(default_lock=locks / "site.lock"), Recorder(rc=1))
+    assert isinstance(err, SlurmCommandError)
+    assert out.result == "error" and out.action == "none" and "Access denied" in (out.error or "")
+
+
+def test_features_are_the_matching_locks_then_the_targets(locks: Path, frozen: Lockfile,
+                                                          facts: HostFacts, drifted: HostFacts,
+                                                          matrix: Matrix) -> None:
+    fleet = FleetConfig(locks=locks)
+    feat = lock_feature(frozen.content_hash)
+    assert node_features(fleet, probe=lambda _p, _m: facts, matrix=matrix) == {
+        feat: locks / "site.lock", "pin_gfx942": None}
+    assert node_features(fleet, probe=lambda _p, _m: drifted, matrix=matrix) == {
+        "pin_gfx942": None}
+    assert node_features(FleetConfig(), probe=lambda _p, _m: facts, matrix=matrix) == {
+        "pin_gfx942": None}
+
+
+# --- the commands -------------------------------------------------------------------------
+
+def _site(tmp_path: Path, host: Path, locks: Path) -> tuple[Path, Path]:
+    """A pin config for the recorded ``host`` and a fake scontrol that logs its argv."""
+    log = tmp_path / "scontrol.log"
+    fake = tmp_path / "bin" / "scontrol"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/bash\n"
+                    f"printf '%s|' \"$@\" >> {log}; echo >> {log}\n"
+                    '[ "$2" = show ] && echo "NodeName=gpu01 State=IDLE"\n'
+                    "exit 0\n")
+    fake.chmod(0o755)
+    config = tmp_path / "config.toml"
+    config.write_text(f'[fleet]\nlocks = "{locks}"\ndefault-lock = "{locks}/site.lock"\n'
+                      f'root = "{host}/root"\nreplay = "{host}/commands.toml"\n'
+                      f'[slurm]\nscontrol = "{fake}"\nnode-name = "gpu01"\n')
+    return config, log
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SLURM", "PIN_CONFIG"))}
+    env["PATH"] = f"{tmp_path / 'bin'}:{env.get('PATH', '')}"
+    return env | extra
+
+
+def test_pin_slurm_prolog_features_and_healthcheck(tmp_path: Path, host_copy: HostCopy,
+                                                   locks: Path, frozen: Lockfile) -> None:
+    from tests.support.cli import json_result, pin
+
+    host = host_copy("mi300x-rocm7.1")
+    config, log = _site(tmp_path, host, locks)
+    feat = lock_feature(frozen.content_hash)
+    env = _env(tmp_path, SLURM_JOB_CONSTRAINTS=f"{feat}&gpu")
+    done = pin("slurm", "prolog", "--config", str(config), env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"pin slurm prolog: node gpu01 matches {locks / 'site.lock'}\n"
+    assert not log.exists()
+    done = pin("slurm", "features", "--config", str(config), env=env)
+    assert (done.returncode, done.stdout) == (0, f"{feat}\npin_gfx942\n")
+
+    fw = host / "out" / "amd-smi-firmware.txt"
+    fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
+    done = pin("slurm", "prolog", "--config", str(config), env=env)
+    reason = "pin: firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
+    assert done.returncode == 6, done.stderr
+    assert "drifted" in done.stderr and reason in done.stdout
+    assert log.read_text().splitlines() == [
+        "-o|show|node|gpu01|", f"update|NodeName=gpu01|State=DRAIN|Reason={reason}|"]
+    done = pin("slurm", "healthcheck", "--config", str(config), "--format", "json",
+               env=_env(tmp_path))
+    out = json_result(done)
+    assert (out["result"], out["reason"], out["action"]) == ("drift", reason, "drained")
+    done = pin("slurm", "features", "--config", str(config), env=env)
+    assert (done.returncode, done.stdout) == (0, "pin_gfx942\n")
+
+
+def test_a_broken_config_drains_with_pins_reason(tmp_path: Path, host_copy: HostCopy,
+                                                 locks: Path) -> None:
+    from tests.support.cli import pin
+
+    config, log = _site(tmp_path, host_copy("mi300x-rocm7.1"), locks)
+    config.write_text(config.read_text() + "lokcs = 1\n")
+    env = _env(tmp_path, SLURMD_NODENAME="gpu02", SLURM_CONF="/nonexistent/slurm.conf")
+    done = pin("slurm", "prolog", "--config", str(config), env=env)
+    assert done.returncode == 2 and "slurm.lokcs" in done.stderr
+    update = log.read_text().splitlines()[-1]
+    assert update.startswith("update|NodeName=gpu02|State=DRAIN|Reason=pin: pin configuration ")
+
+
+def test_the_commands_refuse_what_they_cannot_do(tmp_path: Path) -> None:
+    from tests.support.cli import pin
+
+    done = pin("slurm", "features", "pin_0123456789ab", env=_env(tmp_path))
+    assert done.returncode == 2 and "changes no stack" in done.stderr
+    for command, line in (("prolog", "PrologFlags=Alloc"),
+                          ("healthcheck", "HealthCheckProgram="),
+                          ("features", "NodeFeaturesPlugins=node_features/helpers")):
+        done = pin("slurm", command, "--help")
+        assert done.returncode == 0 and line in done.stdout
+
+
+@pytest.mark.parametrize(("script", "args", "want"), [
+    ("pin-prolog", [], "slurm prolog"),
+    ("pin-healthcheck", [], "slurm healthcheck"),
+    ("pin-features", [], "slurm features"),
+    ("pin-features", ["pin_0123456789ab"], "slurm features pin_0123456789ab"),
+])
+def test_contrib_scripts_run_pin_from_their_env_file(tmp_path: Path, script: str,
+                                                     args: list[str], want: str) -> None:
+    import shutil
+    import subprocess
+
+    from tests.support.paths import ROOT
+
+    shutil.copy2(ROOT / "contrib" / "slurm" / script, tmp_path / script)
+    fake = tmp_path / "fake-pin"
+    fake.write_text('#!/bin/bash\necho "$*|${PIN_CONFIG-}|${SLURM_CONF-}|$PATH"\n')
+    fake.chmod(0o755)
+    (tmp_path / "pin-slurm.env").write_text(f"PIN_BIN={fake}\nPIN_CONFIG=/etc/pin/x.toml\n")
+    # As slurmd runs them: no PATH, no SLURM_CONF.
+    done = subprocess.run([str(tmp_path / script), *args], env={"SLURMD_NODENAME": "n1"},
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    line, config, conf, path = done.stdout.strip().split("|")
+    assert (line, config) == (want, "/etc/pin/x.toml")
+    assert "/usr/bin" in path.split(":") and "/usr/sbin" in path.split(":")
+    assert conf == ("/etc/slurm/slurm.conf" if script == "pin-healthcheck" else "")
