@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope",
-           "audit-report", "accept-config", "accept-result", "prices", "cost-report")
+           "audit-report", "accept-config", "accept-result", "prices", "cost-report",
+           "fleet-report")
 
 
 def generate() -> dict[str, str]:
@@ -18,6 +19,7 @@ def generate() -> dict[str, str]:
     from pinning.audit.bill import AuditReport
     from pinning.cost.model import CostReport, PriceFile
     from pinning.doctor.report import DoctorReport
+    from pinning.fleet.models import FleetReport
     from pinning.guards.models import RuleFile
     from pinning.lockfile.models import Lockfile
     from pinning.matrix.models import MatrixFile
@@ -30,7 +32,7 @@ def generate() -> dict[str, str]:
         ("verify-report", VerifyReport), ("doctor-report", DoctorReport), ("guards", RuleFile),
         ("envelope", Envelope), ("audit-report", AuditReport),
         ("accept-config", AcceptConfig), ("accept-result", AcceptanceResult),
-        ("prices", PriceFile), ("cost-report", CostReport),
+        ("prices", PriceFile), ("cost-report", CostReport), ("fleet-report", FleetReport),
     )
     out: dict[str, str] = {}
     for name, model in models:

@@ -29,13 +29,27 @@ from pinning.util.versions import in_specifier, normalize_name
 
 RULES_FILE = "rules.toml"
 
+# The shipped rules, once read and checked (they are frozen models and the file ships with
+# the package, so every later call gets a new list of the same rules: pin verify over a
+# fleet reads them once, not once per host).
+_SHIPPED: list[Rule] | None = None
+
 
 def load_rules(path: Path | None = None) -> list[Rule]:
-    """The shipped rules (or ``path``). Raises :class:`MatrixError` (exit 3) naming the file
-    and the field for an unknown field or condition, a bad value or a duplicate id.
+    """The shipped rules (or ``path``), as a new list on each call; the shipped file is read
+    once per process. Raises :class:`MatrixError` (exit 3) naming the file and the field for
+    an unknown field or condition, a bad value or a duplicate id.
     """
+    global _SHIPPED
     if path is None:
-        path = Path(str(resources.files("pinning.guards") / RULES_FILE))
+        if _SHIPPED is None:
+            _SHIPPED = _read_rules(Path(str(resources.files("pinning.guards") / RULES_FILE)))
+        return list(_SHIPPED)
+    return _read_rules(path)
+
+
+def _read_rules(path: Path) -> list[Rule]:
+    """Read and check the rules file at ``path`` (see :func:`load_rules`)."""
     _, data = read_toml(path, MatrixError, label=f"Guard rules {path}")
     try:
         rules = RuleFile.model_validate(data, strict=True).rules
@@ -265,18 +279,18 @@ def _torch_build(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome 
 
 def _packages_known(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
     """A package condition needs the installed packages to be known."""
-    installed = _installed(ctx.view)
     needs_packages = any(x is not None for x in (c.packages, c.any_packages, c.package_count,
                                                   c.package_pattern))
-    if needs_packages and not installed:
+    # No installed packages exactly when the view lists none (the map is keyed by name).
+    if needs_packages and not ctx.view.packages:
         return ("skipped", "the installed packages are not known")
     return None
 
 
 def _packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
     """Each named package is installed at a version in its specifier."""
-    installed = _installed(ctx.view)
     if c.packages is not None:
+        installed = _installed(ctx.view)
         for name, spec in c.packages.items():
             have = installed.get(normalize_name(name))
             if have is None:
@@ -290,8 +304,8 @@ def _packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | N
 
 def _any_packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
     """At least one of the named packages is installed."""
-    installed = _installed(ctx.view)
     if c.any_packages is not None:
+        installed = _installed(ctx.view)
         present = sorted(n for n in c.any_packages if normalize_name(n) in installed)
         if not present:
             return ("passed", f"none of {', '.join(c.any_packages)} is installed")
@@ -301,8 +315,8 @@ def _any_packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome
 
 def _package_count(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
     """At least ``min`` of the named packages are installed."""
-    installed = _installed(ctx.view)
     if c.package_count is not None:
+        installed = _installed(ctx.view)
         present = sorted(n for n in c.package_count.names if normalize_name(n) in installed)
         if len(present) < c.package_count.min:
             return ("passed", f"{len(present)} of {', '.join(c.package_count.names)} "
@@ -315,8 +329,8 @@ def _package_pattern(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outc
     """An installed package name (of at most :data:`MAX_NAME_CHARS`) matches the pattern
     (whole name); the pattern passed :func:`pattern_problem` when the rules were loaded.
     """
-    installed = _installed(ctx.view)
     if c.package_pattern is not None:
+        installed = _installed(ctx.view)
         pattern = re.compile(c.package_pattern)
         hits = sorted(n for n in installed if len(n) <= MAX_NAME_CHARS and pattern.fullmatch(n))
         if not hits:

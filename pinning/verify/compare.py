@@ -11,6 +11,7 @@ and :mod:`pinning.verify.software` (frameworks, packages, model, image, environm
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pinning.guards.view import Finding, Severity, Status
 from pinning.lockfile.models import Lockfile, Pinned
@@ -67,27 +68,83 @@ def host_os_text(facts: HostFacts) -> str | None:
     return f"{key[0]}-{key[1]}" if key else None
 
 
+class LockPlan:
+    """What verification derives from one lock alone, worked out once and shared by every
+    host compared with it (``pin fleet verify``): the matrix rows by ref, the source text of
+    each row (:meth:`row_source`), the freeze's source text and the runtime context of each
+    row (:meth:`context`). Read-only for the fact groups; the lock is a frozen model.
+    """
+
+    def __init__(self, lock: Lockfile) -> None:
+        self.lock = lock
+        self.rows = {r.ref: r for r in lock.matrix.rows}
+        snap = lock.frozen.snapshot if lock.frozen else "a host snapshot"
+        self.host_source = f"frozen from the trial host ({snap})"
+        self._sources: dict[str | None, str | None] = {}
+        self._contexts: dict[str | None, str] = {}
+        self.derived: dict[str, Any] = {}
+        """Lock-only values a fact group caches by its own key (a pinned value rewritten
+        for a comparison)."""
+
+    def row_source(self, ref: str | None) -> str | None:
+        """Source text of the matrix row ``ref`` (with its date), ``ref`` itself when the
+        lock records no such row.
+        """
+        try:
+            return self._sources[ref]
+        except KeyError:
+            pass
+        row = self.rows.get(ref or "")
+        if row is None:
+            text = ref
+        else:
+            date = row.published or row.checked
+            text = (f"{row.source} ({date}); row {row.ref}" if date
+                    else f"{row.source}; row {row.ref}")
+        self._sources[ref] = text
+        return text
+
+    def context(self, ref: str | None = None) -> str:
+        """``"Instinct MI300X with ROCm 7.1.1"``: the runtime named by the matrix row ``ref``
+        (the row the allowed set came from), else the lock's runtime.
+        """
+        try:
+            return self._contexts[ref]
+        except KeyError:
+            pass
+        lock = self.lock
+        gpu = lock.target.gpu.value or lock.request.gpu
+        rt = "CUDA" if lock.runtime.name == "cuda" else "ROCm"
+        row = (ref or "").partition(":")[2]  # "<file>:rocm-7.1.1/MI300X" -> "rocm-7.1.1/MI300X"
+        m = re.match(r"(rocm|cuda)-([0-9][0-9.]*[0-9])", row)
+        version = m.group(2) if m and m.group(1) == lock.runtime.name else None
+        if version is None and lock.runtime.version.origin != "host":
+            version = lock.runtime.version.value
+        text = f"{gpu} with {rt} {version}" if version else gpu
+        self._contexts[ref] = text
+        return text
+
+
 class Comparer:
     """Collects findings for one lock and one host: the comparison of one pinned value
     with one reading, and the matrix context of a value. The fact groups
     (:mod:`pinning.verify.hardware`, :mod:`pinning.verify.software`) build on it.
+    ``plan`` is the lock's :class:`LockPlan` when one is shared across hosts (it must be
+    of ``lock``); a new one otherwise.
     """
 
-    def __init__(self, lock: Lockfile, facts: HostFacts, matrix: Matrix) -> None:
+    def __init__(self, lock: Lockfile, facts: HostFacts, matrix: Matrix, *,
+                 plan: LockPlan | None = None) -> None:
         self.lock, self.facts = lock, facts
         self.findings: list[Finding] = []
-        self.rows = {r.ref: r for r in lock.matrix.rows}
+        self.plan = plan if plan is not None else LockPlan(lock)
+        self.rows = self.plan.rows
 
     def source_of(self, pinned: Pinned) -> str | None:
         """Source text for a pinned value: the matrix row (with its date) or the host freeze."""
         if pinned.origin == "host":
-            snap = self.lock.frozen.snapshot if self.lock.frozen else "a host snapshot"
-            return f"frozen from the trial host ({snap})"
-        row = self.rows.get(pinned.ref or "")
-        if row is None:
-            return pinned.ref
-        date = row.published or row.checked
-        return f"{row.source} ({date}); row {row.ref}" if date else f"{row.source}; row {row.ref}"
+            return self.plan.host_source
+        return self.plan.row_source(pinned.ref)
 
     def add(self, code: str, fact: str, status: Status, message: str, *,
             expected: str | None = None, actual: str | None = None, gpu: int | None = None,
@@ -138,7 +195,7 @@ class Comparer:
     def _inside_matrix(self, fact: str, label: str, pinned: Pinned, actual: str,
                        gpu: int | None, comparable: bool, report_match: bool = False) -> None:
         where = f" (GPU {gpu})" if gpu is not None else ""
-        src = self.source_of(Pinned(origin="matrix", ref=pinned.ref, reason="-"))
+        src = self.plan.row_source(pinned.ref)  # the matrix row the allowed set came from
         expected = allowed_text(pinned)
         if not comparable:
             tail = ("the frozen value is compared exactly instead." if pinned.origin == "host"
@@ -182,15 +239,7 @@ class Comparer:
         """``"Instinct MI300X with ROCm 7.1.1"``: the runtime named by the matrix row ``ref``
         (the row the allowed set came from), else the lock's runtime.
         """
-        lock = self.lock
-        gpu = lock.target.gpu.value or lock.request.gpu
-        rt = "CUDA" if lock.runtime.name == "cuda" else "ROCm"
-        row = (ref or "").partition(":")[2]  # "<file>:rocm-7.1.1/MI300X" -> "rocm-7.1.1/MI300X"
-        m = re.match(r"(rocm|cuda)-([0-9][0-9.]*[0-9])", row)
-        version = m.group(2) if m and m.group(1) == lock.runtime.name else None
-        if version is None and lock.runtime.version.origin != "host":
-            version = lock.runtime.version.value
-        return f"{gpu} with {rt} {version}" if version else gpu
+        return self.plan.context(ref)
 
 
 def allowed_text(pinned: Pinned) -> str:

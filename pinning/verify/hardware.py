@@ -76,7 +76,7 @@ class HardwareFacts(Comparer):
                 self._blocks(fw.blocks, g)
 
     def _blocks(self, blocks: dict[str, str], g: GpuFacts) -> None:
-        src = self.source_of(Pinned(origin="host", reason="-"))
+        src = self.plan.host_source
         changed = [(k, v, g.firmware.get(k)) for k, v in blocks.items() if g.firmware.get(k) != v]
         if not g.firmware:
             self.add("not-probed", "firmware.blocks", "not-probed",
@@ -150,8 +150,8 @@ class HardwareFacts(Comparer):
         pinned = self.lock.os
         if os_text and pinned.allowed and pinned.origin == "host":
             # Exact value first, then the matrix's set with its series semantics (ol-9, ...).
-            self.compare("os", "OS", pinned.model_copy(update={"allowed": None}), os_reading)
-            pinned = pinned.model_copy(update={"origin": "matrix", "value": None})
+            exact, pinned = self._os_parts()
+            self.compare("os", "OS", exact, os_reading)
         if os_text and pinned.allowed:
             key = host_os_key(facts)
             assert key is not None
@@ -169,6 +169,18 @@ class HardwareFacts(Comparer):
         else:
             self.compare("os", "OS", pinned, os_reading)
         self.compare("kernel", "kernel", self.lock.kernel, facts.os.kernel)
+
+    def _os_parts(self) -> tuple[Pinned, Pinned]:
+        """The lock's frozen OS as its exact value alone, and as the matrix's set alone
+        (worked out once per lock: :class:`~pinning.verify.compare.LockPlan`).
+        """
+        parts = self.plan.derived.get("os-parts")
+        if parts is None:
+            pinned = self.lock.os
+            parts = self.plan.derived["os-parts"] = (
+                pinned.model_copy(update={"allowed": None}),
+                pinned.model_copy(update={"origin": "matrix", "value": None}))
+        return parts
 
     def runtime(self) -> None:
         """The ROCm user space, or the CUDA release (from the torch build or the toolkit)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -22,6 +23,7 @@ from pinning.matrix.load import Matrix
 from pinning.probe.models import HostFacts, snapshot_hash
 from pinning.util.envelope import unwrap
 from pinning.util.models import Strict
+from pinning.verify.compare import LockPlan
 from pinning.verify.hardware import HardwareFacts
 from pinning.verify.software import SoftwareFacts
 
@@ -90,7 +92,27 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     ``device_strings`` are those a ``pin audit`` report found (:func:`audit_device_strings`);
     ``None`` when the code was not audited.
     """
-    v = Verifier(lock, facts, matrix)
+    findings, hidden = verify_findings(lock, facts, matrix, verbose=verbose,
+                                       device_strings=device_strings)
+    return report_of(lock, facts, findings, hidden, lock_name=lock_name, host_name=host_name,
+                     strict=strict, audited=device_strings is not None)
+
+
+#: The lock-free rule findings of one host and how many rules were hidden:
+#: ``(lock, facts, matrix, verbose, device_strings) -> (findings, hidden)``.
+RuleJudge = Callable[[Lockfile, HostFacts, Matrix, bool, list[str] | None],
+                     tuple[list[Finding], int]]
+
+
+def verify_findings(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, verbose: bool = False,
+                    device_strings: list[str] | None = None, plan: LockPlan | None = None,
+                    judge: RuleJudge | None = None) -> tuple[list[Finding], int]:
+    """The findings of :func:`verify` in report order, and the number of guard rules hidden
+    (0 with ``verbose``). ``plan`` is the lock's shared :class:`LockPlan` and ``judge`` a
+    stand-in for :func:`rule_findings` (a cache of it: ``pin fleet verify``); both must
+    give what the defaults give.
+    """
+    v = Verifier(lock, facts, matrix, plan=plan)
     v.target()
     v.firmware()
     v.driver()
@@ -103,6 +125,25 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
     v.image()
     v.environment()
     v.extensions()
+    rule_found, hidden = (judge or rule_findings)(lock, facts, matrix, verbose, device_strings)
+    # A rule finding repeats the comparison when that already judged the fact (changed,
+    # missing, outside the matrix); it stays when the comparison could not judge it.
+    judged = {(f.fact, f.gpu) for f in v.findings
+              if f.status in ("mismatch", "missing", "outside-validated")}
+    return v.findings + [
+        f for f in rule_found
+        if (f.fact, f.gpu) not in judged or f.code in EXPLAINING_RULES
+    ], hidden
+
+
+def rule_findings(lock: Lockfile, facts: HostFacts, matrix: Matrix, verbose: bool,
+                  device_strings: list[str] | None) -> tuple[list[Finding], int]:
+    """The lock-free rules (:func:`~pinning.guards.checks.run_checks`) and the guard rules
+    of the verify phase over ``facts`` with the lock's serving choices, and how many guard
+    rules were hidden because they do not apply (0 with ``verbose``: they are listed).
+    Depends on ``facts`` only through :func:`~pinning.guards.view.view_from_facts` and the
+    GPU products.
+    """
     # The host's own runtime (view.rocm_version), not the lock's: the rules judge the host;
     # the serving choices (quantization, attention, extension targets) come from the lock.
     ctx = with_lock_serving(
@@ -110,18 +151,16 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
                      gpu_ids=[g.product for g in facts.gpus if g.product],
                      device_strings=device_strings),
         lock, lock_packages=False)
-    rule_findings = run_checks(ctx.view, matrix)
+    found = run_checks(ctx.view, matrix)
     guarded = guard_findings(ctx, "verify", include_skipped=True)
     hidden = 0 if verbose else sum(1 for f in guarded if f.status == "not-probed")
-    rule_findings += [f for f in guarded if verbose or f.status != "not-probed"]
-    # A rule finding repeats the comparison when that already judged the fact (changed,
-    # missing, outside the matrix); it stays when the comparison could not judge it.
-    judged = {(f.fact, f.gpu) for f in v.findings
-              if f.status in ("mismatch", "missing", "outside-validated")}
-    findings = v.findings + [
-        f for f in rule_findings
-        if (f.fact, f.gpu) not in judged or f.code in EXPLAINING_RULES
-    ]
+    found += [f for f in guarded if verbose or f.status != "not-probed"]
+    return found, hidden
+
+
+def report_of(lock: Lockfile, facts: HostFacts, findings: list[Finding], hidden: int, *,
+              lock_name: str, host_name: str, strict: bool, audited: bool) -> VerifyReport:
+    """The :class:`VerifyReport` of ``findings`` (from :func:`verify_findings`)."""
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.status] = counts.get(f.status, 0) + 1
@@ -132,7 +171,7 @@ def verify(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, lock_name: str, 
         lock=lock_name, lock_hash=lock.content_hash, host=host_name,
         host_hash=snapshot_hash(facts), strict=strict, result=result,
         counts=dict(sorted(counts.items())), findings=findings, hidden_rules=hidden,
-        audited=device_strings is not None,
+        audited=audited,
     )
 
 

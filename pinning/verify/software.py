@@ -104,10 +104,10 @@ class SoftwareFacts(Comparer):
             self.add("packages-missing", "packages", "missing",
                      f"{len(locked)} Python packages are locked but none were found: "
                      f"{python.reason or 'empty site-packages'}.",
-                     source=self.source_of(Pinned(origin="host", reason="-")))
+                     source=self.plan.host_source)
             return
         installed = {normalize_name(d.name): d.version for d in python.distributions}
-        src = self.source_of(Pinned(origin="host", reason="-"))
+        src = self.plan.host_source
         self._tritons(locked, installed, src)
         changed, gone, extra = _package_changes(locked, installed)
         for name, version, have in changed:

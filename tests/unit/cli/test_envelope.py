@@ -48,6 +48,13 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     # A result needs a registry: tests/integration/test_walkthrough.py covers it.
     "login": (NEEDS_REGISTRY, ["127.0.0.1:9", "-u", "x", "--password-stdin"]),
     "probe": (PROBE, ["--host", MISSING]),
+    # No /etc/pin/config.toml nor PIN_CONFIG here: nothing to check, exit 0. A missing
+    # --config would make prolog/healthcheck drain this node through scontrol.
+    # A result needs host snapshots: tests/unit/cli/test_fleet_cli.py covers it (schema-checked).
+    "fleet verify": (None, [MISSING, "{tmp}"]),
+    "slurm prolog": ([], ["--no-such-flag"]),
+    "slurm healthcheck": ([], ["--no-such-flag"]),
+    "slurm features": ([], ["--config", MISSING]),
     "verify": ([LOCK, *PROBE], [MISSING, *PROBE]),
     "freeze": (["{lock}", *PROBE], [MISSING, *PROBE]),
     "doctor": ([str(DATA / "dumps" / "pytorch-pytorch-37320.txt")], [MISSING]),

@@ -1,0 +1,300 @@
+"""Verify a fleet of host snapshots against one lock (``pin fleet verify``).
+
+A :class:`FleetVerifier` does what :func:`pinning.verify.report.verify` does for every host,
+but works out what depends on the lock alone once: the matrix is loaded once by the caller,
+the lock's rows, source texts and runtime contexts live in one shared
+:class:`~pinning.verify.compare.LockPlan`, the shipped guard rules are read once
+(:func:`~pinning.guards.engine.load_rules`), and the lock-free rules are judged once per
+distinct environment view (they see a host only through
+:func:`~pinning.guards.view.view_from_facts` and its GPU products, and hosts of one fleet
+mostly share it). Snapshots whose bytes are identical are verified once: the result is
+a pure function of the bytes. Every shortcut gives exactly the findings ``verify`` gives
+(``tests/unit/fleet/test_batch.py`` compares them on varied snapshots).
+
+Snapshots come from a folder (``*.json``, sorted by name; each a ``pin probe -o`` snapshot
+or its ``--format json`` envelope) or JSON Lines (one per line), and are streamed: only
+each host's result, reasons and counts are kept. A snapshot that cannot be read is that
+host's ``unreadable`` result, naming the file and line, never the end of the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pinning.errors import ProbeError, UsageError
+from pinning.fleet.models import TOP, FleetHost, FleetReport, FleetSummary, ReasonCount
+from pinning.fleet.reason import drift_word, short_reason
+from pinning.guards.view import Finding
+from pinning.lockfile.models import Lockfile
+from pinning.matrix.load import Matrix
+from pinning.probe.models import HostFacts
+from pinning.probe.snapshot import HINT, parse_snapshot
+from pinning.util.files import MAX_INPUT_BYTES, read_regular_bytes
+from pinning.util.progress import NULL_PROGRESS, Progress
+from pinning.verify.compare import LockPlan
+from pinning.verify.report import (
+    VerifyReport,
+    is_drift,
+    report_of,
+    rule_findings,
+    verify_findings,
+)
+
+#: The most distinct environment views (and snapshot digests) remembered; past it the
+#: memory is cleared and filled again (results stay exact, only slower).
+MEMO_LIMIT = 65536
+
+
+@dataclass(frozen=True)
+class SnapshotInput:
+    """One host snapshot to verify: its host ``name``, the ``file`` it came from and the
+    1-based ``line`` (JSON Lines), and either its ``data`` bytes or the ``error`` that
+    kept them from being read (a :class:`~pinning.errors.ProbeError` message).
+    """
+
+    name: str
+    file: str
+    line: int | None
+    data: bytes | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a host's findings come to: ``result`` (``match`` / ``drift``), the short
+    ``reason`` line (drift only), one word per drifting finding (``reasons``), the drifting
+    facts' dotted paths (``facts``) and the status counts.
+    """
+
+    result: Literal["match", "drift"]
+    reason: str | None
+    reasons: tuple[str, ...]
+    facts: tuple[str, ...]
+    counts: tuple[tuple[str, int], ...]
+
+
+def view_key(facts: HostFacts) -> tuple[Any, ...]:
+    """Everything of ``facts`` that :func:`~pinning.verify.report.rule_findings` reads:
+    the fields :func:`~pinning.guards.view.view_from_facts` copies into the
+    :class:`~pinning.guards.view.EnvView`, and the GPU products. Two hosts with equal keys
+    get equal rule findings (a test checks that every ``EnvView`` field is covered).
+    """
+    torch = facts.python.torch
+    amd, nvidia = facts.amd, facts.nvidia
+    return (
+        tuple((g.vendor, g.name.value, g.pci_device_id,
+               g.gfx_target.value if g.gfx_target else None,
+               g.compute_capability.value if g.compute_capability else None, g.product)
+              for g in facts.gpus),
+        (torch.version, torch.kind, torch.cuda, torch.hip, torch.files_version)
+        if torch else None,
+        (nvidia.driver.value, bool(nvidia.cuda_compat)) if nvidia else None,
+        (amd.rocm.value, amd.driver.value, amd.driver_kind) if amd else None,
+        tuple((d.name, d.version, d.source) for d in facts.python.distributions),
+        tuple(facts.environment.items()),
+    )
+
+
+class FleetVerifier:
+    """Verifies host snapshots against one ``lock`` (named ``lock_name``) with ``matrix``
+    (load it once: :func:`~pinning.matrix.load.load_matrix`); ``strict`` as ``pin verify
+    --strict``. ``memo`` false turns off the memory of identical snapshot bytes, ``views``
+    false that of environment views; results are the same either way. Not thread-safe.
+    """
+
+    def __init__(self, lock: Lockfile, matrix: Matrix, *, lock_name: str,
+                 strict: bool = False, memo: bool = True, views: bool = True) -> None:
+        self.lock, self.matrix, self.lock_name, self.strict = lock, matrix, lock_name, strict
+        self.memo, self.views = memo, views
+        self.plan = LockPlan(lock)
+        self._rules: dict[tuple[Any, ...], tuple[list[Finding], int]] = {}
+        self._seen: dict[bytes, Outcome] = {}
+
+    def _judge(self, lock: Lockfile, facts: HostFacts, matrix: Matrix, verbose: bool,
+               device_strings: list[str] | None) -> tuple[list[Finding], int]:
+        """:func:`~pinning.verify.report.rule_findings`, remembered per :func:`view_key`
+        (for this verifier's lock and matrix, not verbose, no audit).
+        """
+        if not self.views or verbose or device_strings is not None:
+            return rule_findings(lock, facts, matrix, verbose, device_strings)
+        key = view_key(facts)
+        hit = self._rules.get(key)
+        if hit is None:
+            if len(self._rules) >= MEMO_LIMIT:
+                self._rules.clear()
+            hit = self._rules[key] = rule_findings(lock, facts, matrix, verbose,
+                                                   device_strings)
+        return list(hit[0]), hit[1]
+
+    def findings(self, facts: HostFacts) -> tuple[list[Finding], int]:
+        """The findings ``verify(lock, facts, matrix)`` reports, in its order, and the
+        number of guard rules it hides.
+        """
+        return verify_findings(self.lock, facts, self.matrix, plan=self.plan,
+                               judge=self._judge)
+
+    def report(self, facts: HostFacts, host_name: str) -> VerifyReport:
+        """The :class:`~pinning.verify.report.VerifyReport` ``verify`` gives for ``facts``
+        (equal to it, field for field).
+        """
+        found, hidden = self.findings(facts)
+        return report_of(self.lock, facts, found, hidden, lock_name=self.lock_name,
+                         host_name=host_name, strict=self.strict, audited=False)
+
+    def outcome(self, facts: HostFacts) -> Outcome:
+        """The :class:`Outcome` of ``facts``: its result, drift reasons and counts."""
+        found, _ = self.findings(facts)
+        drift = [f for f in found if is_drift(f, self.strict)]
+        counts: dict[str, int] = {}
+        for f in found:
+            counts[f.status] = counts.get(f.status, 0) + 1
+        return Outcome(result="drift" if drift else "match",
+                       reason=short_reason(drift) if drift else None,
+                       reasons=tuple(drift_word(f) for f in drift),
+                       facts=tuple(dict.fromkeys(f.fact for f in drift)),
+                       counts=tuple(sorted(counts.items())))
+
+    def check(self, data: bytes, where: str) -> Outcome:
+        """The :class:`Outcome` of the snapshot bytes ``data`` (named ``where`` in errors);
+        identical bytes are verified once. Raises :class:`~pinning.errors.ProbeError`
+        (exit 7) when ``data`` is not a valid snapshot.
+        """
+        key = hashlib.sha256(data).digest() if self.memo else b""
+        hit = self._seen.get(key) if self.memo else None
+        if hit is None:
+            hit = self.outcome(parse_snapshot(data, where))
+            if self.memo:
+                if len(self._seen) >= MEMO_LIMIT:
+                    self._seen.clear()
+                self._seen[key] = hit
+        return hit
+
+    def run(self, inputs: Iterable[SnapshotInput], progress: Progress = NULL_PROGRESS, *,
+            label: str = "verify snapshots", total: int | None = None) -> FleetReport:
+        """Verify every snapshot of ``inputs`` in order and return the
+        :class:`~pinning.fleet.models.FleetReport`. ``progress`` gets one task named
+        ``label`` advanced by the bytes read (``total``: all of them, when known).
+        """
+        hosts: list[FleetHost] = []
+        by_fact: Counter[str] = Counter()
+        by_word: Counter[str] = Counter()
+        tally: Counter[str] = Counter()
+        task = progress.task(label, total)
+        pending = 0
+        try:
+            for item in inputs:
+                host = self._host(item, by_fact, by_word)
+                tally[host.result] += 1
+                hosts.append(host)
+                pending += len(item.data or b"")
+                if pending >= 1 << 20:
+                    task.advance(pending)
+                    pending = 0
+            task.advance(pending)
+        finally:
+            task.done()
+        summary = FleetSummary(
+            total=len(hosts), match=tally["match"], drift=tally["drift"],
+            unreadable=tally["unreadable"], top_facts=_top(by_fact), top_reasons=_top(by_word))
+        return FleetReport(lock=self.lock_name, lock_hash=self.lock.content_hash,
+                           strict=self.strict, hosts=hosts, summary=summary)
+
+    def _host(self, item: SnapshotInput, by_fact: Counter[str],
+              by_word: Counter[str]) -> FleetHost:
+        """The :class:`FleetHost` of one input, counting its drift reasons."""
+        error = item.error
+        if item.data is not None:
+            where = item.file if item.line is None else f"{item.file} line {item.line}"
+            try:
+                out = self.check(item.data, where)
+            except ProbeError as exc:
+                error = exc.message
+            else:
+                by_fact.update(out.facts)
+                by_word.update(set(out.reasons))
+                return FleetHost(name=item.name, file=item.file, line=item.line,
+                                 result=out.result,
+                                 reason=out.reason, reasons=list(out.reasons),
+                                 counts=dict(out.counts))
+        return FleetHost(name=item.name, file=item.file, line=item.line, result="unreadable",
+                         reason=error or "no snapshot")
+
+
+def _top(counter: Counter[str]) -> list[ReasonCount]:
+    """The :data:`~pinning.fleet.models.TOP` most frequent reasons, most hosts first."""
+    ranked = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+    return [ReasonCount(reason=r, hosts=n) for r, n in ranked]
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """The snapshot files of ``folder``: its ``*.json`` entries (not hidden ones, which
+    atomic writers use for temporary files), sorted by name. Raises
+    :class:`~pinning.errors.UsageError` (exit 2) naming ``folder`` when it is not a folder
+    that can be listed, or holds no ``*.json`` file.
+    """
+    try:
+        names = sorted(e.name for e in os.scandir(folder)
+                       if e.name.endswith(".json") and not e.name.startswith("."))
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise UsageError(f"SNAPSHOT_DIR {folder}: no such folder.",
+                         hint="Name a folder of `pin probe -o` snapshots (*.json), or give "
+                              "--from FILE.jsonl.") from exc
+    except OSError as exc:
+        raise UsageError(f"SNAPSHOT_DIR {folder}: cannot be listed "
+                         f"({exc.strerror or exc}).") from exc
+    if not names:
+        raise UsageError(f"SNAPSHOT_DIR {folder}: no *.json snapshot in it.",
+                         hint="Write one per host with `pin probe -o DIR/HOST.json`.")
+    return [folder / n for n in names]
+
+
+def folder_inputs(files: Iterable[Path]) -> Iterator[SnapshotInput]:
+    """One :class:`SnapshotInput` per file of ``files`` (:func:`folder_files`), read one at a
+    time; the host name is the file's name without ``.json``.
+    """
+    for path in files:
+        name = path.name.removesuffix(".json")
+        try:
+            data = read_regular_bytes(path, ProbeError, label=f"Host snapshot {path}",
+                                      hint=HINT)
+        except ProbeError as exc:
+            yield SnapshotInput(name=name, file=str(path), line=None, error=exc.message)
+        else:
+            yield SnapshotInput(name=name, file=str(path), line=None, data=data)
+
+
+def jsonl_inputs(stream: IO[bytes], label: str, *,
+                 limit: int = MAX_INPUT_BYTES) -> Iterator[SnapshotInput]:
+    """One :class:`SnapshotInput` per non-blank line of the JSON Lines ``stream`` (named
+    ``label``: the file as given, ``stdin`` for standard input), streamed; the host name is
+    ``LABEL:LINE``. A line longer than ``limit`` bytes is that host's error (the rest of
+    the line is skipped). Raises :class:`~pinning.errors.UsageError` (exit 2) when the
+    stream cannot be read.
+    """
+    number = 0
+    try:
+        while True:
+            line = stream.readline(limit + 1)
+            if not line:
+                return
+            number += 1
+            name = f"{label}:{number}"
+            if len(line) > limit and not line.endswith(b"\n"):
+                while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
+                    pass
+                yield SnapshotInput(name=name, file=label, line=number,
+                                    error=f"Host snapshot {label} line {number}: longer "
+                                          f"than {limit} bytes.")
+                continue
+            if not line.strip():
+                continue
+            yield SnapshotInput(name=name, file=label, line=number, data=line)
+    except OSError as exc:
+        raise UsageError(f"--from {label}: cannot be read after line {number} "
+                         f"({exc.strerror or exc}).") from exc
