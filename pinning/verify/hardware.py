@@ -76,22 +76,41 @@ class HardwareFacts(Comparer):
                 self._blocks(fw.blocks, g)
 
     def _blocks(self, blocks: dict[str, str], g: GpuFacts) -> None:
+        """Compare the locked per-engine firmware blocks of GPU ``g``. A locked block the
+        host lacks is a change only when its source was read there: amd-smi's upper-case
+        block names (``CP_MEC1``) need ``amd-smi firmware``, sysfs's lower-case ones
+        (``mec``) the device's ``fw_version`` folder; otherwise it could not be read
+        (a ``--root`` probe without ``--replay`` or ``--chroot`` runs no amd-smi).
+        """
         src = self.plan.host_source
-        changed = [(k, v, g.firmware.get(k)) for k, v in blocks.items() if g.firmware.get(k) != v]
-        if not g.firmware:
+        read_from = g.firmware_source or ""
+        unread = list(blocks) if not g.firmware else [
+            k for k in blocks if k not in g.firmware and not (
+                "amd-smi firmware" in read_from if k.isupper() else "fw_version" in read_from)]
+        changed = [(k, v, g.firmware.get(k)) for k, v in blocks.items()
+                   if g.firmware.get(k) != v and k not in unread]
+        if unread:
+            why = ("no sysfs fw_version and no amd-smi firmware" if not g.firmware else
+                   f"read from {read_from} only; these come from "
+                   + ("amd-smi firmware" if unread[0].isupper() else "sysfs fw_version"))
             self.add("not-probed", "firmware.blocks", "not-probed",
-                     f"Firmware blocks (GPU {g.index}) could not be read (no sysfs fw_version "
-                     "and no amd-smi firmware).", gpu=g.index, source=src)
-        elif changed:
+                     f"Firmware blocks (GPU {g.index}) {', '.join(unread)} could not be read "
+                     f"({why}).", expected=", ".join(f"{k}={blocks[k]}" for k in unread),
+                     gpu=g.index, source=src)
+        if changed:
             text = ", ".join(f"{k} {have or 'absent'} (lock {want})" for k, want, have in changed)
             self.add("firmware-blocks", "firmware.blocks", "mismatch",
                      f"Firmware blocks (GPU {g.index}) differ: {text}.",
                      expected=", ".join(f"{k}={w}" for k, w, _ in changed),
                      actual=", ".join(f"{k}={h}" for k, _, h in changed), gpu=g.index,
                      source=src)
-        else:
+        elif not unread:
             self.add("firmware-blocks", "firmware.blocks", "match",
                      f"{len(blocks)} firmware blocks (GPU {g.index}) match.", gpu=g.index)
+        elif len(unread) < len(blocks):
+            self.add("firmware-blocks", "firmware.blocks", "match",
+                     f"{len(blocks) - len(unread)} firmware blocks (GPU {g.index}) read "
+                     "match.", gpu=g.index)
 
     def _locked_gpus(self) -> list[GpuFacts]:
         return [g for g in self.facts.gpus if g.vendor == self.lock.target.vendor]
