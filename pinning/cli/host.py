@@ -5,13 +5,14 @@ Registered on the main group by :func:`register`; heavy imports stay inside the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 
 from pinning.cli.envelope import emit, note_format
+from pinning.cli.hostread import host_facts
+from pinning.cli.nodecheck import VerifyRun, verify_npd
 from pinning.cli.options import (
     cli_path,
     format_option,
@@ -20,85 +21,16 @@ from pinning.cli.options import (
     output_path,
 )
 from pinning.cli.render import probe_text, verify_text
-from pinning.errors import DriftError, LockfileError, PinError, ProbeError, UsageError
+from pinning.errors import DriftError, UsageError
 from pinning.fleet.nfd import DEFAULT_TTL_S
 from pinning.fleet.npd import DEFAULT_MAX_OUTPUT, MIN_OUTPUT
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.guards.view import Finding
-    from pinning.lockfile.models import Lockfile, Model
-    from pinning.matrix.load import Matrix
-    from pinning.probe.models import HostFacts
-    from pinning.verify.report import VerifyReport
+    from pinning.lockfile.models import Lockfile
 
 __all__ = ["VERIFY_FORMAT", "freeze", "probe", "register", "verify"]
-
-
-def _probe(root: str | None, replay: str | None, site_packages: tuple[str, ...],
-           matrix: Matrix, model: Model | None, lock_path: str | None = None) -> HostFacts:
-    """Probe this machine live, or a recorded ``--root`` tree (tools answered by ``--replay``,
-    or run inside the tree with ``--chroot``, :class:`~pinning.util.proc.ChrootRunner`);
-    with the lock's ``model``, its files are read and hashed (digests remembered in pin's
-    cache, :func:`~pinning.probe.modelfiles.default_cache_file`); ``lock_path`` is the
-    lock file (``-`` or ``None``: none), which anchors a relative model folder.
-    """
-    from pinning.cli.options import chroot_requested
-    from pinning.probe.host import probe_host
-    from pinning.util.proc import ChrootRunner, NoRunner, ReplayRunner, Runner, SystemRunner
-
-    runner: Runner
-    environ = None
-    chroot = chroot_requested()
-    if chroot and (replay or not root):
-        raise UsageError("--chroot runs the host's tools inside --root DIR (the host's / "
-                         "mounted there); give --root DIR, and no --replay.")
-    if replay and not root:
-        raise UsageError("--replay answers tool commands for a recorded host; give its tree "
-                         "with --root DIR too (without --root pin probes this machine live).")
-    if replay:
-        rec = ReplayRunner(Path(replay))
-        runner, environ = rec, rec.environment
-    elif root and chroot:
-        runner = ChrootRunner(Path(root))
-    elif root:
-        runner = NoRunner()
-    else:
-        runner = SystemRunner()
-
-    def identify(device: str) -> str | None:
-        hit = matrix.gpu_by_pci(device)
-        return hit.id if hit else None
-
-    hasher = None
-    if model is not None:
-        from pinning.probe.modelfiles import Hasher, default_cache_file
-
-        hasher = Hasher(default_cache_file())
-    return probe_host(
-        Path(root) if root else Path("/"), runner, environ=environ,
-        site_packages=list(site_packages), model=model, hasher=hasher,
-        lock_path=lock_path if lock_path and lock_path != "-" else None, replay=replay,
-        identify=identify,
-    )
-
-
-def _host_facts(host_file: str | None, root: str | None, replay: str | None,
-                site_packages: tuple[str, ...], matrix: Matrix,
-                model: Model | None, lock_path: str | None = None) -> tuple[HostFacts, str]:
-    """The facts and a label: from ``--host FILE`` or by probing (live or ``--root``);
-    ``lock_path`` is the lock the model comes from.
-    """
-    if host_file:
-        if root or replay or site_packages:
-            raise UsageError("--host reads a snapshot; it excludes --root, --replay and "
-                             "--site-packages (those probe a host).")
-        from pinning.probe.snapshot import read_snapshot
-
-        return read_snapshot(cli_path(host_file)), ("standard input" if host_file == "-"
-                                                    else host_file)
-    label = f"root {root}" if root else "this host (live)"
-    return _probe(root, replay, site_packages, matrix, model, lock_path), label
 
 
 @click.command()
@@ -138,7 +70,7 @@ def probe(host_file: str | None, root: str | None, replay: str | None,
                          hint="The envelope's result is the snapshot: use --format json alone.")
     matrix = load_matrix(overlays)
     model = read_lock(cli_path(lock_path)).model if lock_path else None
-    facts, _label = _host_facts(host_file, root, replay, site_packages, matrix, model,
+    facts, _label = host_facts(host_file, root, replay, site_packages, matrix, model,
                                 lock_path)
     to_stdout = output == "-"
     if output:
@@ -239,9 +171,9 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
         raise UsageError(f"{output}: NFD ignores feature files whose name starts with '.'; "
                          "name the file without it (e.g. .../features.d/pin).")
     one_stdin(LOCK=lock_path, **{"--host": host_file})
-    run = _VerifyRun(output=output, ttl_s=nfd_expiry)
+    run = VerifyRun(output=output, ttl_s=nfd_expiry)
     if fmt == "npd":
-        _verify_npd(ctx, run, max_output, lambda: run.check(
+        verify_npd(ctx, run, max_output, lambda: run.check(
             lock_path, host_file, root, replay, site_packages, overlays, strict=strict,
             verbose=verbose, audit_path=audit_path))
         return
@@ -265,111 +197,6 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
             hint="Bring the host back to the lock, or re-freeze the lock from a validated host "
                  "(pin freeze).",
         )
-
-
-class _VerifyRun:
-    """One ``pin verify`` run that may write an NFD feature file (``output``, expiring
-    ``ttl_s`` seconds after it is written): remembers the lock once read, so a file written
-    after a failed probe still names it.
-    """
-
-    def __init__(self, *, output: str | None, ttl_s: int) -> None:
-        self.output = output
-        self.ttl_s = ttl_s
-        self.lock: Lockfile | None = None
-
-    def check(self, lock_path: str, host_file: str | None, root: str | None,
-              replay: str | None, site_packages: tuple[str, ...], overlays: tuple[str, ...],
-              *, strict: bool, verbose: bool, audit_path: str | None
-              ) -> tuple[VerifyReport, str]:
-        """Read the lock, probe (or read) the host and verify: the report and the host's
-        label. When the lock or the host cannot be read (``LockfileError``,
-        ``ProbeError``), a feature file saying ``result=unknown`` is written first (best
-        effort) and the error raised.
-        """
-        from pinning.lockfile.io import read_lock
-        from pinning.matrix.load import load_matrix
-        from pinning.verify.report import audit_device_strings
-        from pinning.verify.report import verify as do_verify
-
-        try:
-            self.lock = lock = read_lock(cli_path(lock_path))
-            matrix = load_matrix(overlays)
-            facts, label = _host_facts(host_file, root, replay, site_packages, matrix,
-                                       lock.model, lock_path)
-        except (LockfileError, ProbeError):
-            if self.output is not None:
-                self._unknown_file()
-            raise
-        devices = audit_device_strings(Path(audit_path)) if audit_path else None
-        report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label,
-                           strict=strict, verbose=verbose, device_strings=devices)
-        return report, label
-
-    def _unknown_file(self) -> None:
-        """Write the ``result=unknown`` file; a failure is noted on stderr only (the error
-        that led here is the one to report).
-        """
-        try:
-            self.emit(None)
-        except UsageError as err:
-            click.echo(f"pin: note: {printable(err.message, newlines=False)}", err=True)
-
-    def emit(self, report: VerifyReport | None) -> None:
-        """Write the feature file for ``report`` (``None``: unknown) when ``-o`` was given.
-        Raises ``UsageError`` (exit 2) naming the file when it cannot be written.
-        """
-        if self.output is None:
-            return
-        import datetime as dt
-
-        from pinning.fleet.nfd import render_feature_file, write_feature_file
-
-        text = render_feature_file(report, self.lock, now=dt.datetime.now(dt.UTC),
-                                   ttl_s=self.ttl_s)
-        try:
-            write_feature_file(cli_path(self.output), text)
-        except OSError as exc:
-            raise UsageError(f"Cannot write the NFD feature file {self.output}: "
-                             f"{exc.strerror or exc}.",
-                             hint="Mount NFD's features.d folder read-write and name a file "
-                                  "in it (-o .../features.d/pin).") from exc
-
-
-def _verify_npd(ctx: click.Context, run: _VerifyRun, limit: int,
-                check: Callable[[], tuple[VerifyReport, str]]) -> NoReturn:
-    """``--format npd``: print one line of at most ``limit`` characters and exit 0 (match),
-    1 (drift) or 2 (unknown: any ``PinError`` while reading the lock or probing, whose
-    paragraph goes to stderr for NPD's log; an unexpected exception too, with its
-    traceback, so a bug never reads as a drifting node). The feature file, if asked for, is written
-    too; when that fails the verdict stays a drift (1), a match becomes unknown (2).
-    """
-    from pinning.fleet.npd import OK, npd_result, npd_unknown
-
-    try:
-        report, _label = check()
-    except PinError as err:
-        click.echo(f"pin: error: {printable(err.render())}", err=True)
-        code, line = npd_unknown(err.message, limit)
-        click.echo(line)
-        ctx.exit(code)
-    except Exception as exc:  # a bug: NPD must read unknown, not "problem" (exit 1)
-        import traceback
-
-        click.echo(printable(traceback.format_exc()), err=True, nl=False)
-        code, line = npd_unknown(f"internal error ({type(exc).__name__}); please report it",
-                                 limit)
-        click.echo(line)
-        ctx.exit(code)
-    code, line = npd_result(report, limit)
-    try:
-        run.emit(report)
-    except PinError as err:
-        click.echo(f"pin: error: {printable(err.render())}", err=True)
-        if code == OK:
-            code, line = npd_unknown(err.message, limit)
-    click.echo(line)
-    ctx.exit(code)
 
 
 @click.command()
@@ -406,7 +233,7 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
                          "--format json; choose one.")
     raw, lock = read_lock_bytes(cli_path(lock_path))
     matrix = load_matrix(overlays)
-    facts, label = _host_facts(host_file, root, replay, site_packages, matrix, lock.model,
+    facts, label = host_facts(host_file, root, replay, site_packages, matrix, lock.model,
                                lock_path)
     frozen, found, unfrozen = do_freeze(lock, facts, matrix, host_label=label, force=force)
     # Replacing the lock read above: only if nobody wrote it meanwhile (exit 5 otherwise).

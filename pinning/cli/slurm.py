@@ -1,8 +1,8 @@
 """``pin slurm``: the Slurm prolog, health check and node-features helper.
 
-The work is in :mod:`pinning.fleet.slurm`; this module reads the site configuration
-(:mod:`pinning.fleet.config`), sets ``SLURM_CONF`` for scontrol, prints one line (or the JSON
-envelope) and exits with the outcome's code.
+The work is in :mod:`pinning.fleet.slurm` and :mod:`pinning.fleet.slurm_checks`; this module
+reads the site configuration (:mod:`pinning.fleet.config`), sets ``SLURM_CONF`` for
+scontrol, prints one line (or the JSON envelope) and exits with the outcome's code.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pinning.errors import UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
-    from pinning.fleet.slurm import Check, Outcome
+    from pinning.fleet.slurm_checks import Check, Outcome
 
 __all__ = ["register", "slurm"]
 
@@ -71,7 +71,8 @@ def _check(check: Check, config: str | None, fmt: str) -> None:
 
     from pinning.errors import PinError
     from pinning.fleet.config import SlurmConfig, read_config
-    from pinning.fleet.slurm import probe_node, run_check, setup_failed, slurm_conf
+    from pinning.fleet.slurm import slurm_conf
+    from pinning.fleet.slurm_checks import probe_node, run_check, setup_failed
     from pinning.matrix.load import load_matrix
     from pinning.util.proc import SystemRunner
 
@@ -162,7 +163,7 @@ def features(config: str | None, fmt: str, feature: str | None) -> None:
     (man helpers.conf, https://slurm.schedmd.com/helpers.conf.html)
     """
     from pinning.fleet.config import read_config
-    from pinning.fleet.slurm import node_features, probe_node
+    from pinning.fleet.slurm_checks import node_features, probe_node
     from pinning.matrix.load import load_matrix
 
     if feature is not None:

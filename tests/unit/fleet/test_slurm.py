@@ -17,23 +17,25 @@ from pinning.errors import DriftError, LockfileError, PinError, ProbeError, Usag
 from pinning.fleet.config import FleetConfig, SlurmConfig
 from pinning.fleet.reason import PREFIX
 from pinning.fleet.slurm import (
-    Check,
     Node,
     NodeState,
-    Outcome,
     ProbeTimeout,
     SlurmCommandError,
     bounded,
     error_reason,
     index_locks,
     lock_feature,
-    node_features,
     node_name,
     parse_node,
     pin_features,
-    run_check,
     select_locks,
     slurm_conf,
+)
+from pinning.fleet.slurm_checks import (
+    Check,
+    Outcome,
+    node_features,
+    run_check,
     target_features,
 )
 from pinning.lockfile.io import write_lock
