@@ -27,6 +27,10 @@ demo: install
 	$(BIN)/pin freeze demo-out/mi300x.lock --host demo-out/host.json
 	$(BIN)/pin verify demo-out/mi300x.lock --host demo-out/host.json
 	$(BIN)/pin lock check demo-out/mi300x.lock
+	@echo "--- a fleet of three: two nodes as frozen, one after a firmware update (pin fleet verify exits 6):"
+	@mkdir -p demo-out/fleet && cp demo-out/host.json demo-out/fleet/node01.json && cp demo-out/host.json demo-out/fleet/node02.json
+	sed 's/"CP_MEC1": "32959"/"CP_MEC1": "32960"/' demo-out/host.json > demo-out/fleet/node03.json
+	$(BIN)/pin fleet verify demo-out/mi300x.lock demo-out/fleet; test $$? -eq 6
 	@echo "--- a pasted collect_env from pytorch/pytorch#37320 (pin doctor exits 6 on a problem):"
 	$(BIN)/pin doctor tests/data/dumps/pytorch-pytorch-37320.txt; test $$? -eq 6
 	@echo "--- the porting bill of a small CUDA project (pin audit exits 11: inline PTX is blocked):"
