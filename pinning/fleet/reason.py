@@ -20,8 +20,10 @@ from pinning.guards.view import Finding
 #: Every reason pin writes starts with this; a drain whose reason does not is not pin's.
 PREFIX = "pin: "
 
-#: Default bound in characters; NPD's examples cut a condition message at 80
-#: (kubernetes/node-problem-detector:pkg/custompluginmonitor/README.md, max_output_length).
+#: Default bound in characters: Node Problem Detector cuts a custom plugin's message at its
+#: ``max_output_length``, 80 unless configured (``defaultMaxOutputLength = 80`` in
+#: kubernetes/node-problem-detector@01a6793b0ddac8d51bdc191ff553745283d4b3e5:
+#: pkg/custompluginmonitor/types/config.go, read 2026-12-01).
 DEFAULT_LIMIT = 80
 
 # Anything but these becomes "_": the reason travels as one argv word to scontrol and as
