@@ -74,9 +74,11 @@ def host_facts(host_file: str | None, root: str | None, replay: str | None,
     ``lock_path`` is the lock the model comes from.
     """
     if host_file:
-        if root or replay or site_packages:
-            raise UsageError("--host reads a snapshot; it excludes --root, --replay and "
-                             "--site-packages (those probe a host).")
+        from pinning.cli.options import chroot_requested
+
+        if root or replay or site_packages or chroot_requested():
+            raise UsageError("--host reads a snapshot; it excludes --root, --replay, --chroot "
+                             "and --site-packages (those probe a host).")
         from pinning.probe.snapshot import read_snapshot
 
         return read_snapshot(cli_path(host_file)), ("standard input" if host_file == "-"

@@ -241,7 +241,11 @@ def folder_files(folder: Path) -> list[Path]:
     try:
         names = sorted(e.name for e in os.scandir(folder)
                        if e.name.endswith(".json") and not e.name.startswith("."))
-    except (FileNotFoundError, NotADirectoryError) as exc:
+    except NotADirectoryError as exc:
+        raise UsageError(f"SNAPSHOT_DIR {folder}: not a folder.",
+                         hint="Name a folder of `pin probe -o` snapshots (*.json); for a file "
+                              "of JSON lines use --from FILE.jsonl.") from exc
+    except FileNotFoundError as exc:
         raise UsageError(f"SNAPSHOT_DIR {folder}: no such folder.",
                          hint="Name a folder of `pin probe -o` snapshots (*.json), or give "
                               "--from FILE.jsonl.") from exc
@@ -259,14 +263,22 @@ def folder_inputs(files: Iterable[Path]) -> Iterator[SnapshotInput]:
     time; the host name is the file's name without ``.json``.
     """
     for path in files:
-        name = path.name.removesuffix(".json")
+        # A name that is not UTF-8 (bytes kept as lone surrogates) is shown with backslash
+        # escapes: reports are strict JSON and UTF-8.
+        name = _readable(path.name.removesuffix(".json"))
         try:
             data = read_regular_bytes(path, ProbeError, label=f"Host snapshot {path}",
                                       hint=HINT)
         except ProbeError as exc:
-            yield SnapshotInput(name=name, file=str(path), line=None, error=exc.message)
+            yield SnapshotInput(name=name, file=_readable(str(path)), line=None,
+                                error=_readable(exc.message))
         else:
-            yield SnapshotInput(name=name, file=str(path), line=None, data=data)
+            yield SnapshotInput(name=name, file=_readable(str(path)), line=None, data=data)
+
+
+def _readable(text: str) -> str:
+    """``text`` (a file name from the OS) with undecodable bytes as ``\\xNN`` escapes."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def jsonl_inputs(stream: IO[bytes], label: str, *,

@@ -107,9 +107,9 @@ class ChrootRunner:
     (NVIDIA/gpu-operator:cmd/nvidia-validator/main.go, VGPUManager.runValidation; read
     2026-12-01). Needs ``CAP_SYS_CHROOT`` (a privileged container, or root).
 
-    A tool found in none of :data:`CHROOT_PATH` under ``root`` is not installed (``None``);
-    a ``chroot`` that fails (no permission) gives its exit status and message, which the
-    probe reports as the tool's failure.
+    A tool found in none of :data:`CHROOT_PATH` under ``root`` is not installed (``None``).
+    Raises :class:`~pinning.errors.ProbeError` (exit 7) when ``chroot`` itself fails (no
+    permission): a node agent without the capability must not read as a healthy node.
     """
 
     def __init__(self, root: Path, chroot: str = "chroot") -> None:
@@ -139,6 +139,14 @@ class ChrootRunner:
                                                              "LC_ALL": "C"})
         if done is None:
             return CommandResult(tuple(argv), 127, "", f"{self.chroot} is not installed")
+        if done.returncode == 125 and done.stderr.startswith("chroot:"):
+            # chroot itself failed (GNU coreutils: exit status 125 "if chroot itself fails",
+            # https://www.gnu.org/software/coreutils/manual/html_node/chroot-invocation.html,
+            # read 2026-12-01): no tool can run, so the host cannot be read as asked.
+            raise ProbeError(f"--chroot: cannot change root to {self.root}: "
+                             f"{done.stderr.strip()[:300]}",
+                             hint="--chroot needs CAP_SYS_CHROOT (a privileged container, or "
+                                  "root); grant it, or drop --chroot to read files only.")
         return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
 
 

@@ -74,6 +74,10 @@ def specifier_problem(text: str) -> str | None:
     return None
 
 
+#: The keys of a probed value (``pinning.probe.models.Reading``).
+_READING_KEYS = frozenset({"value", "source", "reason", "absent"})
+
+
 def _value_problems(node: Any, path: str) -> Iterator[str]:
     """``path: problem`` for the version strings of ``node``, the value of a version field:
     a string, a list of strings, a locked or probed value (``{value, allowed, constraint}``,
@@ -87,7 +91,10 @@ def _value_problems(node: Any, path: str) -> Iterator[str]:
         for i, item in enumerate(node):
             if isinstance(item, str):
                 yield from _value_problems(item, f"{path}[{i}]")
-    elif isinstance(node, dict) and ("value" in node or "origin" in node):
+    elif isinstance(node, dict) and ("value" in node or "origin" in node or (
+            node.keys() <= _READING_KEYS and ("reason" in node or "source" in node))):
+        # A probed value without a value ({source, reason}): its reason is prose, not a
+        # version, so only ``value`` is judged.
         yield from _value_problems(node.get("value"), f"{path}.value")
         yield from _value_problems(node.get("allowed"), f"{path}.allowed")
         constraint = node.get("constraint")

@@ -132,3 +132,22 @@ def test_a_bad_lock_exits_5(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text("{}")
     r = pin("fleet", "verify", str(tmp_path / "missing.lock"), str(tmp_path))
     assert r.returncode == 5, r.stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_escaped_in_strict_json(
+        lock_file: str, base: dict[str, Any], tmp_path: Path) -> None:
+    folder = tmp_path / "snapshots"
+    folder.mkdir()
+    (folder / "node\udcff.json").write_text(json.dumps(base))  # the byte 0xff in the name
+    done = subprocess.run([sys.executable, "-m", "pinning", "fleet", "verify", lock_file,
+                           str(folder), "--format", "json"], capture_output=True)
+    text = done.stdout.decode("utf-8")  # strict: no lone surrogate was written
+    (host,) = json.loads(text)["result"]["hosts"]
+    assert host["name"] == "node\\xff" and host["result"] == "match"
+
+
+def test_a_file_given_as_the_folder_is_named_as_not_a_folder(lock_file: str,
+                                                             tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text("{}")
+    r = pin("fleet", "verify", lock_file, str(tmp_path / "s.json"))
+    assert r.returncode == 2 and "not a folder" in r.stderr and "--from" in r.stderr

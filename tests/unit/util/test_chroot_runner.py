@@ -58,3 +58,18 @@ def test_a_real_chroot_into_this_machines_root_reads_its_glibc() -> None:
     done = ChrootRunner(Path("/")).run(["ldd", "--version"])
     assert done is not None and done.ok
     assert "GLIBC" in done.stdout or "GNU libc" in done.stdout
+
+
+def test_a_chroot_that_fails_itself_is_a_probe_failure_not_a_missing_tool(
+        tmp_path: Path) -> None:
+    from pinning.errors import ProbeError
+
+    (tmp_path / "usr/bin").mkdir(parents=True)
+    (tmp_path / "usr/bin/ldd").write_text("#!/bin/sh\n")
+    fake = tmp_path / "fake-chroot"  # what GNU chroot prints and returns without CAP_SYS_CHROOT
+    fake.write_text("#!/bin/sh\necho \"chroot: cannot change root directory to '$1': "
+                    "Operation not permitted\" >&2\nexit 125\n")
+    fake.chmod(0o755)
+    with pytest.raises(ProbeError, match="Operation not permitted") as info:
+        ChrootRunner(tmp_path, chroot=str(fake)).run(["ldd", "--version"])
+    assert info.value.exit_code == 7 and "CAP_SYS_CHROOT" in (info.value.hint or "")

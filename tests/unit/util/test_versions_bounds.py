@@ -178,3 +178,30 @@ def test_snapshot_versions_past_the_bound_are_exit_7_naming_the_field(tmp_path: 
     host.write_text(host.read_text().replace('"host-version": 1', f'"host-version": {HUGE}'))
     r = pin("verify", str(LOCK), "--host", str(host))
     assert r.returncode == 7 and "number too long" in r.stderr, r.stderr
+
+
+def test_the_reason_of_an_unread_version_is_prose_not_a_version() -> None:
+    from pinning.util.versions import version_fields_problem
+
+    reason = "ldd --version did not run: a --root probe runs no tools without --replay"
+    assert len(reason) > 64
+    assert version_fields_problem({"os": {"glibc": {"source": "ldd --version",
+                                                    "reason": reason}}}, {"glibc"}) is None
+    assert version_fields_problem({"glibc": {"reason": reason, "absent": True}},
+                                  {"glibc"}) is None
+    # Its value, and a map of versions, are still judged.
+    assert version_fields_problem({"glibc": {"value": "1" * 70, "source": "ldd"}}, {"glibc"})
+    assert version_fields_problem({"versions": {"source": "1" * 70, "numpy": "2.1.2"}},
+                                  {"versions"})
+
+
+def test_a_snapshot_of_a_root_probed_without_tools_reads_back(tmp_path: Path) -> None:
+    from pinning.probe.host import probe_host
+    from pinning.probe.snapshot import read_snapshot, write_snapshot
+    from pinning.util.proc import NoRunner
+    from tests.support.hosts import MI300X
+
+    facts = probe_host(MI300X / "root", NoRunner())
+    assert facts.os.glibc.value is None and len(facts.os.glibc.reason or "") > 64
+    write_snapshot(facts, tmp_path / "s.json")
+    assert read_snapshot(tmp_path / "s.json") == facts
