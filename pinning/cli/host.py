@@ -149,14 +149,22 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
     Discovery feature file (labels pin.dev/result, pin.dev/drift-count, pin.dev/lock = the
     lock digest's first 12 hex digits) before the exit code is decided; --format npd prints
     one line for a Node Problem Detector custom plugin and exits 0 (match), 1 (drift) or 2
-    (unknown: the lock or the host could not be read) instead of the codes above.
+    (unknown: the lock or the host could not be read) instead of the codes above; on a
+    match it adds "(N facts not probed)" when some locked facts could not be read.
+
+    With --root /host (the host's / mounted in a container), --chroot runs the host's own
+    tools (amd-smi, rocminfo, nvidia-smi, ldd) inside --root with chroot(8), so firmware
+    is checked too; that needs a privileged container. Without it pin reads files only
+    and reports what only a tool prints as not-probed (a warning; drift with --strict).
 
     \b
     Examples:
       pin verify pin.lock
+      pin verify pin.lock --root /host --chroot --emit nfd \\
+                 -o /etc/kubernetes/node-feature-discovery/features.d/pin
       pin verify pin.lock --root /host --emit nfd \\
                  -o /etc/kubernetes/node-feature-discovery/features.d/pin
-      pin verify pin.lock --root /host --format npd
+      pin verify pin.lock --root /host --chroot --format npd
     """
     if output is not None and emit_kind is None:
         raise UsageError("-o FILE names where --emit writes; add --emit nfd (pin verify prints "

@@ -5,16 +5,24 @@ NFD's ``local`` feature source reads every file in
 ``<namespace>/<name>[=<value>]`` (value ``true`` when omitted), ``#`` starts a comment, and
 the directives ``# +expiry-time=<RFC3339>``, ``# +no-label`` and ``# +no-feature`` change
 how the following line(s) are read; a file over 64 kB is ignored; writers should write a
-dot-file in the same folder and rename it
-(kubernetes-sigs/node-feature-discovery@03ae1ac2eaba2fd4cab4cf925707ed262abc3f8d:
-docs/usage/customization-guide.md, "Local feature source"; the parser is
-``source/local/local.go``@a650db05eccd1755417188498717f1e3f696cfb0, read 2026). A feature line
-becomes a node label only if nfd-master accepts it: the key must pass apimachinery's
-``IsQualifiedName``, the namespace must be non-empty and not ``kubernetes.io`` or a
-``*.kubernetes.io`` one (except NFD's own ``feature.node`` / ``profile.node`` ones), and the
-value must pass ``IsValidLabelValue`` (``pkg/apis/nfd/validate/validate.go``@e7ae507f, ``Label``;
-kubernetes/kubernetes@03014f486c86dbe8a7fbe275fe14250854aab219:
-staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go).
+dot-file in the same folder and rename it. Sources, all read 2026-12-01:
+
+- kubernetes-sigs/node-feature-discovery@03ae1ac2eaba2fd4cab4cf925707ed262abc3f8d:
+  docs/usage/customization-guide.md, "Local feature source";
+- the parser, kubernetes-sigs/node-feature-discovery@a650db05eccd1755417188498717f1e3f696cfb0:
+  source/local/local.go;
+- nfd-master's label check (``Label``),
+  kubernetes-sigs/node-feature-discovery@e7ae507f0b3bbb76b869383ac079c0ca8136772f:
+  pkg/apis/nfd/validate/validate.go;
+- kubernetes/kubernetes@03014f486c86dbe8a7fbe275fe14250854aab219:
+  staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go (the published
+  kubernetes/apimachinery module's ``pkg/util/validation``).
+
+A feature line becomes a node label only if nfd-master accepts it: the key must pass
+apimachinery's ``IsQualifiedName``, the namespace must be non-empty and not ``kubernetes.io``
+or a ``*.kubernetes.io`` one (except NFD's own ``feature.node`` / ``profile.node`` ones), and
+the value must pass ``IsValidLabelValue``. The NFD releases that read these files as pin
+writes them are in deploy/kubernetes/README.md ("NFD version").
 
 pin's labels live in :data:`NAMESPACE`. The 64-hex lock digest does not fit a label value
 (at most 63 characters), so the label carries its first 12 hex digits (the same short form as

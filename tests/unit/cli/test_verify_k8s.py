@@ -108,6 +108,19 @@ def test_npd_match_drift_and_unknown(lock: Path, drifted: Path, tmp_path: Path) 
         assert len(r.stdout) <= 81 and "pin: error:" in r.stderr  # full paragraph for logs
 
 
+def test_npd_notes_facts_not_probed_and_strict_makes_them_a_problem(lock: Path) -> None:
+    # --root without --replay or --chroot: no amd-smi, so the firmware cannot be read.
+    files_only = ["--root", str(MI300X / "root")]
+    r = pin("verify", str(lock), *files_only, "--format", "npd")
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(r"pin: matches lock sha256:[0-9a-f]{12} \([0-9]+ facts? not probed\)\n",
+                        r.stdout), r.stdout
+    full = pin("verify", str(lock), *host_args(MI300X), "--format", "npd")
+    assert "not probed" not in full.stdout  # everything read: no note
+    strict = pin("verify", str(lock), *files_only, "--format", "npd", "--strict")
+    assert strict.returncode == 1 and "!=" in strict.stdout
+
+
 def test_npd_with_emit_writes_the_file_too(lock: Path, drifted: Path, tmp_path: Path) -> None:
     out = tmp_path / "pin"
     r = pin("verify", str(lock), *host_args(drifted), "--format", "npd", "--emit", "nfd",

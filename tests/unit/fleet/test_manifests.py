@@ -88,6 +88,36 @@ def test_kustomization_lists_the_manifests_and_the_image_placeholder() -> None:
     assert gen["pin-lock"]["files"] == ["pin.lock"] and gen["pin-lock"]["namespace"] == "pin-system"
 
 
+def test_npd_configmap_namespace_is_set_in_one_place_by_kustomize(tmp_path: Path) -> None:
+    k = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    (patch,) = [p for p in k["patches"] if p["target"] == {"kind": "ConfigMap",
+                                                          "name": "pin-npd-plugin"}]
+    (op,) = yaml.safe_load(patch["patch"])
+    assert op["op"] == "replace" and op["path"] == "/metadata/namespace"
+    # The manifest alone (kubectl apply -f) and kustomize agree on NPD's namespace.
+    assert op["value"] == one("ConfigMap", "pin-npd-plugin")["metadata"]["namespace"]
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl (kustomize) is not installed")
+    shutil.copytree(DEPLOY, tmp_path / "k")
+    (tmp_path / "k" / "pin.lock").write_text("# placeholder\n")
+    text = (tmp_path / "k" / "kustomization.yaml").read_text()
+    (tmp_path / "k" / "kustomization.yaml").write_text(
+        text.replace(f"value: {op['value']}", "value: monitoring"))
+    built = subprocess.run([kubectl, "kustomize", str(tmp_path / "k")], capture_output=True,
+                           text=True, check=False, timeout=120)
+    assert built.returncode == 0, built.stderr
+    where = {(d["kind"], d["metadata"]["name"]): d["metadata"].get("namespace")
+             for d in yaml.safe_load_all(built.stdout) if d}
+    assert where[("ConfigMap", "pin-npd-plugin")] == "monitoring"
+    assert where[("DaemonSet", "pin-verify")] == "pin-system"
+    locks = [ns for (_kind, name), ns in where.items() if name.startswith("pin-lock-")]
+    assert locks == ["pin-system"]  # the generated pin-lock-<hash> stays with pin
+    for d in yaml.safe_load_all(built.stdout):
+        if d and d["kind"] != "Namespace":
+            kubernetes_validate.validate(d, VERSIONS[-1], strict=True)
+
+
 def test_npd_config_has_what_npd_reads() -> None:
     c = npd_config()
     assert c["plugin"] == "custom" and c["source"]

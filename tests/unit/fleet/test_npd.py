@@ -12,6 +12,7 @@ from pinning.fleet.npd import (
     OK,
     PROBLEM,
     UNKNOWN,
+    not_probed,
     npd_result,
     npd_unknown,
 )
@@ -21,10 +22,16 @@ from pinning.verify.report import VerifyReport
 HASH = "sha256:" + "0123456789ab" + "c" * 52
 
 
-def report(*drift: Finding) -> VerifyReport:
+def report(*drift: Finding, others: tuple[Finding, ...] = ()) -> VerifyReport:
     return VerifyReport(lock="pin.lock", lock_hash=HASH, host="h", host_hash=HASH,
                         result="drift" if drift else "match", counts={},
-                        findings=list(drift))
+                        findings=[*drift, *others])
+
+
+def unread(fact: str = "firmware.blocks", gpu: int | None = 0,
+           code: str = "not-probed") -> Finding:
+    return Finding(code=code, fact=fact, status="not-probed", severity="warning",
+                   message="m", expected="x", gpu=gpu)
 
 
 def finding(expected: str = "CP_MEC1=32959", actual: str = "CP_MEC1=32960") -> Finding:
@@ -34,6 +41,31 @@ def finding(expected: str = "CP_MEC1=32959", actual: str = "CP_MEC1=32960") -> F
 
 def test_match_is_ok_with_the_lock_digest() -> None:
     assert npd_result(report()) == (OK, "pin: matches lock sha256:0123456789ab")
+
+
+def test_match_says_how_many_facts_were_not_probed() -> None:
+    facts = (unread(gpu=0), unread(gpu=1), unread("firmware.version", 0),
+             unread("firmware.blocks", 0),  # the same fact and GPU counts once
+             unread("guard.x", None, code="guard:x"))  # a rule that does not apply: not a fact
+    r = report(others=facts)
+    assert not_probed(r) == 3
+    code, line = npd_result(r)
+    assert (code, line) == (OK, "pin: matches lock sha256:0123456789ab (3 facts not probed)")
+    assert npd_result(report(others=(unread(),)))[1].endswith("(1 fact not probed)")
+    assert not_probed(report()) == 0 and not_probed(report(others=facts[-1:])) == 0
+
+
+def test_not_probed_note_is_kept_within_short_limits() -> None:
+    r = report(others=(unread(gpu=0), unread(gpu=1)))
+    seen = set()
+    for limit in range(MIN_OUTPUT, 70):
+        code, line = npd_result(r, limit)
+        assert code == OK and len(line) <= limit and line.isprintable()
+        seen.add(line)
+        if limit >= len("pin: matches (2 not probed)"):
+            assert "2 " in line and "not probed" in line
+    assert "pin: matches lock sha256:0123456789ab (2 not probed)" in seen
+    assert "pin: matches (2 not probed)" in seen
 
 
 def test_drift_is_a_problem_with_the_short_reason() -> None:
