@@ -106,6 +106,11 @@ Detector custom plugin: one line, exit 0 / 1 / 2)."""
               help="The JSON `pin audit PATH --format json` wrote: the code rules (torch "
                    "device strings) judge the audited code (exit 2 when it is not such a "
                    "report).")
+@click.option("--node-only", "node_only", is_flag=True,
+              help="Judge only what the node provides beneath its containers: GPUs, "
+                   "firmware, kernel driver, kernel and OS (Kubernetes: the ROCm / CUDA user "
+                   "space, frameworks and packages come with the image; check those with "
+                   "pin verify-image and pin accept).")
 @click.option("--format", "fmt", type=VERIFY_FORMAT, default="text", show_default=True,
               callback=note_format,
               help="text for people; json: one envelope {pin, command, ok, exit-code, "
@@ -130,8 +135,9 @@ Detector custom plugin: one line, exit 0 / 1 / 2)."""
 @click.pass_context
 def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str | None,
            replay: str | None, site_packages: tuple[str, ...], overlays: tuple[str, ...],
-           strict: bool, verbose: bool, audit_path: str | None, fmt: str, emit_kind: str | None,
-           output: str | None, nfd_expiry: int, max_output: int) -> None:
+           strict: bool, verbose: bool, audit_path: str | None, node_only: bool, fmt: str,
+           emit_kind: str | None, output: str | None, nfd_expiry: int,
+           max_output: int) -> None:
     """Check that a host still matches LOCK, below user space too.
 
     Each fact gets expected, actual, a status (match, mismatch, missing, not-probed,
@@ -160,7 +166,7 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
     \b
     Examples:
       pin verify pin.lock
-      pin verify pin.lock --root /host --chroot --emit nfd \\
+      pin verify pin.lock --root /host --chroot --node-only --emit nfd \\
                  -o /etc/kubernetes/node-feature-discovery/features.d/pin
       pin verify pin.lock --root /host --emit nfd \\
                  -o /etc/kubernetes/node-feature-discovery/features.d/pin
@@ -179,7 +185,7 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
         raise UsageError(f"{output}: NFD ignores feature files whose name starts with '.'; "
                          "name the file without it (e.g. .../features.d/pin).")
     one_stdin(LOCK=lock_path, **{"--host": host_file})
-    run = VerifyRun(output=output, ttl_s=nfd_expiry)
+    run = VerifyRun(output=output, ttl_s=nfd_expiry, node_only=node_only)
     if fmt == "npd":
         verify_npd(ctx, run, max_output, lambda: run.check(
             lock_path, host_file, root, replay, site_packages, overlays, strict=strict,

@@ -25,13 +25,15 @@ __all__ = ["VerifyRun", "verify_npd"]
 
 class VerifyRun:
     """One ``pin verify`` run that may write an NFD feature file (``output``, expiring
-    ``ttl_s`` seconds after it is written): remembers the lock once read, so a file written
-    after a failed probe still names it.
+    ``ttl_s`` seconds after it is written) and may judge only what the node provides
+    (``node_only``: :func:`~pinning.verify.report.node_scope`); remembers the lock once
+    read, so a file written after a failed probe still names it.
     """
 
-    def __init__(self, *, output: str | None, ttl_s: int) -> None:
+    def __init__(self, *, output: str | None, ttl_s: int, node_only: bool = False) -> None:
         self.output = output
         self.ttl_s = ttl_s
+        self.node_only = node_only
         self.lock: Lockfile | None = None
 
     def check(self, lock_path: str, host_file: str | None, root: str | None,
@@ -52,7 +54,7 @@ class VerifyRun:
             self.lock = lock = read_lock(cli_path(lock_path))
             matrix = load_matrix(overlays)
             facts, label = host_facts(host_file, root, replay, site_packages, matrix,
-                                       lock.model, lock_path)
+                                      None if self.node_only else lock.model, lock_path)
         except (LockfileError, ProbeError):
             if self.output is not None:
                 self._unknown_file()
@@ -60,6 +62,10 @@ class VerifyRun:
         devices = audit_device_strings(Path(audit_path)) if audit_path else None
         report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label,
                            strict=strict, verbose=verbose, device_strings=devices)
+        if self.node_only:
+            from pinning.verify.report import node_scope
+
+            report = node_scope(report)
         return report, label
 
     def _unknown_file(self) -> None:

@@ -58,6 +58,10 @@ class VerifyReport(Strict):
     audited: bool = Field(
         default=False, description="True when a `pin audit --format json` report was given "
                                    "(--audit), so the code rules judged the audited code.")
+    scope: Literal["all", "node"] = Field(
+        default="all", description="`node` when only what a node provides beneath its "
+                                   "containers was judged (pin verify --node-only): GPUs, "
+                                   "firmware, kernel driver, kernel and OS.")
 
     @property
     def drift(self) -> list[Finding]:
@@ -173,6 +177,28 @@ def report_of(lock: Lockfile, facts: HostFacts, findings: list[Finding], hidden:
         counts=dict(sorted(counts.items())), findings=findings, hidden_rules=hidden,
         audited=audited,
     )
+
+
+#: The top-level lock sections a node provides beneath its containers: the GPUs, their
+#: firmware, the kernel driver, the kernel and the OS. ROCm / CUDA user space, frameworks,
+#: packages, the model, the image and the environment come with a container image.
+NODE_FACTS = frozenset({"target", "firmware", "kernel_driver", "kernel", "os"})
+
+
+def node_scope(report: VerifyReport) -> VerifyReport:
+    """``report`` restricted to :data:`NODE_FACTS` (``scope`` ``node``): the findings on
+    other facts, and the guard rules' (``guard.*``), are left out and the counts and
+    result recomputed. For a node whose workloads bring their user space in images
+    (Kubernetes): its own Python environment is not what the lock pins. Pure.
+    """
+    kept = [f for f in report.findings if f.fact.split(".", 1)[0] in NODE_FACTS]
+    counts: dict[str, int] = {}
+    for f in kept:
+        counts[f.status] = counts.get(f.status, 0) + 1
+    result: Literal["match", "drift"] = (
+        "drift" if any(is_drift(f, report.strict) for f in kept) else "match")
+    return report.model_copy(update={"findings": kept, "counts": dict(sorted(counts.items())),
+                                     "result": result, "scope": "node", "hidden_rules": 0})
 
 
 # The device string a finding's subject quotes (`torch.device("rocm")`, `'hip:0' as a
