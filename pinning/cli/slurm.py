@@ -41,9 +41,15 @@ def slurm() -> None:
 def outcome_text(out: Outcome) -> str:
     """One log line for ``out`` (terminal controls escaped)."""
     locks = ", ".join(out.locks)
+    resume = f"scontrol update NodeName={out.node} State=RESUME"
     done = {"drained": "; node drained", "already-drained": "; node already drained by pin",
             "left": "; node already out of service for another reason, left as it is",
-            "resumed": "; node resumed (pin had drained it)", "none": ""}[out.action]
+            "resumed": "; node resumed (pin had drained it for this lock or a setup error)",
+            "kept": ("; node stays drained: pin drained it for another lock or check, left "
+                     f"for a person: fix it, then `{resume}`"),
+            "drain-failed": f"; could not drain: {out.slurm_error}",
+            "resume-failed": f"; could not resume: {out.slurm_error}",
+            "none": ""}[out.action]
     if out.result == "match":
         text = f"node {out.node} matches {out.matched}{done}"
     elif out.result == "drift":
@@ -57,11 +63,18 @@ def outcome_text(out: Outcome) -> str:
     return printable(f"pin slurm {out.check}: {text}", newlines=False)
 
 
-def _show(out: Outcome, fmt: str) -> None:
+def _show(out: Outcome, fmt: str, *, drained_by_slurm: bool = False) -> None:
+    """Print ``out``; ``drained_by_slurm`` (a prolog that does not drain, on drift or error):
+    pin's reason goes to stderr too, which slurmd logs.
+    """
     if fmt == "json":
         emit(out.model_dump(mode="json", by_alias=True))
     else:
         click.echo(outcome_text(out))
+    if drained_by_slurm and out.result in ("drift", "error"):
+        click.echo(printable(f"pin slurm prolog: {out.reason} (not drained by pin: "
+                             "[slurm] drain-in-prolog = false; Slurm drains with "
+                             "\"Prolog error\")", newlines=False), err=True)
 
 
 def _check(check: Check, config: str | None, fmt: str) -> None:
@@ -88,11 +101,11 @@ def _check(check: Check, config: str | None, fmt: str) -> None:
     except PinError as err:
         os.environ["SLURM_CONF"] = slurm_conf(slurm_cfg, os.environ)
         _show(setup_failed(check, slurm_cfg, os.environ, err, runner=runner, hostname=host),
-              fmt)
+              fmt, drained_by_slurm=check == "prolog" and not slurm_cfg.drain_in_prolog)
         raise
     out, failed = run_check(check, cfg.slurm, cfg.fleet, os.environ, runner=runner,
                             probe=probe_node(cfg.fleet, matrix), matrix=matrix, hostname=host)
-    _show(out, fmt)
+    _show(out, fmt, drained_by_slurm=check == "prolog" and not cfg.slurm.drain_in_prolog)
     if failed is not None:
         raise failed
 
@@ -108,10 +121,18 @@ def prolog(config: str | None, fmt: str) -> None:
     default-lock; with neither, nothing is checked (exit 0). The host is probed (bounded by
     [fleet] timeout-s), never stressed.
 
-    Exit 0 when the node matches. On drift the node is drained with pin's reason
-    (scontrol update NodeName=N State=DRAIN Reason="pin: <fact> <want>!=<have>") and the
-    exit is 6: Slurm requeues the job held. A broken setup (configuration 2, lock 5, probe or
-    timeout 7, scontrol 2) drains with "pin: <error>" and exits with that code.
+    Exit 0 when the node matches; no Slurm command is run then. On drift the node is drained
+    with pin's reason (scontrol update NodeName=N State=DRAIN Reason="pin: pin_<digest12>
+    <fact> <want>!=<have>") and the exit is 6: Slurm requeues the job held. A broken setup
+    (configuration 2, lock 5, probe or timeout 7, scontrol 2) drains with "pin: error: ..."
+    and exits with that code.
+
+    Slurm's prolog guide says prolog scripts "should not call Slurm commands (e.g. squeue,
+    scontrol, sacctmgr, etc)" (https://slurm.schedmd.com/prolog_epilog.html, read
+    2026-12-01). pin calls scontrol only on drift or error (show node, then update; each
+    bounded by 10 s) so that the node's reason is pin's instead of "Prolog error". With
+    [slurm] drain-in-prolog = false it calls none: it exits non-zero (Slurm drains with
+    "Prolog error") and writes pin's reason to stderr (slurmd's log).
 
     \b
     slurm.conf (man slurm.conf, Slurm 22.05):
@@ -128,12 +149,18 @@ def prolog(config: str | None, fmt: str) -> None:
 def healthcheck(config: str | None, fmt: str) -> None:
     """Slurm HealthCheckProgram: check an idle or busy node against [fleet] default-lock.
 
-    On drift the node is drained with pin's reason; Slurm ignores the exit code, so pin
-    drains by itself and exits 0. When the node matches again, a node pin drained (reason
-    "pin: ...") is resumed, unless [slurm] resume = false; a node drained or down for
-    another reason is never touched. A broken setup drains with "pin: <error>" and exits
-    with its code (2, 5, 7). SLURM_CONF comes from [slurm] slurm-conf, else the environment,
-    else /etc/slurm/slurm.conf (slurmd does not pass it to the health check).
+    [fleet] default-lock is the lock every node using this configuration must match: keep
+    one configuration per node class. On drift the node is drained with pin's reason
+    ("pin: pin_<digest12> ..."); Slurm ignores the exit code, so pin drains by itself and
+    exits 0. When the node matches again, it is resumed if pin drained it for this very lock
+    (pin_<digest12> of [fleet] default-lock in the reason) or for a setup error ("pin: error:
+    ..."), unless [slurm] resume = false. A drain of pin's for another lock (a job's, from
+    the prolog) is left for a person: fix the node, then `scontrol update NodeName=N
+    State=RESUME`. A node drained or down for another reason is never touched. A broken
+    setup drains with "pin: error: ..." and exits with its code (2, 5, 7); when scontrol
+    cannot drain or resume, the output says "could not drain: ..." and the exit is 2.
+    SLURM_CONF comes from [slurm] slurm-conf, else the environment, else
+    /etc/slurm/slurm.conf (slurmd does not pass it to the health check).
 
     \b
     slurm.conf (man slurm.conf, Slurm 22.05):
@@ -160,7 +187,7 @@ def features(config: str | None, fmt: str, feature: str | None) -> None:
     slurm.conf:   NodeFeaturesPlugins=node_features/helpers
     helpers.conf: Feature=pin_<digest12> Helper=/usr/local/lib/pin/pin-features
                   ExecTime=60               # above [fleet] timeout-s
-    (man helpers.conf, https://slurm.schedmd.com/helpers.conf.html)
+    (man helpers.conf, https://slurm.schedmd.com/helpers.conf.html, read 2026-12-01)
     """
     from pinning.fleet.config import read_config
     from pinning.fleet.slurm_checks import node_features, probe_node

@@ -15,21 +15,27 @@ file. Example::
     [slurm]
     scontrol = "/usr/bin/scontrol"
     slurm-conf = "/etc/slurm/slurm.conf"
+
+``[fleet] default-lock`` is the lock every node that reads this file must match (the health
+check's lock, and a job's that asks for none): keep one configuration per node class.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
 from pinning.errors import UsageError
-from pinning.util.models import Strict, validation_summary
+from pinning.util.models import Strict
+from pinning.util.text import printable
 
-__all__ = ["DEFAULT_PATH", "ENV_VAR", "FleetConfig", "PinConfig", "SlurmConfig",
-           "config_path", "load_config", "read_config"]
+__all__ = ["DEFAULT_PATH", "ENV_VAR", "ConfigError", "FleetConfig", "PinConfig", "SlurmConfig",
+           "config_path", "key_name", "load_config", "read_config"]
 
 #: Where pin looks for its site configuration when neither ``--config`` nor
 #: ``$PIN_CONFIG`` names one.
@@ -40,12 +46,25 @@ ENV_VAR = "PIN_CONFIG"
 
 #: Default probe bound in seconds: below the 60 s after which slurmd kills a
 #: ``HealthCheckProgram`` (``man slurm.conf``, Slurm 22.05, HealthCheckProgram;
-#: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckProgram, read 2026-12).
+#: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckProgram, read 2026-12-01).
 DEFAULT_TIMEOUT_S = 30.0
 
-_HINT = ("Fix the named key in the configuration file (keys: [fleet] locks, default-lock, root, "
-         "replay, site-packages, timeout-s; [slurm] scontrol, slurm-conf, node-name, resume), "
-         "or point --config / PIN_CONFIG at another file. See contrib/slurm/README.md.")
+_KEYS = ("[fleet] locks, default-lock, root, replay, site-packages, timeout-s; [slurm] scontrol, "
+         "slurm-conf, node-name, resume, drain-in-prolog")
+_HINT = (f"Fix the named key in the configuration file (keys: {_KEYS}), or point --config / "
+         "PIN_CONFIG at another file. See contrib/slurm/README.md.")
+_MISSING_HINT = ("Create the file (contrib/slurm/config.toml.example is a start), or fix the path "
+                 "given by --config or PIN_CONFIG.")
+
+
+class ConfigError(UsageError):
+    """A bad configuration file (exit 2). ``short``: the problem in a few words for a drain
+    reason (``config [fleet] locks: not a folder``); the message has the file and all of it.
+    """
+
+    def __init__(self, message: str, *, short: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.short = short
 
 
 class FleetConfig(Strict):
@@ -83,14 +102,19 @@ class SlurmConfig(Strict):
     ``SLURM_CONF`` for scontrol (``None``: ``$SLURM_CONF``, which slurmd gives the prolog but
     not the health check, else ``/etc/slurm/slurm.conf``). ``node_name``: this node's Slurm
     name (``None``: ``$SLURMD_NODENAME``, which slurmd sets for both, else the short host
-    name). ``resume``: let the health check resume a node that pin itself drained once it
-    matches again (never a node drained for another reason).
+    name). ``resume``: let the health check resume a node once it matches ``[fleet]
+    default-lock`` again, when pin drained it for that very lock (its feature in the reason) or
+    for a setup error (``pin: error: ...``); never a node drained for another reason or lock.
+    ``drain_in_prolog``: the prolog drains with pin's reason itself (scontrol, against
+    Slurm's advice for prologs; see contrib/slurm/README.md); ``False``: it only exits
+    non-zero (Slurm drains with "Prolog error") and writes pin's reason to stderr.
     """
 
     scontrol: str = Field(default="scontrol", min_length=1)
     slurm_conf: Path | None = None
     node_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,255}$")
     resume: bool = Field(default=True, strict=True)
+    drain_in_prolog: bool = Field(default=True, strict=True)
 
 
 class PinConfig(Strict):
@@ -118,25 +142,77 @@ def _resolve(base: Path, value: Path | None) -> Path | None:
     return base / value
 
 
+def key_name(loc: tuple[int | str, ...]) -> str:
+    """``[fleet] site-packages`` for a pydantic error location (``("fleet", "site-packages",
+    0)`` gives ``[fleet] site-packages[0]``); a top-level name alone is ``[name]``. Pure.
+    """
+    names = [printable(str(p), newlines=False) for p in loc if not isinstance(p, int)]
+    index = "".join(f"[{p}]" for p in loc[2:] if isinstance(p, int))
+    if not names:
+        return "(top level)"
+    if len(names) == 1:
+        return f"[{names[0]}]"
+    return f"[{names[0]}] {'.'.join(names[1:])}{index}"
+
+
+def _known(model: type[Strict]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _problem(error: Any) -> tuple[str, str]:
+    """``(key, problem)`` of one pydantic error, the problem in pin's words."""
+    loc = tuple(error["loc"])
+    key = key_name(loc)
+    if error["type"] == "extra_forbidden":
+        sections: dict[str, type[Strict]] = {"fleet": FleetConfig, "slurm": SlurmConfig}
+        if len(loc) == 1:
+            known = list(sections)
+            what = f"unknown section [{loc[0]}]" if isinstance(error.get("input"), dict) \
+                else f"unknown key {loc[0]} outside a section"
+        else:
+            known = _known(sections.get(str(loc[0]), PinConfig))
+            what = f"unknown key {key}"
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        return key, what + (f"; did you mean {close[0]}?" if close else
+                            f" (known: {', '.join(known)})")
+    msg = str(error["msg"])
+    msg = msg.removeprefix("Value error, ")
+    return key, f"{key}: {msg}"
+
+
 def load_config(path: Path, *, named: bool = True) -> PinConfig:
     """Read and validate the configuration at ``path``; relative paths in it are resolved
     against its folder (a bare ``scontrol`` name stays a name).
 
     A missing file gives the defaults when ``named`` is false (the default place). Raises
-    :class:`~pinning.errors.UsageError` (exit 2) when a named file is missing or unreadable,
-    is not TOML, or has an unknown key or a bad value (the key and file named).
+    :class:`ConfigError` (a :class:`~pinning.errors.UsageError`, exit 2) when a named file is
+    missing or unreadable, is not TOML, or has an unknown key (the closest known one offered)
+    or a bad value, naming the file and the key as ``[section] key``.
     """
     from pinning.util.files import read_toml
 
-    if not named and not path.exists():
-        return PinConfig()
     label = f"pin configuration {path}"
-    _, data = read_toml(path, UsageError, label=label, unreadable_hint=_HINT,
-                        syntax_hint=_HINT)
+    if not path.exists():
+        if not named:
+            return PinConfig()
+        raise ConfigError(f"{label}: no such file.", short=f"config {path} missing",
+                          hint=_MISSING_HINT)
+    try:
+        _, data = read_toml(path, UsageError, label=label,
+                            unreadable_hint="Make the file readable, or fix the path given by "
+                                            "--config or PIN_CONFIG.", syntax_hint=_HINT)
+    except UsageError as exc:
+        raise ConfigError(exc.message, short=f"config {path.name} unreadable or not TOML",
+                          hint=exc.hint) from exc
     try:
         cfg = PinConfig.model_validate(data)
     except ValidationError as exc:
-        raise UsageError(f"{label}: {validation_summary(exc, data)}.", hint=_HINT) from exc
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        problems = [_problem(e) for e in errors]
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        text = f"{label}: {'; '.join(p for _, p in problems[:5])}{more}"
+        raise ConfigError(text if text.endswith((".", "?")) else text + ".",
+                          short=f"config {problems[0][1]}", hint=_HINT) from exc
     base = path.resolve().parent
     fleet = cfg.fleet.model_copy(update={
         "locks": _resolve(base, cfg.fleet.locks),

@@ -1,26 +1,36 @@
 """Slurm integration: the prolog, the health check and the node-features helper.
 
-Slurm facts this module relies on (``man slurm.conf``, Slurm 22.05,
-https://slurm.schedmd.com/slurm.conf.html and https://slurm.schedmd.com/prolog_epilog.html,
-read 2026-12; seen on Debian bookworm's slurm-wlm 22.05.8):
+Slurm facts this module relies on (``man slurm.conf`` of Slurm 22.05 and
+https://slurm.schedmd.com/slurm.conf.html, https://slurm.schedmd.com/prolog_epilog.html,
+read 2026-12-01; seen with Debian bookworm's slurm-wlm 22.05.8 in
+tests/integration/test_slurm.py, 2026-12-01):
 
 - a ``Prolog`` that exits non-zero sets the node DRAIN and requeues the job held
   (``JobState=PENDING Reason=launch_failed_requeued_held``); without a reason set by the
   prolog the node's reason is only "Prolog error" (seen), so pin sets its own first
-  (``scontrol update NodeName=N State=DRAIN Reason="pin: ..."``);
+  (``scontrol update NodeName=N State=DRAIN Reason="pin: ..."``), unless
+  ``[slurm] drain-in-prolog = false``. The prolog guide says prolog and epilog scripts
+  "should not call Slurm commands (e.g. squeue, scontrol, sacctmgr, etc)": pin's prolog calls
+  none on a match, and on drift or error at most two, each bounded by
+  :data:`SCONTROL_TIMEOUT_S`;
 - the prolog sees the job's ``--constraint`` in ``SLURM_JOB_CONSTRAINTS`` and the node's
   name in ``SLURMD_NODENAME``, with no ``PATH``;
 - a ``HealthCheckProgram``'s exit code is ignored ("Any action to be taken must be
-  explicitly performed by the program"), it is killed after 60 s and it does not get
-  ``SLURM_CONF``;
+  explicitly performed by the program") and it is killed after 60 s (``man slurm.conf``);
+  it gets ``SLURMD_NODENAME`` but neither ``SLURM_CONF`` nor ``PATH`` (seen with Debian's
+  slurm-wlm 22.05.8, tests/integration/test_slurm.py, 2026-12-01);
 - the ``node_features/helpers`` plugin runs its helper with no argument to read the node's
-  active features, one per line (``man helpers.conf``, https://slurm.schedmd.com/helpers.conf.html).
+  active features, one per line (``man helpers.conf``, https://slurm.schedmd.com/helpers.conf.html,
+  read 2026-12-01).
 
 Policy (decided here, after LBNL NHC's ``helpers/node-mark-offline`` and
-``node-mark-online``, https://github.com/mej/nhc, read 2026-12): pin drains with reasons
-that start with :data:`~pinning.fleet.reason.PREFIX`; it never overwrites the reason of a node
-that is already drained or down for another reason, and it resumes (health check only, with
-``[slurm] resume``) only nodes whose reason is its own.
+``node-mark-online``, https://github.com/mej/nhc, read 2026-12-01): pin drains with reasons
+that start with :data:`~pinning.fleet.reason.PREFIX` and name the lock
+(``pin: pin_<digest12> <fact> <want>!=<have>``) or the setup error (``pin: error: ...``); it
+never overwrites the reason of a node that is already drained or down for another reason;
+the health check (with ``[slurm] resume``) resumes only a node whose reason is pin's for the
+lock it has just found matching, or pin's setup error; a drain for another lock is left to
+an operator.
 
 Everything that touches the machine goes through the :class:`~pinning.util.proc.Runner`
 seam (scontrol) or a passed-in probe function; the rest is pure.
@@ -35,25 +45,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from pinning.errors import LockfileError, PinError, ProbeError, UsageError
-from pinning.fleet.reason import DEFAULT_LIMIT, PREFIX
+from pinning.errors import LockfileError, MatrixError, PinError, ProbeError, UsageError
+from pinning.fleet.reason import PREFIX
 from pinning.util.models import Strict
 
 if TYPE_CHECKING:
     from pinning.fleet.config import FleetConfig, SlurmConfig
+    from pinning.guards.view import Finding
     from pinning.util.proc import CommandResult, Runner
 
-__all__ = ["FEATURE_PREFIX", "Node", "NodeState", "ProbeTimeout", "Selection",
-           "SlurmCommandError", "bounded", "drain_argv", "error_reason", "index_locks",
-           "lock_feature", "node_name", "parse_node", "pin_features", "resume_argv",
-           "select_locks", "slurm_conf"]
+__all__ = ["ERROR_PREFIX", "FEATURE_PREFIX", "REASON_LIMIT", "LockNotHere", "Node", "NodeState",
+           "ProbeTimeout", "Selection", "SlurmCommandError", "bounded", "drain_argv",
+           "drift_reason", "error_reason", "index_locks", "lock_feature", "node_name",
+           "parse_node", "pin_features", "reason_lock", "resume_argv", "select_locks",
+           "slurm_conf"]
 
 #: Every feature pin answers for starts with this.
 FEATURE_PREFIX = "pin_"
 #: A lock's feature is :data:`FEATURE_PREFIX` plus this many hex digits of its content hash.
 DIGEST_CHARS = 12
-#: Bound on one scontrol call, in seconds: Slurm's default MessageTimeout (``man slurm.conf``).
+#: Bound on one scontrol call, in seconds: Slurm's default MessageTimeout, "Default value is
+#: 10 seconds" (https://slurm.schedmd.com/slurm.conf.html#OPT_MessageTimeout, read 2026-12-01;
+#: the same in ``man slurm.conf`` of 22.05.8).
 SCONTROL_TIMEOUT_S = 10.0
+#: Bound on a drain reason pin writes, in characters: one ``sinfo -R`` line stays readable.
+REASON_LIMIT = 128
+#: A setup error's drain reason starts with this (after the lock's drift reasons, the other
+#: kind pin writes).
+ERROR_PREFIX = PREFIX + "error: "
 #: Where Slurm reads its configuration when ``SLURM_CONF`` is unset (Debian's build).
 DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 
@@ -65,6 +84,7 @@ _NODE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 # "Reason=text [user@2026-12-01T21:18:32]": the tail scontrol adds to a reason.
 _REASON_TAIL = re.compile(r" \[[^\[\]\s]{1,200}\]$")
 _STATE = re.compile(r"(?:^| )State=(\S+)")
+_REASON_LOCK = re.compile(r"^pin: (pin_[0-9a-f]{12})(?: |$)")
 
 T = TypeVar("T")
 
@@ -74,6 +94,16 @@ class SlurmCommandError(UsageError):
 
     default_hint = ("Check [slurm] scontrol and slurm-conf in pin's configuration (SLURM_CONF "
                     "must name the cluster's slurm.conf) and that slurmctld is reachable.")
+
+
+class LockNotHere(LockfileError):
+    """The job asks for locks this node does not have (exit 5); ``short``: the problem in a
+    few words for the drain reason.
+    """
+
+    def __init__(self, message: str, *, short: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.short = short
 
 
 class ProbeTimeout(ProbeError):
@@ -152,16 +182,18 @@ def select_locks(constraints: str, fleet: FleetConfig,
     asked = pin_features(constraints)
     if asked:
         if fleet.locks is None:
-            raise LockfileError(
+            raise LockNotHere(
                 f"The job asks for {', '.join(asked)} but [fleet] locks is not set.",
+                short=f"config [fleet] locks not set; job asks for {asked[0]}",
                 hint="Set [fleet] locks to the folder holding the cluster's *.lock files.")
         known = index(fleet.locks)
         locks = tuple(known[f] for f in asked if f in known)
         if not locks:
             have = ", ".join(sorted(known)) or "none"
-            raise LockfileError(
+            raise LockNotHere(
                 f"The job asks for {', '.join(asked)}; no lock in {fleet.locks} has that "
                 f"digest (features there: {have}).",
+                short=f"lock {'|'.join(asked)} not in {fleet.locks}",
                 hint="Copy the lock into the locks folder on every node (`pin slurm features "
                      "--config FILE` lists what a node offers).")
         return Selection(source="job", features=tuple(asked), locks=locks)
@@ -191,15 +223,69 @@ def slurm_conf(slurm: SlurmConfig, environ: Mapping[str, str]) -> str:
     return environ.get("SLURM_CONF") or DEFAULT_SLURM_CONF
 
 
-def error_reason(err: PinError, limit: int = DEFAULT_LIMIT) -> str:
-    """The drain reason for a run that failed with ``err``: ``pin: <first line>``, ASCII,
-    one line, at most ``limit`` characters (cut with ``~``). Pure.
-    """
-    first = (err.message.strip().splitlines() or ["error"])[0]
-    text = PREFIX + "".join(ch if " " <= ch <= "~" else " " if ch.isspace() else "_"
-                            for ch in first)
-    text = " ".join(text.split())
+def _one_line(text: str) -> str:
+    """``text``'s first line as printable ASCII with single blanks."""
+    first = (text.strip().splitlines() or [""])[0]
+    return " ".join("".join(ch if " " <= ch <= "~" else " " if ch.isspace() else "_"
+                            for ch in first).split())
+
+
+def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "~"
+
+
+def _short_paths(text: str) -> str:
+    """Absolute paths of three or more parts as ``.../<last part>`` (the full paths stay in
+    the message on stderr). Pure; no regex.
+    """
+    out = []
+    for word in text.split(" "):
+        core = word.rstrip(":,.;")
+        if core.startswith("/") and core.count("/") >= 3:
+            word = ".../" + core.rsplit("/", 1)[1] + word[len(core):]
+        out.append(word)
+    return " ".join(out)
+
+
+def _kind(err: PinError) -> str:
+    for cls, kind in ((SlurmCommandError, "scontrol"), (ProbeError, "probe"),
+                      (LockfileError, "lock"), (MatrixError, "matrix"), (UsageError, "setup")):
+        if isinstance(err, cls):
+            return kind
+    return "failed"
+
+
+def error_reason(err: PinError, limit: int = REASON_LIMIT) -> str:
+    """The drain reason for a run whose setup failed with ``err``, kind first:
+    ``pin: error: <class of problem>: <detail>``, at most ``limit`` characters, ASCII, one
+    line (cut with ``~``). The error's ``short`` text when it has one (``lock pin_X not in
+    /etc/pin/locks``, ``config [fleet] locks: ...``), ``probe timed out after 30 s`` for a
+    timeout, else its kind (``probe``, ``lock``, ``scontrol``, ``matrix``, ``setup``) and its
+    first line with long paths shortened. The whole message goes to stderr. Pure.
+    """
+    short = getattr(err, "short", None)
+    if not isinstance(short, str):
+        short = (err.message if isinstance(err, ProbeTimeout)
+                 else f"{_kind(err)}: {_short_paths(_one_line(err.message))}")
+    return _cut(ERROR_PREFIX + _one_line(short), limit)
+
+
+def drift_reason(feature: str, drift: Sequence[Finding], limit: int = REASON_LIMIT) -> str:
+    """The drain reason for a node drifting from the lock whose feature is ``feature``:
+    ``pin: pin_<digest12> <fact> <want>!=<have> (+N more)``, at most ``limit`` characters
+    (built with :func:`pinning.fleet.reason.short_reason`, which cuts the first word with
+    ``~``). Pure.
+    """
+    from pinning.fleet.reason import short_reason
+
+    head = PREFIX + feature + " "
+    return head + short_reason(drift, limit - len(head) + len(PREFIX))[len(PREFIX):]
+
+
+def reason_lock(reason: str | None) -> str | None:
+    """The ``pin_<digest12>`` a drift reason pin wrote names, else ``None``. Pure."""
+    m = _REASON_LOCK.match(reason or "")
+    return m.group(1) if m else None
 
 
 def bounded(fn: Callable[[], T], timeout_s: float) -> T:
@@ -275,7 +361,8 @@ def resume_argv(scontrol: str, node: str) -> list[str]:
     return [scontrol, "update", f"NodeName={node}", "State=RESUME"]
 
 
-Action = Literal["none", "drained", "already-drained", "left", "resumed"]
+Action = Literal["none", "drained", "already-drained", "left", "resumed", "kept",
+                 "drain-failed", "resume-failed"]
 
 
 @dataclass(frozen=True)
@@ -313,10 +400,18 @@ class Node:
         self._run(drain_argv(self.scontrol, self.name, reason))
         return "drained"
 
-    def resume(self) -> Action:
-        """Resume the node when pin drained it (its reason starts with ``pin: ``)."""
+    def resume(self, feature: str) -> Action:
+        """Resume the node, just found matching the lock whose feature is ``feature``, when
+        pin drained it for that lock (reason ``pin: <feature> ...``) or for a setup error
+        (``pin: error: ...``): ``resumed``. A drain of pin's for another lock is ``kept`` (an
+        operator resumes it); a node not drained by pin, or down, is left (``none``).
+        Raises :class:`SlurmCommandError` when scontrol fails.
+        """
         now = self.state()
         if now is None or not now.pins or "DOWN" in now.flags:
             return "none"
+        reason = now.reason or ""
+        if reason_lock(reason) != feature and not reason.startswith(ERROR_PREFIX):
+            return "kept"
         self._run(resume_argv(self.scontrol, self.name))
         return "resumed"

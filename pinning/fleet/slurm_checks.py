@@ -17,9 +17,12 @@ from pinning.fleet.slurm import (
     Action,
     Node,
     Selection,
+    SlurmCommandError,
     bounded,
+    drift_reason,
     error_reason,
     index_locks,
+    lock_feature,
     node_name,
     select_locks,
 )
@@ -34,8 +37,8 @@ if TYPE_CHECKING:
     from pinning.util.proc import Runner
     from pinning.verify.report import VerifyReport
 
-__all__ = ["Check", "Outcome", "ProbeFn", "node_drift", "node_features", "probe_node",
-           "run_check", "setup_failed", "target_features", "verify_any"]
+__all__ = ["Check", "Outcome", "ProbeFn", "Verdict", "node_drift", "node_features",
+           "probe_node", "run_check", "setup_failed", "target_features", "verify_any"]
 
 #: Probe the node: ``(lock path or None, the lock's model or None) -> HostFacts``.
 ProbeFn = Callable[["Path | None", "Model | None"], "HostFacts"]
@@ -50,7 +53,9 @@ class Outcome(Strict):
     which locks were checked and why (see :func:`~pinning.fleet.slurm.select_locks`);
     ``matched``: the lock the node matches. ``reason``: the drain reason (drift or error).
     ``action``: what was done to the node (``drained``, ``already-drained``, ``left`` when it
-    is out of service for another reason, ``resumed``, ``none``).
+    is out of service for another reason, ``resumed``, ``kept`` when pin drained it for
+    another lock, ``drain-failed`` / ``resume-failed`` when scontrol failed, ``none``).
+    ``slurm_error``: scontrol's error when it failed.
     """
 
     check: Check
@@ -63,16 +68,28 @@ class Outcome(Strict):
     reason: str | None = None
     action: Action = "none"
     error: str | None = None
+    slurm_error: str | None = None
 
 
 def probe_node(fleet: FleetConfig, matrix: Matrix) -> ProbeFn:
     """The probe of ``[fleet] root`` (live at ``/``; a recorded tree answered by ``[fleet]
     replay``), reading ``[fleet] site-packages`` and, given a lock's model, its files (digests
-    cached in pin's cache file). Raises what :func:`~pinning.probe.host.probe_host` raises.
+    cached in pin's cache file). Raises :class:`~pinning.fleet.config.ConfigError` (2) for a
+    ``[fleet] site-packages`` folder the host lacks, else what
+    :func:`~pinning.probe.host.probe_host` raises.
     """
     def probe(lock_path: Path | None, model: Model | None) -> HostFacts:
+        from pinning.fleet.config import ConfigError
         from pinning.probe.host import probe_host
         from pinning.util.proc import NoRunner, ReplayRunner, SystemRunner
+
+        for d in fleet.site_packages:
+            if not (fleet.root / d.lstrip("/")).is_dir():
+                raise ConfigError(
+                    f"[fleet] site-packages {d}: no such directory on the host ({fleet.root}).",
+                    short=f"config [fleet] site-packages {d} missing",
+                    hint="Give the workload's site-packages as the host sees it in pin's "
+                         "configuration, or remove [fleet] site-packages.")
 
         runner: Runner
         environ: Mapping[str, str] | None = None
@@ -106,15 +123,25 @@ def _read(paths: Sequence[Path]) -> list[tuple[Path, Lockfile]]:
     return [(p, read_lock(p)) for p in paths]
 
 
+class Verdict(Strict):
+    """What :func:`verify_any` found: ``matched`` (the first lock the node matches, else
+    ``None``), ``feature`` (that lock's ``pin_<digest12>``, else the first lock's) and
+    ``reason`` (the first lock's drift reason when none matched).
+    """
+
+    matched: Path | None = None
+    feature: str
+    reason: str | None = None
+
+
 def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, timeout_s: float,
-               host: str) -> tuple[Path | None, str | None]:
-    """Probe once (bounded by ``timeout_s``) and verify against each lock in ``paths``:
-    ``(the first lock matched, None)`` or ``(None, the short reason of the first lock's
-    drift)``, drift as :func:`node_drift` counts it. Raises
+               host: str) -> Verdict:
+    """Probe once (bounded by ``timeout_s``) and verify against each lock in ``paths``; drift
+    as :func:`node_drift` counts it, the reason as
+    :func:`~pinning.fleet.slurm.drift_reason` writes it. Raises
     :class:`~pinning.errors.LockfileError` (5) for a bad lock and
     :class:`~pinning.errors.ProbeError` (7) for a failed or timed-out probe.
     """
-    from pinning.fleet.reason import short_reason
     from pinning.verify.report import verify
 
     locks = _read(paths)
@@ -122,11 +149,12 @@ def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, timeout
     facts = bounded(lambda: probe(first_path, first.model), timeout_s)
     reasons: list[str] = []
     for path, lock in locks:
+        feature = lock_feature(lock.content_hash)
         drift = node_drift(verify(lock, facts, matrix, lock_name=str(path), host_name=host))
         if not drift:
-            return path, None
-        reasons.append(short_reason(drift))
-    return None, reasons[0]
+            return Verdict(matched=path, feature=feature)
+        reasons.append(drift_reason(feature, drift))
+    return Verdict(feature=lock_feature(first.content_hash), reason=reasons[0])
 
 
 def node_drift(report: VerifyReport) -> list[Finding]:
@@ -145,11 +173,19 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
     It selects the locks (the prolog: the job's ``pin_`` features, else the default lock;
     the health check: the default lock), probes, verifies, then:
 
-    - match: nothing (the health check, with ``[slurm] resume``, resumes a node pin drained);
-    - drift: drain with pin's reason; the prolog's error is a
-      :class:`~pinning.errors.DriftError` (exit 6, Slurm then requeues the job held);
-    - a broken setup (lock, probe, timeout, scontrol): drain with ``pin: <error>`` and
+    - match: nothing; no scontrol call at all, but in the health check with ``[slurm]
+      resume``, which resumes a node pin drained for this lock or a setup error
+      (:meth:`~pinning.fleet.slurm.Node.resume`);
+    - drift: drain with pin's reason (``pin: pin_<digest12> <fact> <want>!=<have>``); the
+      prolog's error is a :class:`~pinning.errors.DriftError` (exit 6, Slurm then requeues
+      the job held);
+    - a broken setup (config, lock, probe, timeout): drain with ``pin: error: ...`` and
       return that error.
+
+    The prolog with ``[slurm] drain-in-prolog = false`` never calls scontrol: it only
+    returns the error (Slurm drains with "Prolog error"). When scontrol fails to drain or
+    resume, the action says so (``drain-failed``, ``resume-failed``, ``slurm_error``) and the
+    health check returns that :class:`~pinning.fleet.slurm.SlurmCommandError` (exit 2).
 
     Returns the :class:`Outcome` and the error to exit with (``None``: exit 0). Never raises
     a :class:`~pinning.errors.PinError` except :class:`~pinning.errors.UsageError` for a
@@ -159,6 +195,7 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
 
     name = node_name(slurm, environ, hostname)
     node = Node(runner, slurm.scontrol, name)
+    drains = check == "healthcheck" or slurm.drain_in_prolog
     base = Outcome(check=check, node=name, result="nothing-to-check")
     try:
         if check == "prolog":
@@ -170,47 +207,61 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
                                        "locks": tuple(str(p) for p in sel.locks)})
         if not sel.locks:
             return base, None
-        matched, reason = verify_any(sel.locks, probe, matrix, timeout_s=fleet.timeout_s,
-                                     host=name)
-        if matched is not None:
-            action: Action = node.resume() if check == "healthcheck" and slurm.resume else "none"
-            return base.model_copy(update={"result": "match", "matched": str(matched),
-                                           "action": action}), None
-        assert reason is not None
-        base = base.model_copy(update={"result": "drift", "reason": reason})
-        action = node.drain(reason)
+        verdict = verify_any(sel.locks, probe, matrix, timeout_s=fleet.timeout_s, host=name)
     except PinError as err:
-        return fail(base, node, err), err
-    out = base.model_copy(update={"action": action})
+        return fail(base, node, err, drain=drains), err
+    if verdict.matched is not None:
+        out = base.model_copy(update={"result": "match", "matched": str(verdict.matched)})
+        if check != "healthcheck" or not slurm.resume:
+            return out, None
+        try:
+            return out.model_copy(update={"action": node.resume(verdict.feature)}), None
+        except SlurmCommandError as err:
+            return out.model_copy(update={"action": "resume-failed",
+                                          "slurm_error": err.message}), err
+    reason = verdict.reason
+    out = base.model_copy(update={"result": "drift", "reason": reason})
+    failed: SlurmCommandError | None = None
+    if drains:
+        assert reason is not None
+        try:
+            out = out.model_copy(update={"action": node.drain(reason)})
+        except SlurmCommandError as err:
+            failed = err
+            out = out.model_copy(update={"action": "drain-failed", "slurm_error": err.message})
     if check == "healthcheck":
-        return out, None
+        return out, failed
     return out, DriftError(f"Node {name} has drifted from {', '.join(out.locks)}: {reason}.",
                            hint="Bring the node back to the lock, then `scontrol update "
                                 f"NodeName={name} State=RESUME`.")
 
 
-def fail(base: Outcome, node: Node, err: PinError) -> Outcome:
-    """``base`` after a run failed with ``err``: the node drained with ``pin: <error>`` when
-    scontrol can (a failing scontrol leaves the action ``none``).
+def fail(base: Outcome, node: Node, err: PinError, *, drain: bool = True) -> Outcome:
+    """``base`` after a run failed with ``err``: reason ``pin: error: ...``
+    (:func:`~pinning.fleet.slurm.error_reason`), the node drained with it when ``drain``
+    (a failing scontrol gives the action ``drain-failed`` and its error in ``slurm_error``).
     """
     reason = error_reason(err)
-    try:
-        action = node.drain(reason)
-    except PinError:
-        action = "none"
-    return base.model_copy(update={"result": "error", "reason": reason, "action": action,
-                                   "error": err.message})
+    update: dict[str, object] = {"result": "error", "reason": reason, "error": err.message}
+    if drain:
+        try:
+            update["action"] = node.drain(reason)
+        except PinError as exc:
+            update |= {"action": "drain-failed", "slurm_error": exc.message}
+    return base.model_copy(update=update)
 
 
 def setup_failed(check: Check, slurm: SlurmConfig, environ: Mapping[str, str], err: PinError,
                  *, runner: Runner, hostname: str) -> Outcome:
     """The :class:`Outcome` of a run whose setup (configuration, matrix) failed with ``err``:
-    the node drained with ``pin: <error>`` when scontrol can. Raises
-    :class:`~pinning.errors.UsageError` when the node name is unusable.
+    the node drained with ``pin: error: ...`` when scontrol can (the prolog only with
+    ``[slurm] drain-in-prolog``). Raises :class:`~pinning.errors.UsageError` when the node
+    name is unusable.
     """
     name = node_name(slurm, environ, hostname)
     return fail(Outcome(check=check, node=name, result="error"),
-                Node(runner, slurm.scontrol, name), err)
+                Node(runner, slurm.scontrol, name), err,
+                drain=check == "healthcheck" or slurm.drain_in_prolog)
 
 
 def target_features(facts: HostFacts) -> list[str]:

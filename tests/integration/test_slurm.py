@@ -5,7 +5,8 @@ contrib/slurm's scripts are the Prolog, the HealthCheckProgram and the node-feat
 (``NodeFeaturesPlugins=node_features/helpers``). A job asking for the lock's feature runs on
 the matching node; after the recorded firmware changes, the next job is requeued held and the
 node drained with pin's reason; once resumed by hand, the health check drains the idle
-drifting node by itself, and resumes it when the firmware is back.
+drifting node by itself, and resumes it when the firmware is back; a drain of pin's for
+another lock stays for a person.
 
 Without slurm-wlm and munge (or root) the test skips; ``PIN_REQUIRE_SLURM=1`` (CI) fails it.
 """
@@ -120,15 +121,16 @@ def test_jobs_run_on_a_matching_node_and_a_drifting_one_is_drained(site: Site,
     assert job["JobState"] == "PENDING"
     node = cluster.node_fields()
     assert "DRAIN" in node["State"].split("+"), node
-    assert node["Reason"] == "pin: firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
+    assert node["Reason"] == (f"pin: {site.feature} "
+                              "firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960")
     cluster.run("scancel", held)
 
     # Resumed by hand, still drifting: slurmd's health check (run at its start) drains it.
     cluster.run("scontrol", "update", f"NodeName={cluster.node}", "State=RESUME")
     cluster.wait(lambda: "DRAIN" not in cluster.node_fields()["State"], "node resumed")
     cluster.restart_slurmd()
-    cluster.wait(lambda: cluster.node_fields().get("Reason", "").startswith("pin: firmware"),
-                 "the health check's drain")
+    cluster.wait(lambda: cluster.node_fields().get("Reason", "").startswith(
+        f"pin: {site.feature} firmware"), "the health check's drain")
     assert "DRAIN" in cluster.node_fields()["State"].split("+")
 
     # The firmware is back: the health check resumes the node pin drained.
@@ -159,4 +161,24 @@ def test_the_health_check_leaves_a_node_drained_by_someone_else(site: Site,
         assert "DRAIN" in node["State"].split("+")
     finally:
         _set_firmware(site.host, "32961", "32959")
+        cluster.run("scontrol", "update", f"NodeName={cluster.node}", "State=RESUME")
+
+
+def test_the_health_check_keeps_pins_drain_for_another_lock(site: Site,
+                                                           cluster: SlurmCluster) -> None:
+    import subprocess
+
+    other = "pin: pin_ffffffffffff firmware.blocks[0] 1!=2"
+    cluster.run("scontrol", "update", f"NodeName={cluster.node}", "State=DRAIN",
+                f"Reason={other}")
+    try:
+        done = subprocess.run([str(site.bin / "pin-healthcheck")], text=True,
+                              capture_output=True, timeout=90, check=False,
+                              env={"SLURMD_NODENAME": cluster.node})
+        assert done.returncode == 0, done.stderr
+        assert "matches" in done.stdout and "left for a person" in done.stdout
+        assert "State=RESUME" in done.stdout
+        node = cluster.node_fields()
+        assert node["Reason"] == other and "DRAIN" in node["State"].split("+")
+    finally:
         cluster.run("scontrol", "update", f"NodeName={cluster.node}", "State=RESUME")

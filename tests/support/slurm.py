@@ -6,9 +6,9 @@ and ``slurm-wlm``) on a private MUNGE socket, loopback ports and a temporary fol
 Every daemon is one this module started (its pid file is in the cluster's folder); ``stop``
 ends them with ``scontrol shutdown`` and the munged pid.
 
-Configuration facts: ``man slurm.conf`` (Slurm 22.05, https://slurm.schedmd.com/slurm.conf.html)
-and ``munged --help`` (MUNGE 0.5.15): the socket's folder must be searchable by all, the key
-file owned by the daemon's user and not readable by others.
+Configuration facts: ``man slurm.conf`` (Slurm 22.05, https://slurm.schedmd.com/slurm.conf.html,
+read 2026-12-01) and ``munged --help`` (MUNGE 0.5.15): the socket's folder must be searchable
+by all, the key file owned by the daemon's user and not readable by others.
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ from pinning.errors import UsageError
 from pinning.fleet.config import (
     DEFAULT_PATH,
     DEFAULT_TIMEOUT_S,
+    ConfigError,
     PinConfig,
     config_path,
+    key_name,
     load_config,
     read_config,
 )
@@ -30,12 +32,14 @@ def test_defaults_without_a_file_at_the_default_place(tmp_path: Path) -> None:
     assert cfg.fleet.root == Path("/") and cfg.fleet.timeout_s == DEFAULT_TIMEOUT_S
     assert cfg.fleet.locks is None and cfg.fleet.default_lock is None
     assert cfg.slurm.scontrol == "scontrol" and cfg.slurm.slurm_conf is None
-    assert cfg.slurm.resume is True
+    assert cfg.slurm.resume is True and cfg.slurm.drain_in_prolog is True
 
 
 def test_a_named_file_that_is_missing_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="absent.toml"):
+    with pytest.raises(ConfigError, match="absent.toml") as err:
         read_config(str(tmp_path / "absent.toml"), {})
+    assert err.value.hint.startswith("Create the file") and "fix the path" in err.value.hint
+    assert "named key" not in err.value.hint and err.value.exit_code == 2
     with pytest.raises(UsageError, match="env.toml"):
         read_config(None, {"PIN_CONFIG": str(tmp_path / "env.toml")})
 
@@ -47,7 +51,7 @@ def test_relative_paths_are_resolved_against_the_file(tmp_path: Path) -> None:
                     'root = "../host/root"\nreplay = "/abs/commands.toml"\n'
                     'site-packages = ["/opt/venv/lib/python3.12/site-packages"]\ntimeout-s = 5\n'
                     '[slurm]\nscontrol = "bin/scontrol"\nslurm-conf = "slurm.conf"\n'
-                    'node-name = "gpu01"\nresume = false\n')
+                    'node-name = "gpu01"\nresume = false\ndrain-in-prolog = false\n')
     cfg, source = read_config(str(path), {})
     base = path.resolve().parent
     assert source == path
@@ -60,6 +64,7 @@ def test_relative_paths_are_resolved_against_the_file(tmp_path: Path) -> None:
     assert cfg.slurm.scontrol == str(base / "bin" / "scontrol")
     assert cfg.slurm.slurm_conf == base / "slurm.conf"
     assert cfg.slurm.node_name == "gpu01" and cfg.slurm.resume is False
+    assert cfg.slurm.drain_in_prolog is False
 
 
 def test_a_bare_scontrol_name_stays_a_name(tmp_path: Path) -> None:
@@ -69,23 +74,45 @@ def test_a_bare_scontrol_name_stays_a_name(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "named"), [
-    ('[fleet]\nlokcs = "x"\n', "fleet.lokcs"),
-    ('[serve]\nport = 1\n', "serve"),
-    ("top = 1\n", "top"),
-    ('[slurm]\nnode = "x"\n', "slurm.node"),
-    ("[fleet]\ntimeout-s = 0\n", "fleet.timeout-s"),
-    ("[fleet]\ntimeout-s = \"30\"\n", "fleet.timeout-s"),
-    ('[slurm]\nresume = "yes"\n', "slurm.resume"),
-    ('[fleet]\nsite-packages = ["relative/site-packages"]\n', "fleet.site-packages"),
-    ('[slurm]\nnode-name = "a b"\n', "slurm.node-name"),
-    ('[slurm]\nscontrol = ""\n', "slurm.scontrol"),
+    ('[fleet]\nlokcs = "x"\n', "unknown key [fleet] lokcs; did you mean locks?"),
+    ('[fleet]\nlock = "x"\n', "unknown key [fleet] lock; did you mean locks?"),
+    ('[flet]\nlocks = "x"\n', "unknown section [flet]; did you mean fleet?"),
+    ('[serve]\nport = 1\n', "unknown section [serve] (known: fleet, slurm)"),
+    ("top = 1\n", "unknown key top outside a section"),
+    ('[slurm]\nnode = "x"\n', "unknown key [slurm] node; did you mean node-name?"),
+    ("[fleet]\ntimeout-s = 0\n", "[fleet] timeout-s: "),
+    ("[fleet]\ntimeout-s = \"30\"\n", "[fleet] timeout-s: "),
+    ('[slurm]\nresume = "yes"\n', "[slurm] resume: "),
+    ('[slurm]\ndrain-in-prolog = 1\n', "[slurm] drain-in-prolog: "),
+    ('[fleet]\nsite-packages = ["relative/site-packages"]\n',
+     "[fleet] site-packages: 'relative/site-packages': give the path as the host sees it"),
+    ('[slurm]\nnode-name = "a b"\n', "[slurm] node-name: "),
+    ('[slurm]\nscontrol = ""\n', "[slurm] scontrol: "),
     ("[fleet\n", "not valid TOML"),
 ])
 def test_bad_files_are_refused_naming_file_and_key(tmp_path: Path, text: str,
                                                    named: str) -> None:
     path = tmp_path / "config.toml"
     path.write_text(text)
-    with pytest.raises(UsageError) as err:
+    with pytest.raises(ConfigError) as err:
         load_config(path)
     assert str(path) in err.value.message and named in err.value.message
     assert err.value.exit_code == 2 and "--config" in err.value.hint
+    assert "Extra inputs" not in err.value.message and "--site-packages" not in err.value.message
+    assert err.value.short.startswith("config ") and "\n" not in err.value.short
+
+
+def test_key_names_are_written_as_in_the_file() -> None:
+    assert key_name(("fleet", "site-packages", 0)) == "[fleet] site-packages[0]"
+    assert key_name(("slurm", "resume")) == "[slurm] resume"
+    assert key_name(("serve",)) == "[serve]"
+    assert key_name(()) == "(top level)"
+
+
+def test_the_example_config_is_valid_and_sets_no_site_packages() -> None:
+    from tests.support.paths import ROOT
+
+    example = ROOT / "contrib" / "slurm" / "config.toml.example"
+    cfg = load_config(example)
+    assert cfg.fleet.site_packages == ()  # shown commented out: a missing path drains nodes
+    assert "site-packages" in example.read_text()

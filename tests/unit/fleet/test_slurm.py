@@ -14,20 +14,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pinning.errors import DriftError, LockfileError, PinError, ProbeError, UsageError
-from pinning.fleet.config import FleetConfig, SlurmConfig
-from pinning.fleet.reason import PREFIX
+from pinning.fleet.config import ConfigError, FleetConfig, SlurmConfig
 from pinning.fleet.slurm import (
+    LockNotHere,
     Node,
     NodeState,
     ProbeTimeout,
     SlurmCommandError,
     bounded,
+    drift_reason,
     error_reason,
     index_locks,
     lock_feature,
     node_name,
     parse_node,
     pin_features,
+    reason_lock,
     select_locks,
     slurm_conf,
 )
@@ -38,7 +40,7 @@ from pinning.fleet.slurm_checks import (
     run_check,
     target_features,
 )
-from pinning.lockfile.io import write_lock
+from pinning.lockfile.io import read_lock, write_lock
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
 from pinning.probe.models import HostFacts
@@ -52,7 +54,9 @@ B = "pin_ba9876543210"
 IDLE = ("NodeName=gpu01 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE "
         "ThreadsPerCore=1 Partitions=debug BootTime=2026-12-01T09:21:22")
 PIN_DRAINED = (IDLE.replace("State=IDLE", "State=IDLE+DRAIN")
-               + " Reason=pin: firmware.blocks[0] 1!=2 (+1 more) [root@2026-12-01T21:18:32]")
+               + f" Reason=pin: {A} firmware.blocks[0] 1!=2 (+1 more) [root@2026-12-01T21:18:32]")
+ERROR_DRAINED = (IDLE.replace("State=IDLE", "State=IDLE+DRAIN")
+                 + " Reason=pin: error: probe timed out after 30 s [root@2026-12-01T21:18:32]")
 OTHER_DRAINED = (IDLE.replace("State=IDLE", "State=MIXED+DRAIN")
                  + " Reason=maintenance window [alice@2026-12-01T21:18:32]")
 DOWN = IDLE.replace("State=IDLE", "State=DOWN+DRAIN") + " Reason=pin: x 1!=2 [root@2026]"
@@ -212,14 +216,43 @@ def test_the_node_name_and_slurm_conf_precedence() -> None:
     assert slurm_conf(SlurmConfig(), {}) == "/etc/slurm/slurm.conf"
 
 
-def test_an_error_reason_is_one_short_ascii_line() -> None:
+def test_an_error_reason_is_kind_first_short_and_ascii() -> None:
     err = LockfileError("Lock /etc/pin/locks/é.lock:\tnot valid TOML " + "x" * 200 + "\nsecond")
     reason = error_reason(err)
-    assert reason.startswith(PREFIX + "Lock /etc/pin/locks/_.lock: not valid TOML")
-    assert len(reason) == 80 and reason.endswith("~") and reason.isascii()
+    assert reason.startswith("pin: error: lock: Lock .../_.lock: not valid TOML")
+    assert len(reason) == 128 and reason.endswith("~") and reason.isascii()
     assert "\n" not in reason and "second" not in reason
     assert error_reason(ProbeTimeout("probe timed out after 30 s")) == (
-        "pin: probe timed out after 30 s")
+        "pin: error: probe timed out after 30 s")
+    # The cause survives a long path in front of it (it used to be cut away).
+    replay = ProbeError("/tmp/rev17/hosts/mi300x-rocm7.1/cmd-drift.toml: command[0]: cannot "
+                        "read stdout file /tmp/rev17/hosts/mi300x-rocm7.1/out/~")
+    assert error_reason(replay) == ("pin: error: probe: .../cmd-drift.toml: command[0]: "
+                                    "cannot read stdout file .../~")
+    assert error_reason(LockNotHere("long", short=f"lock {A} not in /etc/pin/locks")) == (
+        f"pin: error: lock {A} not in /etc/pin/locks")
+    assert error_reason(ConfigError("long", short="config [fleet] locks: bad")) == (
+        "pin: error: config [fleet] locks: bad")
+    assert error_reason(SlurmCommandError("scontrol not found: x.")).startswith(
+        "pin: error: scontrol: ")
+
+
+def test_a_drift_reason_names_the_lock_and_stays_bounded(drifted: HostFacts,
+                                                         frozen: Lockfile,
+                                                         matrix: Matrix) -> None:
+    from pinning.fleet.slurm_checks import node_drift
+    from pinning.verify.report import verify
+
+    drift = node_drift(verify(frozen, drifted, matrix, lock_name="l", host_name="h"))
+    assert drift_reason(A, drift) == f"pin: {A} firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
+    many = drift * 9
+    long = drift_reason(A, many, limit=60)
+    assert long.startswith(f"pin: {A} firmware") and long.endswith(" (+8 more)")
+    assert len(long) == 60 and "~" in long
+    assert reason_lock(long) == A
+    for other in ("pin: firmware.blocks[0] 1!=2", "pin: error: lock x", "maintenance", None,
+                  f"pin: {A}x 1!=2"):
+        assert reason_lock(other) is None
 
 
 def test_bounded_returns_raises_or_times_out() -> None:
@@ -241,7 +274,7 @@ def test_bounded_returns_raises_or_times_out() -> None:
 def test_scontrol_node_lines_are_parsed() -> None:
     assert parse_node(IDLE) == NodeState("IDLE")
     pinned = parse_node(PIN_DRAINED)
-    assert pinned == NodeState("IDLE+DRAIN", "pin: firmware.blocks[0] 1!=2 (+1 more)")
+    assert pinned == NodeState("IDLE+DRAIN", f"pin: {A} firmware.blocks[0] 1!=2 (+1 more)")
     assert pinned.pins and pinned.out_of_service
     other = parse_node(OTHER_DRAINED)
     assert other is not None and other.out_of_service and not other.pins
@@ -259,7 +292,7 @@ def test_drain_writes_pins_reason_on_an_in_service_node() -> None:
 
 
 @pytest.mark.parametrize(("show", "reason", "action"), [
-    (PIN_DRAINED, "pin: firmware.blocks[0] 1!=2 (+1 more)", "already-drained"),
+    (PIN_DRAINED, f"pin: {A} firmware.blocks[0] 1!=2 (+1 more)", "already-drained"),
     (OTHER_DRAINED, "pin: a 1!=2", "left"),
     (DOWN, "pin: a 1!=2", "drained"),  # pin's own reason is refreshed
 ])
@@ -282,13 +315,18 @@ def test_a_failing_or_missing_scontrol_is_a_setup_error() -> None:
         Node(Recorder(missing=True), "scontrol", "gpu01").drain("pin: a 1!=2")
 
 
-def test_resume_only_what_pin_drained() -> None:
-    rec = Recorder(PIN_DRAINED)
-    assert Node(rec, "scontrol", "gpu01").resume() == "resumed"
-    assert rec.updates == [["scontrol", "update", "NodeName=gpu01", "State=RESUME"]]
+def test_resume_only_what_pin_drained_for_this_lock_or_an_error() -> None:
+    for show in (PIN_DRAINED, ERROR_DRAINED):
+        rec = Recorder(show)
+        assert Node(rec, "scontrol", "gpu01").resume(A) == "resumed"
+        assert rec.updates == [["scontrol", "update", "NodeName=gpu01", "State=RESUME"]]
+    # pin's drain for another lock (a job's, from the prolog) is left for a person.
+    other_lock = Recorder(PIN_DRAINED)
+    assert Node(other_lock, "scontrol", "gpu01").resume(B) == "kept"
+    assert other_lock.updates == []
     for show in (IDLE, OTHER_DRAINED, DOWN, "garbage"):
         other = Recorder(show)
-        assert Node(other, "scontrol", "gpu01").resume() == "none"
+        assert Node(other, "scontrol", "gpu01").resume(A) == "none"
         assert other.updates == []
 
 
@@ -317,7 +355,8 @@ def test_prolog_on_drift_drains_with_pins_reason_and_exits_6(locks: Path, drifte
                                                              matrix: Matrix) -> None:
     rec = Recorder()
     out, err = _run("prolog", drifted, matrix, FleetConfig(default_lock=locks / "site.lock"), rec)
-    reason = "pin: firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
+    feat = lock_feature(read_lock(locks / "site.lock").content_hash)
+    reason = f"pin: {feat} firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
     assert isinstance(err, DriftError) and err.exit_code == 6
     assert (out.result, out.selection, out.reason, out.action) == (
         "drift", "default", reason, "drained")
@@ -348,18 +387,52 @@ def test_healthcheck_drains_by_itself_and_exits_0(locks: Path, drifted: HostFact
     assert err is None and out.result == "drift" and out.action == "drained"
 
 
-@pytest.mark.parametrize(("show", "resume", "action"), [
-    (PIN_DRAINED, True, "resumed"),
-    (PIN_DRAINED, False, "none"),
-    (OTHER_DRAINED, True, "none"),
+@pytest.mark.parametrize(("reason", "resume", "action"), [
+    ("pin: {feat} firmware.blocks[0] 1!=2", True, "resumed"),
+    ("pin: error: probe timed out after 30 s", True, "resumed"),
+    ("pin: {feat} firmware.blocks[0] 1!=2", False, "none"),
+    (f"pin: {B} firmware.blocks[0] 1!=2", True, "kept"),  # another lock's drain
+    ("pin: firmware.blocks[0] 1!=2", True, "kept"),  # no lock named: not provably this one
+    ("maintenance window", True, "none"),
 ])
-def test_healthcheck_on_a_match_resumes_only_its_own_drains(
-        locks: Path, facts: HostFacts, matrix: Matrix, show: str, resume: bool,
-        action: str) -> None:
+def test_healthcheck_on_a_match_resumes_only_its_own_lock(
+        locks: Path, frozen: Lockfile, facts: HostFacts, matrix: Matrix, reason: str,
+        resume: bool, action: str) -> None:
+    show = (IDLE.replace("State=IDLE", "State=IDLE+DRAIN") + " Reason="
+            + reason.format(feat=lock_feature(frozen.content_hash)) + " [root@2026-12-01]")
     rec = Recorder(show)
     out, err = _run("healthcheck", facts, matrix, FleetConfig(default_lock=locks / "site.lock"),
                     rec, slurm=SlurmConfig(resume=resume))
     assert err is None and out.result == "match" and out.action == action
+    assert bool(rec.updates) is (action == "resumed")
+    if not resume:
+        assert rec.calls == []
+
+
+def test_a_failing_resume_is_reported_and_exits_2(locks: Path, frozen: Lockfile,
+                                                  facts: HostFacts, matrix: Matrix) -> None:
+    show = PIN_DRAINED.replace(A, lock_feature(frozen.content_hash))
+    out, err = _run("healthcheck", facts, matrix, FleetConfig(default_lock=locks / "site.lock"),
+                    Recorder(show, rc=1))
+    assert isinstance(err, SlurmCommandError) and err.exit_code == 2
+    assert out.action == "resume-failed" and "Access denied" in (out.slurm_error or "")
+
+
+def test_a_prolog_that_must_not_drain_calls_no_slurm_command(locks: Path, drifted: HostFacts,
+                                                             matrix: Matrix) -> None:
+    quiet = SlurmConfig(drain_in_prolog=False)
+    rec = Recorder()
+    out, err = _run("prolog", drifted, matrix, FleetConfig(default_lock=locks / "site.lock"),
+                    rec, slurm=quiet)
+    assert isinstance(err, DriftError) and out.result == "drift" and out.action == "none"
+    out, err = _run("prolog", drifted, matrix, FleetConfig(locks=locks), rec,
+                    {"SLURM_JOB_CONSTRAINTS": A}, slurm=quiet)
+    assert isinstance(err, LockfileError) and out.result == "error" and out.action == "none"
+    assert rec.calls == []
+    # The health check still drains: its exit code is ignored by Slurm.
+    out, _ = _run("healthcheck", drifted, matrix, FleetConfig(default_lock=locks / "site.lock"),
+                  rec, slurm=quiet)
+    assert out.action == "drained"
 
 
 def test_nothing_to_check_without_a_lock(facts: HostFacts, matrix: Matrix) -> None:
@@ -377,7 +450,7 @@ def test_a_broken_setup_drains_with_the_error(locks: Path, facts: HostFacts,
                     {"SLURM_JOB_CONSTRAINTS": A})
     assert isinstance(err, LockfileError)
     assert out.result == "error" and out.action == "drained"
-    assert out.reason is not None and out.reason.startswith(f"pin: The job asks for {A}")
+    assert out.reason == f"pin: error: lock {A} not in {locks}"
     assert rec.updates[0][-1] == f"Reason={out.reason}"
 
 
@@ -392,15 +465,47 @@ def test_a_probe_past_its_bound_drains_and_exits_7(locks: Path, matrix: Matrix) 
     finally:
         release.set()
     assert isinstance(err, ProbeTimeout) and err.exit_code == 7
-    assert out.reason == "pin: probe timed out after 0.05 s" and out.action == "drained"
+    assert out.reason == "pin: error: probe timed out after 0.05 s" and out.action == "drained"
 
 
+@pytest.mark.parametrize("rec", [Recorder(rc=1), Recorder(missing=True)])
 def test_a_failing_scontrol_on_drift_is_reported(locks: Path, drifted: HostFacts,
-                                                 matrix: Matrix) -> None:
+                                                 matrix: Matrix, rec: Recorder) -> None:
+    from pinning.cli.slurm import outcome_text
+
     out, err = _run("healthcheck", drifted, matrix,
-                    FleetConfig(default_lock=locks / "site.lock"), Recorder(rc=1))
-    assert isinstance(err, SlurmCommandError)
-    assert out.result == "error" and out.action == "none" and "Access denied" in (out.error or "")
+                    FleetConfig(default_lock=locks / "site.lock"), rec)
+    assert isinstance(err, SlurmCommandError) and err.exit_code == 2
+    assert out.result == "drift" and out.action == "drain-failed"
+    why = "Access denied" if not rec.missing else "scontrol not found"
+    assert why in (out.slurm_error or "")
+    assert f"could not drain: {out.slurm_error}" in outcome_text(out)
+    out, err = _run("prolog", drifted, matrix, FleetConfig(default_lock=locks / "site.lock"), rec)
+    assert isinstance(err, DriftError) and out.action == "drain-failed"
+
+
+def test_a_failing_scontrol_on_a_setup_error_is_reported(locks: Path, facts: HostFacts,
+                                                         matrix: Matrix) -> None:
+    out, err = _run("prolog", facts, matrix, FleetConfig(locks=locks), Recorder(rc=1),
+                    {"SLURM_JOB_CONSTRAINTS": A})
+    assert isinstance(err, LockfileError)
+    assert out.result == "error" and out.action == "drain-failed"
+    assert "Access denied" in (out.slurm_error or "")
+
+
+def test_a_missing_site_packages_folder_names_the_config_key(host_copy: HostCopy,
+                                                             matrix: Matrix) -> None:
+    from pinning.fleet.slurm_checks import probe_node
+
+    host = host_copy("mi300x-rocm7.1")
+    fleet = FleetConfig(root=host / "root", replay=host / "commands.toml",
+                        site_packages=("/opt/absent/site-packages",))
+    with pytest.raises(ConfigError) as err:
+        probe_node(fleet, matrix)(None, None)
+    assert "[fleet] site-packages /opt/absent/site-packages" in err.value.message
+    assert "--site-packages" not in err.value.render()
+    assert error_reason(err.value) == (
+        "pin: error: config [fleet] site-packages /opt/absent/site-packages missing")
 
 
 def test_features_are_the_matching_locks_then_the_targets(locks: Path, frozen: Lockfile,
@@ -462,7 +567,7 @@ def test_pin_slurm_prolog_features_and_healthcheck(tmp_path: Path, host_copy: Ho
     fw = host / "out" / "amd-smi-firmware.txt"
     fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
     done = pin("slurm", "prolog", "--config", str(config), env=env)
-    reason = "pin: firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
+    reason = f"pin: {feat} firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
     assert done.returncode == 6, done.stderr
     assert "drifted" in done.stderr and reason in done.stdout
     assert log.read_text().splitlines() == [
@@ -483,9 +588,50 @@ def test_a_broken_config_drains_with_pins_reason(tmp_path: Path, host_copy: Host
     config.write_text(config.read_text() + "lokcs = 1\n")
     env = _env(tmp_path, SLURMD_NODENAME="gpu02", SLURM_CONF="/nonexistent/slurm.conf")
     done = pin("slurm", "prolog", "--config", str(config), env=env)
-    assert done.returncode == 2 and "slurm.lokcs" in done.stderr
+    assert done.returncode == 2 and "unknown key [slurm] lokcs" in done.stderr
+    assert "Extra inputs" not in done.stderr
     update = log.read_text().splitlines()[-1]
-    assert update.startswith("update|NodeName=gpu02|State=DRAIN|Reason=pin: pin configuration ")
+    assert update.startswith(
+        "update|NodeName=gpu02|State=DRAIN|Reason=pin: error: config unknown key [slurm] lokcs")
+    # Fixed: a matching node calls no Slurm command at all.
+    config.write_text(config.read_text().replace("lokcs = 1\n", ""))
+    log.unlink()
+    done = pin("slurm", "prolog", "--config", str(config), env=env)
+    assert done.returncode == 0 and not log.exists()
+
+
+def test_the_healthcheck_says_when_it_could_not_drain(tmp_path: Path, host_copy: HostCopy,
+                                                      locks: Path) -> None:
+    from tests.support.cli import json_result, pin
+
+    host = host_copy("mi300x-rocm7.1")
+    config, _ = _site(tmp_path, host, locks)
+    fake = tmp_path / "bin" / "scontrol"
+    fake.write_text(fake.read_text().replace("exit 0", 'echo "slurm_update error: Access '
+                                                       'denied" >&2; exit 1'))
+    fw = host / "out" / "amd-smi-firmware.txt"
+    fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
+    done = pin("slurm", "healthcheck", "--config", str(config), env=_env(tmp_path))
+    assert done.returncode == 2
+    assert "could not drain: Slurm refused" in done.stdout and "Access denied" in done.stdout
+    done = pin("slurm", "healthcheck", "--config", str(config), "--format", "json",
+               env=_env(tmp_path))
+    out = json_result(done)
+    assert out["action"] == "drain-failed" and "Access denied" in out["slurm-error"]
+
+
+def test_a_prolog_without_drain_logs_the_reason(tmp_path: Path, host_copy: HostCopy,
+                                                locks: Path) -> None:
+    from tests.support.cli import pin
+
+    host = host_copy("mi300x-rocm7.1")
+    config, log = _site(tmp_path, host, locks)
+    config.write_text(config.read_text() + "drain-in-prolog = false\n")
+    fw = host / "out" / "amd-smi-firmware.txt"
+    fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
+    done = pin("slurm", "prolog", "--config", str(config), env=_env(tmp_path))
+    assert done.returncode == 6 and not log.exists()
+    assert "firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960 (not drained by pin" in done.stderr
 
 
 def test_the_commands_refuse_what_they_cannot_do(tmp_path: Path) -> None:
