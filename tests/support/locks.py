@@ -23,3 +23,15 @@ def lock_for(matrix: Matrix, gpu: str, framework: str, *, rocm: str | None = Non
         model=parse_model(model) if model else None,
     )
     return lock_from_resolution(resolve(matrix, c), matrix)
+
+
+def frozen_mi300x(matrix: Matrix) -> Lockfile:
+    """The MI300X / PyTorch 2.7 / ROCm 7.1.1 lock frozen from the recorded host
+    ``tests/data/hosts/mi300x-rocm7.1`` (nothing outside what the lock validated)."""
+    from pinning.verify.freeze import freeze
+    from tests.support.hosts import recorded
+
+    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
+    out, found, _ = freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="mi300x")
+    assert found == [], found
+    return out

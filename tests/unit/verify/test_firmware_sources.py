@@ -13,18 +13,14 @@ from pinning.matrix.load import Matrix
 from pinning.probe.host import probe_host
 from pinning.probe.models import HostFacts
 from pinning.util.proc import NoRunner
-from pinning.verify.freeze import freeze
 from pinning.verify.report import VerifyReport, verify
 from tests.support.hosts import MI300X, HostCopy, recorded
-from tests.support.locks import lock_for
+from tests.support.locks import frozen_mi300x
 
 
 @pytest.fixture(scope="module")
 def frozen(matrix: Matrix) -> Lockfile:
-    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
-    out, found, _ = freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="mi300x")
-    assert found == []
-    return out
+    return frozen_mi300x(matrix)
 
 
 def files_only(root: Path, matrix: Matrix) -> HostFacts:

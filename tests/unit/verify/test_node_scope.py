@@ -12,19 +12,15 @@ import pytest
 from pinning.lockfile.io import write_lock
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
-from pinning.verify.freeze import freeze
 from pinning.verify.report import NODE_FACTS, node_scope, verify
 from tests.support.cli import json_result, pin
 from tests.support.hosts import SITE, HostCopy, recorded
-from tests.support.locks import lock_for
+from tests.support.locks import frozen_mi300x
 
 
 @pytest.fixture(scope="module")
 def frozen(matrix: Matrix) -> Lockfile:
-    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
-    out, found, _ = freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="mi300x")
-    assert found == []
-    return out
+    return frozen_mi300x(matrix)
 
 
 def test_node_scope_keeps_node_facts_and_recomputes_the_result(

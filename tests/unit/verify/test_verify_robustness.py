@@ -15,13 +15,12 @@ from pinning.matrix.load import Matrix
 from pinning.verify.freeze import freeze
 from pinning.verify.report import VerifyReport, verify
 from tests.support.hosts import MI300X, SITE, HostCopy, recorded
-from tests.support.locks import lock_for
+from tests.support.locks import frozen_mi300x, lock_for
 
 
 @pytest.fixture(scope="module")
 def frozen(matrix: Matrix) -> Lockfile:
-    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
-    return freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="h")[0]
+    return frozen_mi300x(matrix)
 
 
 def check(lock: Lockfile, host: Path, matrix: Matrix, **kw: Any) -> VerifyReport:

@@ -22,7 +22,7 @@ from pinning.verify.freeze import freeze
 from pinning.verify.report import VerifyReport, audit_device_strings, verify
 from tests.support.cli import json_result, pin
 from tests.support.hosts import MI300X, SITE, HostCopy, recorded
-from tests.support.locks import lock_for
+from tests.support.locks import frozen_mi300x
 
 
 def served(lock: Lockfile, *, quantization: str | None = None,
@@ -35,10 +35,7 @@ def served(lock: Lockfile, *, quantization: str | None = None,
 
 @pytest.fixture(scope="module")
 def frozen(matrix: Matrix) -> Lockfile:
-    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
-    out, found, _ = freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="mi300x")
-    assert found == []
-    return out
+    return frozen_mi300x(matrix)
 
 
 def run(lock: Lockfile, facts: HostFacts, matrix: Matrix, **kw: Any) -> VerifyReport:
