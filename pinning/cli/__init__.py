@@ -23,10 +23,27 @@ import click
 
 from pinning import __version__
 from pinning.cli.envelope import has_result, remember_args, wants_json, write_envelope
-from pinning.errors import InternalError, PinError
+from pinning.errors import InternalError, PinError, UsageError
 from pinning.util.text import printable
 
 __all__ = ["WORKFLOW", "PinGroup", "main"]
+
+
+def _command_path(ctx: click.Context) -> str:
+    """``pin fleet verify``: the command words of this run's argument list (options before
+    them skipped), for a usage hint; ``pin COMMAND`` when none is found.
+    """
+    cmd: click.Command = ctx.command
+    words = ["pin"]
+    for arg in sys.argv[1:]:
+        if arg.startswith("-"):
+            continue
+        sub = cmd.commands.get(arg) if isinstance(cmd, click.Group) else None
+        if sub is None:
+            break
+        words.append(arg)
+        cmd = sub
+    return " ".join(words) if len(words) > 1 else "pin COMMAND"
 
 
 def _fail(err: PinError, debug: bool, ctx: click.Context | None = None) -> NoReturn:
@@ -34,6 +51,8 @@ def _fail(err: PinError, debug: bool, ctx: click.Context | None = None) -> NoRet
     its code; the traceback first with ``--debug``. Under ``--format json`` the envelope
     (``ok`` false, the error, any result the command gave) goes to standard output too.
     """
+    if err.hint == UsageError.default_hint and ctx is not None:
+        err.hint = err.hint.replace("pin COMMAND", _command_path(ctx))
     if ctx is not None and wants_json(ctx):
         write_envelope(ctx, err.exit_code, kind=type(err).__name__, message=err.message,
                        hint=err.hint)
