@@ -49,6 +49,8 @@ def outcome_text(out: Outcome) -> str:
                      f"for a person: fix it, then `{resume}`"),
             "drain-failed": f"; could not drain: {out.slurm_error}",
             "resume-failed": f"; could not resume: {out.slurm_error}",
+            "state-unknown": (f"; could not read the node's state: {out.slurm_error}; "
+                              f"{'not resumed' if out.result == 'match' else 'not drained'}"),
             "none": ""}[out.action]
     if out.result == "match":
         text = f"node {out.node} matches {out.matched}{done}"
@@ -57,7 +59,9 @@ def outcome_text(out: Outcome) -> str:
     elif out.result == "error":
         text = f"node {out.node}: check failed ({out.reason}){done}"
     else:
-        why = ("the job asks for no pin_ feature and [fleet] default-lock is not set"
+        asked = ("names no pin_ feature this node has a lock for" if out.ignored
+                 else "asks for no pin_ feature")
+        why = (f"the job {asked} and [fleet] default-lock is not set"
                if out.check == "prolog" else "[fleet] default-lock is not set")
         text = f"node {out.node}: nothing checked ({why})"
     return printable(f"pin slurm {out.check}: {text}", newlines=False)
@@ -67,6 +71,8 @@ def _show(out: Outcome, fmt: str, *, drained_by_slurm: bool = False) -> None:
     """Print ``out``; ``drained_by_slurm`` (a prolog that does not drain, on drift or error):
     pin's reason goes to stderr too, which slurmd logs.
     """
+    if out.note:
+        click.echo(printable(f"pin slurm {out.check}: {out.note}", newlines=False), err=True)
     if fmt == "json":
         emit(out.model_dump(mode="json", by_alias=True))
     else:
@@ -81,10 +87,13 @@ def _check(check: Check, config: str | None, fmt: str) -> None:
     """Run the prolog or the health check with the live runner and this machine's names."""
     import os
     import socket
+    import time
+
+    started = time.monotonic()  # the run's deadline counts from here
 
     from pinning.errors import PinError
     from pinning.fleet.config import SlurmConfig, read_config
-    from pinning.fleet.slurm import slurm_conf
+    from pinning.fleet.slurm import Deadline, slurm_conf
     from pinning.fleet.slurm_checks import probe_node, run_check, setup_failed
     from pinning.matrix.load import load_matrix
     from pinning.util.proc import SystemRunner
@@ -100,11 +109,13 @@ def _check(check: Check, config: str | None, fmt: str) -> None:
         matrix = load_matrix(())
     except PinError as err:
         os.environ["SLURM_CONF"] = slurm_conf(slurm_cfg, os.environ)
-        _show(setup_failed(check, slurm_cfg, os.environ, err, runner=runner, hostname=host),
+        _show(setup_failed(check, slurm_cfg, os.environ, err, runner=runner, hostname=host,
+                           deadline=Deadline(slurm_cfg.deadline_s, start=started)),
               fmt, drained_by_slurm=check == "prolog" and not slurm_cfg.drain_in_prolog)
         raise
     out, failed = run_check(check, cfg.slurm, cfg.fleet, os.environ, runner=runner,
-                            probe=probe_node(cfg.fleet, matrix), matrix=matrix, hostname=host)
+                            probe=probe_node(cfg.fleet, matrix), matrix=matrix, hostname=host,
+                            deadline=Deadline(cfg.slurm.deadline_s, start=started))
     _show(out, fmt, drained_by_slurm=check == "prolog" and not cfg.slurm.drain_in_prolog)
     if failed is not None:
         raise failed
@@ -116,29 +127,35 @@ def _check(check: Check, config: str | None, fmt: str) -> None:
 def prolog(config: str | None, fmt: str) -> None:
     """Slurm Prolog: check this node against the job's lock before the job starts.
 
-    The lock is the one whose feature the job asked for (sbatch -C pin_<digest12>: the
-    first 12 hex digits of its content hash; a lock in [fleet] locks), else [fleet]
-    default-lock; with neither, nothing is checked (exit 0). The host is probed (bounded by
-    [fleet] timeout-s), never stressed.
+    The job's feature (sbatch -C pin_<digest12>: the first 12 hex digits of a lock's content
+    hash) picks among this node's locks, those in [fleet] locks; Slurm's scheduler places
+    such a job only on nodes offering the feature (pin slurm features, helpers plugin). A
+    pin_ feature this node has no lock for is ignored (a line on stderr says so): the job
+    is then checked against [fleet] default-lock, the lock every node of this configuration
+    must match, as a job naming none is; without it nothing is checked (exit 0). The locks
+    are read and the host probed (never stressed) within [fleet] timeout-s; the whole run,
+    scontrol included, within [slurm] deadline-s (default 50 s).
 
     Exit 0 when the node matches; no Slurm command is run then. On drift the node is drained
     with pin's reason (scontrol update NodeName=N State=DRAIN Reason="pin: pin_<digest12>
     <fact> <want>!=<have>") and the exit is 6: Slurm requeues the job held. A broken setup
     (configuration 2, lock 5, probe or timeout 7, scontrol 2) drains with "pin: error: ..."
-    and exits with that code.
+    and exits with that code. When scontrol cannot show the node's state, pin drains
+    nothing (the node may carry someone else's reason) and says so; the exit stays non-zero,
+    so Slurm drains the node with "Prolog error".
 
     Slurm's prolog guide says prolog scripts "should not call Slurm commands (e.g. squeue,
     scontrol, sacctmgr, etc)" (https://slurm.schedmd.com/prolog_epilog.html, read
     2026-12-01). pin calls scontrol only on drift or error (show node, then update; each
-    bounded by 10 s) so that the node's reason is pin's instead of "Prolog error". With
-    [slurm] drain-in-prolog = false it calls none: it exits non-zero (Slurm drains with
-    "Prolog error") and writes pin's reason to stderr (slurmd's log).
+    bounded by 10 s and the time left) so that the node's reason is pin's instead of
+    "Prolog error". With [slurm] drain-in-prolog = false it calls none: it exits non-zero
+    (Slurm drains with "Prolog error") and writes pin's reason to stderr (slurmd's log).
 
     \b
     slurm.conf (man slurm.conf, Slurm 22.05):
       Prolog=/usr/local/lib/pin/pin-prolog      # contrib/slurm/pin-prolog
       PrologFlags=Alloc
-      PrologEpilogTimeout=60                    # above [fleet] timeout-s
+      PrologEpilogTimeout=60                    # above [slurm] deadline-s
     """
     _check("prolog", config, fmt)
 
@@ -158,7 +175,10 @@ def healthcheck(config: str | None, fmt: str) -> None:
     the prolog) is left for a person: fix the node, then `scontrol update NodeName=N
     State=RESUME`. A node drained or down for another reason is never touched. A broken
     setup drains with "pin: error: ..." and exits with its code (2, 5, 7); when scontrol
-    cannot drain or resume, the output says "could not drain: ..." and the exit is 2.
+    cannot drain or resume, the output says "could not drain: ..." and the exit is 2; when
+    it cannot show the node's state, nothing is drained or resumed ("could not read the
+    node's state: ...") and the exit is 2. The whole run stays within [slurm] deadline-s
+    (default 50 s, below the 60 s after which slurmd kills it).
     SLURM_CONF comes from [slurm] slurm-conf, else the environment, else
     /etc/slurm/slurm.conf (slurmd does not pass it to the health check).
 

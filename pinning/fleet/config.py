@@ -10,11 +10,12 @@ file. Example::
     [fleet]
     locks = "/etc/pin/locks"            # folder of *.lock files (pin_<digest12> features)
     default-lock = "/etc/pin/locks/site.lock"
-    timeout-s = 30                      # probe bound, seconds
+    timeout-s = 30                      # locks + probe bound, seconds
 
     [slurm]
     scontrol = "/usr/bin/scontrol"
     slurm-conf = "/etc/slurm/slurm.conf"
+    deadline-s = 50                     # a whole prolog / health-check run, seconds
 
 ``[fleet] default-lock`` is the lock every node that reads this file must match (the health
 check's lock, and a job's that asks for none): keep one configuration per node class.
@@ -34,8 +35,9 @@ from pinning.errors import UsageError
 from pinning.util.models import Strict
 from pinning.util.text import printable
 
-__all__ = ["DEFAULT_PATH", "ENV_VAR", "ConfigError", "FleetConfig", "PinConfig", "SlurmConfig",
-           "config_path", "key_name", "load_config", "read_config"]
+__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_PATH", "DEFAULT_TIMEOUT_S", "ENV_VAR", "ConfigError",
+           "FleetConfig", "PinConfig", "SlurmConfig", "config_path", "key_name", "load_config",
+           "read_config"]
 
 #: Where pin looks for its site configuration when neither ``--config`` nor
 #: ``$PIN_CONFIG`` names one.
@@ -49,8 +51,13 @@ ENV_VAR = "PIN_CONFIG"
 #: https://slurm.schedmd.com/slurm.conf.html#OPT_HealthCheckProgram, read 2026-12-01).
 DEFAULT_TIMEOUT_S = 30.0
 
+#: Default bound on a whole prolog or health-check run in seconds (reading the locks, the
+#: probe and every scontrol call): below the same 60 s health-check kill (source above);
+#: keep it below ``PrologEpilogTimeout`` too. ``[fleet] timeout-s`` must be below it.
+DEFAULT_DEADLINE_S = 50.0
+
 _KEYS = ("[fleet] locks, default-lock, root, replay, site-packages, timeout-s; [slurm] scontrol, "
-         "slurm-conf, node-name, resume, drain-in-prolog")
+         "slurm-conf, node-name, resume, drain-in-prolog, deadline-s")
 _HINT = (f"Fix the named key in the configuration file (keys: {_KEYS}), or point --config / "
          "PIN_CONFIG at another file. See contrib/slurm/README.md.")
 _MISSING_HINT = ("Create the file (contrib/slurm/config.toml.example is a start), or fix the path "
@@ -76,7 +83,8 @@ class FleetConfig(Strict):
     (``/``: this machine, live); ``replay``: a ``commands.toml`` answering the tools of a
     recorded ``root`` (tests and demonstrations). ``site_packages``: the workload's Python
     site-packages as the host sees them (absolute paths; default: discovery, which on a live
-    host is pin's own interpreter). ``timeout_s``: the probe's bound in seconds.
+    host is pin's own interpreter). ``timeout_s``: the bound in seconds on reading the
+    locks and probing (below ``[slurm] deadline-s``).
     """
 
     locks: Path | None = None
@@ -108,6 +116,10 @@ class SlurmConfig(Strict):
     ``drain_in_prolog``: the prolog drains with pin's reason itself (scontrol, against
     Slurm's advice for prologs; see contrib/slurm/README.md); ``False``: it only exits
     non-zero (Slurm drains with "Prolog error") and writes pin's reason to stderr.
+    ``deadline_s``: the bound in seconds on a whole prolog or health-check run: reading the
+    locks and probing (also within ``[fleet] timeout-s``, which must be smaller) and each
+    scontrol call (at most 10 s each, and only what is left). Keep it below Slurm's 60 s
+    health-check kill and below ``PrologEpilogTimeout``.
     """
 
     scontrol: str = Field(default="scontrol", min_length=1)
@@ -115,6 +127,7 @@ class SlurmConfig(Strict):
     node_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,255}$")
     resume: bool = Field(default=True, strict=True)
     drain_in_prolog: bool = Field(default=True, strict=True)
+    deadline_s: float = Field(default=DEFAULT_DEADLINE_S, gt=0, le=3600, strict=True)
 
 
 class PinConfig(Strict):
@@ -213,6 +226,16 @@ def load_config(path: Path, *, named: bool = True) -> PinConfig:
         text = f"{label}: {'; '.join(p for _, p in problems[:5])}{more}"
         raise ConfigError(text if text.endswith((".", "?")) else text + ".",
                           short=f"config {problems[0][1]}", hint=_HINT) from exc
+    if cfg.fleet.timeout_s >= cfg.slurm.deadline_s:
+        raise ConfigError(
+            f"{label}: [fleet] timeout-s ({cfg.fleet.timeout_s:g}) must be below [slurm] "
+            f"deadline-s ({cfg.slurm.deadline_s:g}): the run needs time left to drain the "
+            "node after a probe that timed out.",
+            short="config [fleet] timeout-s not below [slurm] deadline-s",
+            hint=f"Lower [fleet] timeout-s (default {DEFAULT_TIMEOUT_S:g}) or raise [slurm] "
+                 f"deadline-s (default {DEFAULT_DEADLINE_S:g}; keep it below Slurm's 60 s "
+                 "health-check kill and PrologEpilogTimeout), or point --config / PIN_CONFIG "
+                 "at another file.")
     base = path.resolve().parent
     fleet = cfg.fleet.model_copy(update={
         "locks": _resolve(base, cfg.fleet.locks),

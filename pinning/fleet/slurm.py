@@ -12,7 +12,7 @@ tests/integration/test_slurm.py, 2026-12-01):
   ``[slurm] drain-in-prolog = false``. The prolog guide says prolog and epilog scripts
   "should not call Slurm commands (e.g. squeue, scontrol, sacctmgr, etc)": pin's prolog calls
   none on a match, and on drift or error at most two, each bounded by
-  :data:`SCONTROL_TIMEOUT_S`;
+  :data:`SCONTROL_TIMEOUT_S` and by the run's :class:`Deadline` (``[slurm] deadline-s``);
 - the prolog sees the job's ``--constraint`` in ``SLURM_JOB_CONSTRAINTS`` and the node's
   name in ``SLURMD_NODENAME``, with no ``PATH``;
 - a ``HealthCheckProgram``'s exit code is ignored ("Any action to be taken must be
@@ -27,10 +27,10 @@ Policy (decided here, after LBNL NHC's ``helpers/node-mark-offline`` and
 ``node-mark-online``, https://github.com/mej/nhc, read 2026-12-01): pin drains with reasons
 that start with :data:`~pinning.fleet.reason.PREFIX` and name the lock
 (``pin: pin_<digest12> <fact> <want>!=<have>``) or the setup error (``pin: error: ...``); it
-never overwrites the reason of a node that is already drained or down for another reason;
-the health check (with ``[slurm] resume``) resumes only a node whose reason is pin's for the
-lock it has just found matching, or pin's setup error; a drain for another lock is left to
-an operator.
+never overwrites the reason of a node that is already drained or down for another reason,
+and neither drains nor resumes a node whose state scontrol could not show; the health check
+(with ``[slurm] resume``) resumes only a node whose reason is pin's for the lock it has just
+found matching, or pin's setup error; a drain for another lock is left to an operator.
 
 Everything that touches the machine goes through the :class:`~pinning.util.proc.Runner`
 seam (scontrol) or a passed-in probe function; the rest is pure.
@@ -40,25 +40,23 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pinning.errors import LockfileError, MatrixError, PinError, ProbeError, UsageError
 from pinning.fleet.reason import PREFIX
-from pinning.util.models import Strict
 
 if TYPE_CHECKING:
-    from pinning.fleet.config import FleetConfig, SlurmConfig
+    from pinning.fleet.config import SlurmConfig
     from pinning.guards.view import Finding
     from pinning.util.proc import CommandResult, Runner
 
-__all__ = ["ERROR_PREFIX", "FEATURE_PREFIX", "REASON_LIMIT", "LockNotHere", "Node", "NodeState",
-           "ProbeTimeout", "Selection", "SlurmCommandError", "bounded", "drain_argv",
-           "drift_reason", "error_reason", "index_locks", "lock_feature", "node_name",
-           "parse_node", "pin_features", "reason_lock", "resume_argv", "select_locks",
-           "slurm_conf"]
+__all__ = ["ERROR_PREFIX", "FEATURE_PREFIX", "REASON_LIMIT", "Deadline", "Node", "NodeState",
+           "NodeStateUnknown", "ProbeTimeout", "SlurmCommandError", "bounded", "drain_argv",
+           "drift_reason", "error_reason", "lock_feature", "node_name", "parse_node",
+           "pin_features", "reason_lock", "resume_argv", "slurm_conf"]
 
 #: Every feature pin answers for starts with this.
 FEATURE_PREFIX = "pin_"
@@ -68,6 +66,8 @@ DIGEST_CHARS = 12
 #: 10 seconds" (https://slurm.schedmd.com/slurm.conf.html#OPT_MessageTimeout, read 2026-12-01;
 #: the same in ``man slurm.conf`` of 22.05.8).
 SCONTROL_TIMEOUT_S = 10.0
+#: An scontrol call is not started with less time than this left before the run's deadline.
+MIN_CALL_S = 0.5
 #: Bound on a drain reason pin writes, in characters: one ``sinfo -R`` line stays readable.
 REASON_LIMIT = 128
 #: A setup error's drain reason starts with this (after the lock's drift reasons, the other
@@ -96,16 +96,6 @@ class SlurmCommandError(UsageError):
                     "must name the cluster's slurm.conf) and that slurmctld is reachable.")
 
 
-class LockNotHere(LockfileError):
-    """The job asks for locks this node does not have (exit 5); ``short``: the problem in a
-    few words for the drain reason.
-    """
-
-    def __init__(self, message: str, *, short: str, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.short = short
-
-
 class ProbeTimeout(ProbeError):
     """The probe ran past ``[fleet] timeout-s`` (exit 7)."""
 
@@ -132,74 +122,6 @@ def pin_features(constraints: str) -> list[str]:
         if _PIN_FEATURE.match(name) and name not in out:
             out.append(name)
     return out
-
-
-def index_locks(folder: Path) -> dict[str, Path]:
-    """Map ``pin_<digest12>`` to each ``*.lock`` in ``folder`` (sorted by name; copies of one
-    lock keep the first file). Raises :class:`~pinning.errors.LockfileError` (exit 5) for an
-    unreadable folder or lock, or two different locks sharing a feature.
-    """
-    from pinning.lockfile.io import read_lock
-
-    try:
-        files = sorted(p for p in folder.iterdir() if p.suffix == ".lock" and p.is_file())
-    except OSError as exc:
-        raise LockfileError(f"Locks folder {folder}: cannot be read ({exc.strerror or exc}).",
-                            hint="Set [fleet] locks to the folder of this node's *.lock "
-                                 "files.") from exc
-    found: dict[str, tuple[Path, str]] = {}
-    for path in files:
-        h = read_lock(path).content_hash
-        feat = lock_feature(h)
-        if feat in found and found[feat][1] != h:
-            raise LockfileError(f"Locks {found[feat][0]} and {path} share the feature {feat}.",
-                                hint="Keep one of them in the folder.")
-        found.setdefault(feat, (path, h))
-    return {feat: path for feat, (path, _) in found.items()}
-
-
-class Selection(Strict):
-    """Which locks a check uses and why: ``source`` ``job`` (the job's ``pin_`` features,
-    ``features``), ``default`` (``[fleet] default-lock``) or ``none`` (nothing to check).
-    """
-
-    source: Literal["job", "default", "none"]
-    features: tuple[str, ...] = ()
-    locks: tuple[Path, ...] = ()
-
-
-def select_locks(constraints: str, fleet: FleetConfig,
-                 index: Callable[[Path], Mapping[str, Path]] = index_locks) -> Selection:
-    """The locks for a job whose constraint expression is ``constraints``.
-
-    The job's ``pin_`` features name locks in ``[fleet] locks`` (read by ``index`` only
-    then); several features (``pin_a|pin_b``) are all checked and the node passes when it
-    matches one. Features that name no lock here are ignored while one does. Without any,
-    ``[fleet] default-lock``; without that, nothing. Raises
-    :class:`~pinning.errors.LockfileError` (exit 5) when the job asks only for locks this
-    node does not have (naming the folder), or for one with no ``[fleet] locks`` set.
-    """
-    asked = pin_features(constraints)
-    if asked:
-        if fleet.locks is None:
-            raise LockNotHere(
-                f"The job asks for {', '.join(asked)} but [fleet] locks is not set.",
-                short=f"config [fleet] locks not set; job asks for {asked[0]}",
-                hint="Set [fleet] locks to the folder holding the cluster's *.lock files.")
-        known = index(fleet.locks)
-        locks = tuple(known[f] for f in asked if f in known)
-        if not locks:
-            have = ", ".join(sorted(known)) or "none"
-            raise LockNotHere(
-                f"The job asks for {', '.join(asked)}; no lock in {fleet.locks} has that "
-                f"digest (features there: {have}).",
-                short=f"lock {'|'.join(asked)} not in {fleet.locks}",
-                hint="Copy the lock into the locks folder on every node (`pin slurm features "
-                     "--config FILE` lists what a node offers).")
-        return Selection(source="job", features=tuple(asked), locks=locks)
-    if fleet.default_lock is not None:
-        return Selection(source="default", locks=(fleet.default_lock,))
-    return Selection(source="none")
 
 
 def node_name(slurm: SlurmConfig, environ: Mapping[str, str], hostname: str) -> str:
@@ -288,11 +210,28 @@ def reason_lock(reason: str | None) -> str | None:
     return m.group(1) if m else None
 
 
-def bounded(fn: Callable[[], T], timeout_s: float) -> T:
-    """``fn()``, or :class:`ProbeTimeout` (exit 7) when it has not returned after
-    ``timeout_s`` seconds. ``fn`` runs in a daemon thread, which is left behind on timeout
-    (the process then ends; the tools it runs have their own timeouts). ``fn``'s exception
-    is raised here.
+class Deadline:
+    """One run's overall time budget: ``seconds`` from ``start`` (``clock()`` now when not
+    given; ``clock`` is :func:`time.monotonic`). Every step of a prolog or health-check run
+    (reading the locks, probing, each scontrol call) takes at most what is :meth:`left`.
+    """
+
+    def __init__(self, seconds: float, *, start: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.end = (clock() if start is None else start) + seconds
+
+    def left(self) -> float:
+        """Seconds left, never below 0."""
+        return max(0.0, self.end - self.clock())
+
+
+def bounded(fn: Callable[[], T], timeout_s: float, what: str | Callable[[], str] = "probe") -> T:
+    """``fn()``, or :class:`ProbeTimeout` (exit 7, ``<what> timed out after <timeout_s> s``;
+    ``what`` may be a function, asked at the timeout, naming the step ``fn`` was in) when it
+    has not returned after ``timeout_s`` seconds. ``fn`` runs in a daemon thread, which is
+    left behind on timeout (the process then ends; the tools it runs have their own
+    timeouts). ``fn``'s exception is raised here.
     """
     box: dict[str, object] = {}
 
@@ -304,9 +243,10 @@ def bounded(fn: Callable[[], T], timeout_s: float) -> T:
 
     worker = threading.Thread(target=target, name="pin-probe", daemon=True)
     worker.start()
-    worker.join(timeout_s)
+    worker.join(max(timeout_s, 0.0))
     if worker.is_alive():
-        raise ProbeTimeout(f"probe timed out after {timeout_s:g} s")
+        step = what() if callable(what) else what
+        raise ProbeTimeout(f"{step} timed out after {timeout_s:.3g} s")
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]
@@ -362,42 +302,86 @@ def resume_argv(scontrol: str, node: str) -> list[str]:
 
 
 Action = Literal["none", "drained", "already-drained", "left", "resumed", "kept",
-                 "drain-failed", "resume-failed"]
+                 "drain-failed", "resume-failed", "state-unknown"]
 
 
-@dataclass(frozen=True)
+class NodeStateUnknown(SlurmCommandError):
+    """``scontrol show node`` failed or showed no state: pin neither drains nor resumes
+    (exit 2). ``detail``: scontrol's error, for the outcome line.
+    """
+
+    def __init__(self, message: str, *, detail: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.detail = detail
+
+
+@dataclass
 class Node:
-    """One Slurm node reached through ``runner`` with ``scontrol``."""
+    """One Slurm node reached through ``runner`` with ``scontrol``; each call bounded by
+    :data:`SCONTROL_TIMEOUT_S` and by what ``deadline`` has left. After a drain that failed
+    (or timed out) this node object refuses to try again: one drain attempt per run.
+    """
 
     runner: Runner
     scontrol: str
     name: str
+    deadline: Deadline | None = None
+    drain_failed: bool = field(default=False, init=False)
 
     def _run(self, argv: Sequence[str]) -> CommandResult:
-        done = self.runner.run(argv, timeout=SCONTROL_TIMEOUT_S)
+        timeout, verb = SCONTROL_TIMEOUT_S, "show" if argv[1] == "-o" else argv[1]
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline.left())
+            if timeout < MIN_CALL_S:
+                raise SlurmCommandError(
+                    f"no time left for `scontrol {verb}`: the run's deadline ([slurm] "
+                    f"deadline-s, {self.deadline.seconds:g} s) is spent.",
+                    hint="Find what was slow (the probe: `pin probe`), or lower [fleet] "
+                         "timeout-s below [slurm] deadline-s.")
+        done = self.runner.run(argv, timeout=timeout)
         if done is None:
             raise SlurmCommandError(f"scontrol not found: {self.scontrol}.")
+        if done.returncode == 124 and done.stderr.startswith("timed out"):
+            raise SlurmCommandError(f"`scontrol {verb}` timed out after {timeout:.3g} s.")
         if not done.ok:
             raise SlurmCommandError(f"Slurm refused: {done.describe()}.")
         return done
 
-    def state(self) -> NodeState | None:
-        """The node's state, ``None`` when scontrol cannot show it."""
-        done = self.runner.run([self.scontrol, "-o", "show", "node", self.name],
-                               timeout=SCONTROL_TIMEOUT_S)
-        return parse_node(done.stdout) if done is not None and done.ok else None
+    def state(self, then: str = "nothing done") -> NodeState:
+        """The node's state. Raises :class:`NodeStateUnknown` (``then`` ends its message)
+        when scontrol fails, times out or shows no ``State=``.
+        """
+        try:
+            done = self._run([self.scontrol, "-o", "show", "node", self.name])
+            now = parse_node(done.stdout)
+            detail = f"`scontrol -o show node {self.name}` showed no State=" if now is None \
+                else ""
+        except SlurmCommandError as exc:
+            now, detail = None, exc.message.rstrip(".")
+        if now is None:
+            raise NodeStateUnknown(f"Could not read the state of node {self.name}: {detail}; "
+                                   f"{then}.", detail=detail)
+        return now
 
     def drain(self, reason: str) -> Action:
         """Drain with ``reason`` unless the node is already out of service for another
         reason (``left``) or with this very reason (``already-drained``). Raises
-        :class:`SlurmCommandError` when scontrol fails.
+        :class:`NodeStateUnknown` when its state cannot be read (nothing is done then: the
+        node may be drained by someone else) and :class:`SlurmCommandError` when scontrol
+        fails, or when a drain failed before on this object (no second attempt).
         """
-        now = self.state()
-        if now is not None and now.out_of_service and not now.pins:
-            return "left"
-        if now is not None and now.pins and now.reason == reason:
-            return "already-drained"
-        self._run(drain_argv(self.scontrol, self.name, reason))
+        if self.drain_failed:
+            raise SlurmCommandError("not drained: an earlier drain in this run failed.")
+        try:
+            now = self.state("not drained")
+            if now.out_of_service and not now.pins:
+                return "left"
+            if now.pins and now.reason == reason:
+                return "already-drained"
+            self._run(drain_argv(self.scontrol, self.name, reason))
+        except SlurmCommandError:
+            self.drain_failed = True
+            raise
         return "drained"
 
     def resume(self, feature: str) -> Action:
@@ -405,10 +389,11 @@ class Node:
         pin drained it for that lock (reason ``pin: <feature> ...``) or for a setup error
         (``pin: error: ...``): ``resumed``. A drain of pin's for another lock is ``kept`` (an
         operator resumes it); a node not drained by pin, or down, is left (``none``).
-        Raises :class:`SlurmCommandError` when scontrol fails.
+        Raises :class:`NodeStateUnknown` when its state cannot be read (not resumed) and
+        :class:`SlurmCommandError` when scontrol fails.
         """
-        now = self.state()
-        if now is None or not now.pins or "DOWN" in now.flags:
+        now = self.state("not resumed")
+        if not now.pins or "DOWN" in now.flags:
             return "none"
         reason = now.reason or ""
         if reason_lock(reason) != feature and not reason.startswith(ERROR_PREFIX):

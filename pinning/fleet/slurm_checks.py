@@ -11,20 +11,20 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pinning.errors import PinError
+from pinning.errors import LockfileError, PinError
 from pinning.fleet.slurm import (
     FEATURE_PREFIX,
     Action,
+    Deadline,
     Node,
-    Selection,
+    NodeStateUnknown,
     SlurmCommandError,
     bounded,
     drift_reason,
     error_reason,
-    index_locks,
     lock_feature,
     node_name,
-    select_locks,
+    pin_features,
 )
 from pinning.util.models import Strict
 
@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     from pinning.util.proc import Runner
     from pinning.verify.report import VerifyReport
 
-__all__ = ["Check", "Outcome", "ProbeFn", "Verdict", "node_drift", "node_features",
-           "probe_node", "run_check", "setup_failed", "target_features", "verify_any"]
+__all__ = ["Check", "Outcome", "ProbeFn", "Selection", "Verdict", "index_locks", "node_drift",
+           "node_features", "probe_node", "run_check", "select_locks", "setup_failed",
+           "target_features", "verify_any"]
 
 #: Probe the node: ``(lock path or None, the lock's model or None) -> HostFacts``.
 ProbeFn = Callable[["Path | None", "Model | None"], "HostFacts"]
@@ -50,12 +51,14 @@ class Outcome(Strict):
 
     ``result``: ``match``, ``drift``, ``nothing-to-check`` (no lock selected) or ``error``
     (the setup is broken: ``error`` says how). ``selection`` / ``features`` / ``locks``:
-    which locks were checked and why (see :func:`~pinning.fleet.slurm.select_locks`);
+    which locks were checked and why (see :func:`select_locks`); ``ignored`` / ``note``:
+    the job's ``pin_`` features this node has no lock for, and the line saying so.
     ``matched``: the lock the node matches. ``reason``: the drain reason (drift or error).
     ``action``: what was done to the node (``drained``, ``already-drained``, ``left`` when it
     is out of service for another reason, ``resumed``, ``kept`` when pin drained it for
-    another lock, ``drain-failed`` / ``resume-failed`` when scontrol failed, ``none``).
-    ``slurm_error``: scontrol's error when it failed.
+    another lock, ``drain-failed`` / ``resume-failed`` when scontrol failed,
+    ``state-unknown`` when scontrol could not show the node's state so nothing was done,
+    ``none``). ``slurm_error``: scontrol's error when it failed.
     """
 
     check: Check
@@ -64,11 +67,87 @@ class Outcome(Strict):
     selection: Literal["job", "default", "none"] = "none"
     features: tuple[str, ...] = ()
     locks: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+    note: str | None = None
     matched: str | None = None
     reason: str | None = None
     action: Action = "none"
     error: str | None = None
     slurm_error: str | None = None
+
+
+def index_locks(folder: Path) -> dict[str, Path]:
+    """Map ``pin_<digest12>`` to each ``*.lock`` in ``folder`` (sorted by name; copies of one
+    lock keep the first file). Raises :class:`~pinning.errors.LockfileError` (exit 5) for an
+    unreadable folder or lock, or two different locks sharing a feature.
+    """
+    from pinning.lockfile.io import read_lock
+
+    try:
+        files = sorted(p for p in folder.iterdir() if p.suffix == ".lock" and p.is_file())
+    except OSError as exc:
+        raise LockfileError(f"Locks folder {folder}: cannot be read ({exc.strerror or exc}).",
+                            hint="Set [fleet] locks to the folder of this node's *.lock "
+                                 "files.") from exc
+    found: dict[str, tuple[Path, str]] = {}
+    for path in files:
+        h = read_lock(path).content_hash
+        feat = lock_feature(h)
+        if feat in found and found[feat][1] != h:
+            raise LockfileError(f"Locks {found[feat][0]} and {path} share the feature {feat}.",
+                                hint="Keep one of them in the folder.")
+        found.setdefault(feat, (path, h))
+    return {feat: path for feat, (path, _) in found.items()}
+
+
+class Selection(Strict):
+    """Which locks a check uses and why: ``source`` ``job`` (the job's ``pin_`` features this
+    node has locks for, ``features``), ``default`` (``[fleet] default-lock``) or ``none``
+    (nothing to check). ``ignored``: the job's ``pin_`` features this node has no lock for;
+    ``note``: a line saying so and what is checked instead (for stderr), else ``None``.
+    """
+
+    source: Literal["job", "default", "none"]
+    features: tuple[str, ...] = ()
+    locks: tuple[Path, ...] = ()
+    ignored: tuple[str, ...] = ()
+    note: str | None = None
+
+
+def select_locks(constraints: str, fleet: FleetConfig,
+                 index: Callable[[Path], Mapping[str, Path]] | None = None) -> Selection:
+    """The locks for a job whose constraint expression is ``constraints``.
+
+    The job's ``pin_`` features pick among this node's locks, those in ``[fleet] locks``
+    (read by ``index``, default :func:`index_locks`, only when the job names one); several
+    (``pin_a|pin_b``) are all checked and the node passes when it matches one. Features
+    this node has no lock for are ignored (``ignored``, ``note``): any user can write any
+    feature into a job's constraint, and a prolog that fails drains the node (Slurm's
+    scheduler itself places ``-C pin_X`` jobs only on nodes offering ``pin_X``).
+    When the job names no feature this node knows: ``[fleet] default-lock``, the lock every
+    node reading this configuration must match; without that, nothing. Raises
+    :class:`~pinning.errors.LockfileError` (exit 5) when the locks folder or a lock in it
+    cannot be read.
+    """
+    asked = pin_features(constraints)
+    known = (index or index_locks)(fleet.locks) if asked and fleet.locks is not None else {}
+    have = tuple(f for f in asked if f in known)
+    ignored = tuple(f for f in asked if f not in known)
+    if have:
+        sel = Selection(source="job", features=have, locks=tuple(known[f] for f in have))
+    elif fleet.default_lock is not None:
+        sel = Selection(source="default", locks=(fleet.default_lock,))
+    else:
+        sel = Selection(source="none")
+    if not ignored:
+        return sel
+    where = (f"not in [fleet] locks, {fleet.locks}" if fleet.locks is not None
+             else "[fleet] locks is not set")
+    instead = {"job": ", ".join(have), "default": f"[fleet] default-lock {fleet.default_lock}",
+               "none": "nothing ([fleet] default-lock is not set)"}[sel.source]
+    note = (f"the job names {', '.join(ignored)}, which this node has no lock for ({where}); "
+            f"checking {instead} instead")
+    return sel.model_copy(update={"ignored": ignored, "note": note})
 
 
 def probe_node(fleet: FleetConfig, matrix: Matrix) -> ProbeFn:
@@ -134,19 +213,21 @@ class Verdict(Strict):
     reason: str | None = None
 
 
-def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, timeout_s: float,
-               host: str) -> Verdict:
-    """Probe once (bounded by ``timeout_s``) and verify against each lock in ``paths``; drift
-    as :func:`node_drift` counts it, the reason as
-    :func:`~pinning.fleet.slurm.drift_reason` writes it. Raises
-    :class:`~pinning.errors.LockfileError` (5) for a bad lock and
-    :class:`~pinning.errors.ProbeError` (7) for a failed or timed-out probe.
+def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, host: str,
+               probing: Callable[[], None] | None = None) -> Verdict:
+    """Read the locks in ``paths``, probe once (``probing()`` is called just before) and
+    verify against each lock; drift as :func:`node_drift` counts it, the reason as
+    :func:`~pinning.fleet.slurm.drift_reason` writes it. Not bounded: the caller runs it
+    under :func:`~pinning.fleet.slurm.bounded`. Raises :class:`~pinning.errors.LockfileError`
+    (5) for a bad lock and :class:`~pinning.errors.ProbeError` (7) for a failed probe.
     """
     from pinning.verify.report import verify
 
     locks = _read(paths)
     first_path, first = locks[0]
-    facts = bounded(lambda: probe(first_path, first.model), timeout_s)
+    if probing is not None:
+        probing()
+    facts = probe(first_path, first.model)
     reasons: list[str] = []
     for path, lock in locks:
         feature = lock_feature(lock.content_hash)
@@ -167,11 +248,13 @@ def node_drift(report: VerifyReport) -> list[Finding]:
 
 def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
               environ: Mapping[str, str], *, runner: Runner, probe: ProbeFn, matrix: Matrix,
-              hostname: str) -> tuple[Outcome, PinError | None]:
+              hostname: str, deadline: Deadline | None = None) -> tuple[Outcome, PinError | None]:
     """One prolog or health-check run, acting on the node through ``runner`` (scontrol).
 
-    It selects the locks (the prolog: the job's ``pin_`` features, else the default lock;
-    the health check: the default lock), probes, verifies, then:
+    It selects the locks (the prolog: :func:`select_locks` on the job's constraint; the
+    health check: the default lock), reads them, probes and verifies, all within ``[fleet]
+    timeout-s`` and what ``deadline`` (the whole run's, ``[slurm] deadline-s`` from now
+    when not given) has left; each scontrol call gets at most what is left then. Then:
 
     - match: nothing; no scontrol call at all, but in the health check with ``[slurm]
       resume``, which resumes a node pin drained for this lock or a setup error
@@ -183,9 +266,12 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
       return that error.
 
     The prolog with ``[slurm] drain-in-prolog = false`` never calls scontrol: it only
-    returns the error (Slurm drains with "Prolog error"). When scontrol fails to drain or
-    resume, the action says so (``drain-failed``, ``resume-failed``, ``slurm_error``) and the
-    health check returns that :class:`~pinning.fleet.slurm.SlurmCommandError` (exit 2).
+    returns the error (Slurm drains with "Prolog error"). When scontrol cannot show the
+    node's state, nothing is drained or resumed (``state-unknown``); when it fails to drain
+    or resume, the action says so (``drain-failed``, ``resume-failed``); ``slurm_error``
+    has scontrol's error, and the health check returns that
+    :class:`~pinning.fleet.slurm.SlurmCommandError` (exit 2). The prolog's exit stays that
+    of the drift or setup error. At most one drain is tried per run.
 
     Returns the :class:`Outcome` and the error to exit with (``None``: exit 0). Never raises
     a :class:`~pinning.errors.PinError` except :class:`~pinning.errors.UsageError` for a
@@ -193,23 +279,31 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
     """
     from pinning.errors import DriftError
 
+    deadline = deadline or Deadline(slurm.deadline_s)
     name = node_name(slurm, environ, hostname)
-    node = Node(runner, slurm.scontrol, name)
+    node = Node(runner, slurm.scontrol, name, deadline)
     drains = check == "healthcheck" or slurm.drain_in_prolog
     base = Outcome(check=check, node=name, result="nothing-to-check")
-    try:
-        if check == "prolog":
-            sel = select_locks(environ.get("SLURM_JOB_CONSTRAINTS", ""), fleet)
-        else:
-            sel = (Selection(source="default", locks=(fleet.default_lock,))
-                   if fleet.default_lock is not None else Selection(source="none"))
-        base = base.model_copy(update={"selection": sel.source, "features": sel.features,
-                                       "locks": tuple(str(p) for p in sel.locks)})
+    step = ["reading the locks"]
+
+    def work() -> Verdict | None:
+        nonlocal base
+        sel = (select_locks(environ.get("SLURM_JOB_CONSTRAINTS", ""), fleet)
+               if check == "prolog" else select_locks("", fleet))
+        base = base.model_copy(update={
+            "selection": sel.source, "features": sel.features, "ignored": sel.ignored,
+            "note": sel.note, "locks": tuple(str(p) for p in sel.locks)})
         if not sel.locks:
-            return base, None
-        verdict = verify_any(sel.locks, probe, matrix, timeout_s=fleet.timeout_s, host=name)
+            return None
+        return verify_any(sel.locks, probe, matrix, host=name,
+                          probing=lambda: step.__setitem__(0, "probe"))
+
+    try:
+        verdict = bounded(work, min(fleet.timeout_s, deadline.left()), lambda: step[0])
     except PinError as err:
         return fail(base, node, err, drain=drains), err
+    if verdict is None:
+        return base, None
     if verdict.matched is not None:
         out = base.model_copy(update={"result": "match", "matched": str(verdict.matched)})
         if check != "healthcheck" or not slurm.resume:
@@ -217,8 +311,7 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
         try:
             return out.model_copy(update={"action": node.resume(verdict.feature)}), None
         except SlurmCommandError as err:
-            return out.model_copy(update={"action": "resume-failed",
-                                          "slurm_error": err.message}), err
+            return _failed(out, err, "resume-failed"), err
     reason = verdict.reason
     out = base.model_copy(update={"result": "drift", "reason": reason})
     failed: SlurmCommandError | None = None
@@ -227,8 +320,7 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
         try:
             out = out.model_copy(update={"action": node.drain(reason)})
         except SlurmCommandError as err:
-            failed = err
-            out = out.model_copy(update={"action": "drain-failed", "slurm_error": err.message})
+            failed, out = err, _failed(out, err, "drain-failed")
     if check == "healthcheck":
         return out, failed
     return out, DriftError(f"Node {name} has drifted from {', '.join(out.locks)}: {reason}.",
@@ -236,31 +328,41 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
                                 f"NodeName={name} State=RESUME`.")
 
 
+def _failed(out: Outcome, err: PinError, action: Action) -> Outcome:
+    """``out`` with scontrol's failure ``err``: ``state-unknown`` when the node's state could
+    not be read (nothing done), else ``action``; ``slurm_error`` its text.
+    """
+    if isinstance(err, NodeStateUnknown):
+        return out.model_copy(update={"action": "state-unknown", "slurm_error": err.detail})
+    return out.model_copy(update={"action": action, "slurm_error": err.message})
+
+
 def fail(base: Outcome, node: Node, err: PinError, *, drain: bool = True) -> Outcome:
     """``base`` after a run failed with ``err``: reason ``pin: error: ...``
     (:func:`~pinning.fleet.slurm.error_reason`), the node drained with it when ``drain``
-    (a failing scontrol gives the action ``drain-failed`` and its error in ``slurm_error``).
+    (see :func:`_failed` for a failing scontrol).
     """
     reason = error_reason(err)
-    update: dict[str, object] = {"result": "error", "reason": reason, "error": err.message}
+    out = base.model_copy(update={"result": "error", "reason": reason, "error": err.message})
     if drain:
         try:
-            update["action"] = node.drain(reason)
+            out = out.model_copy(update={"action": node.drain(reason)})
         except PinError as exc:
-            update |= {"action": "drain-failed", "slurm_error": exc.message}
-    return base.model_copy(update=update)
+            out = _failed(out, exc, "drain-failed")
+    return out
 
 
 def setup_failed(check: Check, slurm: SlurmConfig, environ: Mapping[str, str], err: PinError,
-                 *, runner: Runner, hostname: str) -> Outcome:
+                 *, runner: Runner, hostname: str,
+                 deadline: Deadline | None = None) -> Outcome:
     """The :class:`Outcome` of a run whose setup (configuration, matrix) failed with ``err``:
     the node drained with ``pin: error: ...`` when scontrol can (the prolog only with
-    ``[slurm] drain-in-prolog``). Raises :class:`~pinning.errors.UsageError` when the node
-    name is unusable.
+    ``[slurm] drain-in-prolog``), within ``deadline``. Raises
+    :class:`~pinning.errors.UsageError` when the node name is unusable.
     """
     name = node_name(slurm, environ, hostname)
     return fail(Outcome(check=check, node=name, result="error"),
-                Node(runner, slurm.scontrol, name), err,
+                Node(runner, slurm.scontrol, name, deadline or Deadline(slurm.deadline_s)), err,
                 drain=check == "healthcheck" or slurm.drain_in_prolog)
 
 
@@ -284,16 +386,24 @@ def node_features(fleet: FleetConfig, *, probe: ProbeFn, matrix: Matrix,
                   ) -> dict[str, Path | None]:
     """The features this node offers, each with its lock: ``pin_<digest12>`` of every lock
     in ``[fleet] locks`` it matches (sorted), then :func:`target_features` (no lock, ``None``).
-    One probe (no model files hashed: a lock's model is not judged here), bounded by
-    ``timeout_s``. Raises :class:`~pinning.errors.LockfileError` (5) and
-    :class:`~pinning.errors.ProbeError` (7).
+    Reading the locks and one probe (no model files hashed: a lock's model is not judged
+    here), together bounded by ``timeout_s``. Raises :class:`~pinning.errors.LockfileError`
+    (5) and :class:`~pinning.errors.ProbeError` (7).
     """
     from pinning.verify.report import verify
 
-    known = index(fleet.locks) if fleet.locks is not None else {}
-    facts = bounded(lambda: probe(None, None), fleet.timeout_s)
+    step = ["reading the locks"]
+
+    def work() -> tuple[list[tuple[str, Path, Lockfile]], HostFacts]:
+        known = index(fleet.locks) if fleet.locks is not None else {}
+        locks = [(f, p, lock) for f, (p, lock) in zip(known, _read(list(known.values())),
+                                                      strict=True)]
+        step[0] = "probe"
+        return sorted(locks, key=lambda t: t[0]), probe(None, None)
+
+    locks, facts = bounded(work, fleet.timeout_s, lambda: step[0])
     offered: dict[str, Path | None] = {}
-    for feat, (path, lock) in sorted(zip(known, _read(list(known.values())), strict=True)):
+    for feat, path, lock in locks:
         if not node_drift(verify(lock, facts, matrix, lock_name=str(path), host_name="node")):
             offered[feat] = path
     return offered | dict.fromkeys(target_features(facts))

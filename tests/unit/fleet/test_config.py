@@ -8,6 +8,7 @@ import pytest
 
 from pinning.errors import UsageError
 from pinning.fleet.config import (
+    DEFAULT_DEADLINE_S,
     DEFAULT_PATH,
     DEFAULT_TIMEOUT_S,
     ConfigError,
@@ -33,6 +34,7 @@ def test_defaults_without_a_file_at_the_default_place(tmp_path: Path) -> None:
     assert cfg.fleet.locks is None and cfg.fleet.default_lock is None
     assert cfg.slurm.scontrol == "scontrol" and cfg.slurm.slurm_conf is None
     assert cfg.slurm.resume is True and cfg.slurm.drain_in_prolog is True
+    assert cfg.slurm.deadline_s == DEFAULT_DEADLINE_S == 50 and cfg.fleet.timeout_s < 50
 
 
 def test_a_named_file_that_is_missing_is_an_error(tmp_path: Path) -> None:
@@ -67,6 +69,13 @@ def test_relative_paths_are_resolved_against_the_file(tmp_path: Path) -> None:
     assert cfg.slurm.drain_in_prolog is False
 
 
+def test_a_deadline_above_the_probe_bound_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[fleet]\ntimeout-s = 20\n[slurm]\ndeadline-s = 25.5\n")
+    cfg = load_config(path)
+    assert (cfg.fleet.timeout_s, cfg.slurm.deadline_s) == (20, 25.5)
+
+
 def test_a_bare_scontrol_name_stays_a_name(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[slurm]\nscontrol = "scontrol"\n')
@@ -88,6 +97,11 @@ def test_a_bare_scontrol_name_stays_a_name(tmp_path: Path) -> None:
      "[fleet] site-packages: 'relative/site-packages': give the path as the host sees it"),
     ('[slurm]\nnode-name = "a b"\n', "[slurm] node-name: "),
     ('[slurm]\nscontrol = ""\n', "[slurm] scontrol: "),
+    ("[slurm]\ndeadline-s = 0\n", "[slurm] deadline-s: "),
+    ("[slurm]\ndeadlines = 40\n", "unknown key [slurm] deadlines; did you mean deadline-s?"),
+    ("[fleet]\ntimeout-s = 50\n", "[fleet] timeout-s (50) must be below [slurm] deadline-s (50)"),
+    ("[fleet]\ntimeout-s = 20\n[slurm]\ndeadline-s = 15\n",
+     "[fleet] timeout-s (20) must be below [slurm] deadline-s (15)"),
     ("[fleet\n", "not valid TOML"),
 ])
 def test_bad_files_are_refused_naming_file_and_key(tmp_path: Path, text: str,

@@ -16,28 +16,29 @@ from hypothesis import strategies as st
 from pinning.errors import DriftError, LockfileError, PinError, ProbeError, UsageError
 from pinning.fleet.config import ConfigError, FleetConfig, SlurmConfig
 from pinning.fleet.slurm import (
-    LockNotHere,
+    Deadline,
     Node,
     NodeState,
+    NodeStateUnknown,
     ProbeTimeout,
     SlurmCommandError,
     bounded,
     drift_reason,
     error_reason,
-    index_locks,
     lock_feature,
     node_name,
     parse_node,
     pin_features,
     reason_lock,
-    select_locks,
     slurm_conf,
 )
 from pinning.fleet.slurm_checks import (
     Check,
     Outcome,
+    index_locks,
     node_features,
     run_check,
+    select_locks,
     target_features,
 )
 from pinning.lockfile.io import read_lock, write_lock
@@ -62,21 +63,34 @@ OTHER_DRAINED = (IDLE.replace("State=IDLE", "State=MIXED+DRAIN")
 DOWN = IDLE.replace("State=IDLE", "State=DOWN+DRAIN") + " Reason=pin: x 1!=2 [root@2026]"
 
 
-class Recorder:
-    """A Runner that records every argv: ``show`` answers ``scontrol -o show node``, other
-    commands exit ``rc``; ``missing``: scontrol is not installed."""
+SHOW_FAILED = "slurm_load_node error: Socket timed out on send/recv operation"
 
-    def __init__(self, show: str = IDLE, rc: int = 0, missing: bool = False) -> None:
-        self.show, self.rc, self.missing = show, rc, missing
+
+class Recorder:
+    """A Runner that records every argv and its timeout: ``show`` answers ``scontrol -o show
+    node`` (the first ``show_fails`` times it fails as a flaky slurmctld makes it), other
+    commands exit ``rc`` (124: timed out, as SystemRunner reports it); ``missing``: scontrol
+    is not installed."""
+
+    def __init__(self, show: str = IDLE, rc: int = 0, missing: bool = False,
+                 show_fails: int = 0) -> None:
+        self.show, self.rc, self.missing, self.show_fails = show, rc, missing, show_fails
         self.calls: list[list[str]] = []
+        self.timeouts: list[float] = []
 
     def run(self, argv: Sequence[str], *, timeout: float = 20.0) -> CommandResult | None:
         self.calls.append(list(argv))
+        self.timeouts.append(timeout)
         assert timeout <= 10
         if self.missing:
             return None
         if list(argv[1:3]) == ["-o", "show"]:
+            if self.show_fails > 0:
+                self.show_fails -= 1
+                return CommandResult(tuple(argv), 1, "", SHOW_FAILED + "\n")
             return CommandResult(tuple(argv), 0, self.show + "\n")
+        if self.rc == 124:
+            return CommandResult(tuple(argv), 124, "", f"timed out after {timeout:g} s")
         return CommandResult(tuple(argv), self.rc, "", "slurm_update error: Access denied")
 
     @property
@@ -181,14 +195,26 @@ def test_without_a_job_feature_the_default_lock_or_nothing(tmp_path: Path) -> No
     assert seen == []  # the folder is read only for a job that asks
 
 
-def test_an_unknown_digest_names_the_locks_folder(tmp_path: Path) -> None:
+def test_a_feature_this_node_has_no_lock_for_is_ignored(tmp_path: Path) -> None:
     index, _ = _index({A: tmp_path / "a.lock"})
-    with pytest.raises(LockfileError) as err:
-        select_locks(B, FleetConfig(locks=tmp_path), index)
-    assert str(tmp_path) in err.value.message and B in err.value.message
-    assert A in err.value.message and err.value.exit_code == 5
-    with pytest.raises(LockfileError, match="locks is not set"):
-        select_locks(A, FleetConfig(), index)
+    default = tmp_path / "d.lock"
+    # Any user can put any pin_ feature in a job's constraint: it must not drain the node.
+    sel = select_locks(f"{B}|gpu", FleetConfig(locks=tmp_path, default_lock=default), index)
+    assert (sel.source, sel.locks, sel.features, sel.ignored) == (
+        "default", (default,), (), (B,))
+    assert sel.note == (f"the job names {B}, which this node has no lock for (not in [fleet] "
+                        f"locks, {tmp_path}); checking [fleet] default-lock {default} instead")
+    none = select_locks(B, FleetConfig(locks=tmp_path), index)
+    assert (none.source, none.locks, none.ignored) == ("none", (), (B,))
+    assert none.note is not None and none.note.endswith(
+        "checking nothing ([fleet] default-lock is not set) instead")
+    unset = select_locks(A, FleetConfig(default_lock=default), index)
+    assert unset.source == "default" and unset.note is not None
+    assert "([fleet] locks is not set)" in unset.note
+    mixed = select_locks(f"{A}|{B}", FleetConfig(locks=tmp_path), index)
+    assert (mixed.source, mixed.features, mixed.ignored) == ("job", (A,), (B,))
+    assert mixed.note is not None and mixed.note.endswith(f"checking {A} instead")
+    assert select_locks(A, FleetConfig(locks=tmp_path), index).note is None
 
 
 def test_the_locks_folder_is_indexed_by_feature(locks: Path, frozen: Lockfile) -> None:
@@ -229,8 +255,6 @@ def test_an_error_reason_is_kind_first_short_and_ascii() -> None:
                         "read stdout file /tmp/rev17/hosts/mi300x-rocm7.1/out/~")
     assert error_reason(replay) == ("pin: error: probe: .../cmd-drift.toml: command[0]: "
                                     "cannot read stdout file .../~")
-    assert error_reason(LockNotHere("long", short=f"lock {A} not in /etc/pin/locks")) == (
-        f"pin: error: lock {A} not in /etc/pin/locks")
     assert error_reason(ConfigError("long", short="config [fleet] locks: bad")) == (
         "pin: error: config [fleet] locks: bad")
     assert error_reason(SlurmCommandError("scontrol not found: x.")).startswith(
@@ -302,9 +326,21 @@ def test_drain_leaves_other_drains_alone(show: str, reason: str, action: str) ->
     assert bool(rec.updates) is (action == "drained")
 
 
-def test_drain_still_drains_when_the_state_cannot_be_read() -> None:
-    rec = Recorder("garbage")
-    assert Node(rec, "scontrol", "gpu01").drain("pin: a 1!=2") == "drained"
+@pytest.mark.parametrize("rec", [Recorder(OTHER_DRAINED, show_fails=1), Recorder("garbage"),
+                                 Recorder(OTHER_DRAINED, rc=124, show_fails=1)])
+def test_a_node_whose_state_cannot_be_read_is_neither_drained_nor_resumed(
+        rec: Recorder) -> None:
+    # It may be drained by someone else: pin must not overwrite that reason.
+    with pytest.raises(NodeStateUnknown) as err:
+        Node(rec, "scontrol", "gpu01").drain("pin: a 1!=2")
+    assert err.value.exit_code == 2 and err.value.message.endswith("; not drained.")
+    assert err.value.message.startswith("Could not read the state of node gpu01: ")
+    want = SHOW_FAILED if rec.show != "garbage" else "showed no State="
+    assert want in err.value.detail
+    rec.show_fails = 1
+    with pytest.raises(NodeStateUnknown, match="not resumed"):
+        Node(rec, "scontrol", "gpu01").resume(A)
+    assert rec.updates == []
 
 
 def test_a_failing_or_missing_scontrol_is_a_setup_error() -> None:
@@ -324,7 +360,7 @@ def test_resume_only_what_pin_drained_for_this_lock_or_an_error() -> None:
     other_lock = Recorder(PIN_DRAINED)
     assert Node(other_lock, "scontrol", "gpu01").resume(B) == "kept"
     assert other_lock.updates == []
-    for show in (IDLE, OTHER_DRAINED, DOWN, "garbage"):
+    for show in (IDLE, OTHER_DRAINED, DOWN):
         other = Recorder(show)
         assert Node(other, "scontrol", "gpu01").resume(A) == "none"
         assert other.updates == []
@@ -425,6 +461,7 @@ def test_a_prolog_that_must_not_drain_calls_no_slurm_command(locks: Path, drifte
     out, err = _run("prolog", drifted, matrix, FleetConfig(default_lock=locks / "site.lock"),
                     rec, slurm=quiet)
     assert isinstance(err, DriftError) and out.result == "drift" and out.action == "none"
+    (locks / "zz.lock").write_text("not toml [")
     out, err = _run("prolog", drifted, matrix, FleetConfig(locks=locks), rec,
                     {"SLURM_JOB_CONSTRAINTS": A}, slurm=quiet)
     assert isinstance(err, LockfileError) and out.result == "error" and out.action == "none"
@@ -446,12 +483,15 @@ def test_nothing_to_check_without_a_lock(facts: HostFacts, matrix: Matrix) -> No
 def test_a_broken_setup_drains_with_the_error(locks: Path, facts: HostFacts,
                                               matrix: Matrix) -> None:
     rec = Recorder()
+    (locks / "zz.lock").write_text("not toml [")
     out, err = _run("prolog", facts, matrix, FleetConfig(locks=locks), rec,
                     {"SLURM_JOB_CONSTRAINTS": A})
     assert isinstance(err, LockfileError)
     assert out.result == "error" and out.action == "drained"
-    assert out.reason == f"pin: error: lock {A} not in {locks}"
-    assert rec.updates[0][-1] == f"Reason={out.reason}"
+    assert out.reason is not None and out.reason.startswith("pin: error: lock: ")
+    assert "zz.lock" in out.reason
+    assert rec.updates == [["scontrol", "update", "NodeName=gpu01", "State=DRAIN",
+                            f"Reason={out.reason}"]]
 
 
 def test_a_probe_past_its_bound_drains_and_exits_7(locks: Path, matrix: Matrix) -> None:
@@ -468,29 +508,175 @@ def test_a_probe_past_its_bound_drains_and_exits_7(locks: Path, matrix: Matrix) 
     assert out.reason == "pin: error: probe timed out after 0.05 s" and out.action == "drained"
 
 
-@pytest.mark.parametrize("rec", [Recorder(rc=1), Recorder(missing=True)])
+@pytest.mark.parametrize(("rec", "action", "text"), [
+    (Recorder(rc=1), "drain-failed", "could not drain: "),
+    # Without scontrol the node's state cannot be read either: nothing is tried.
+    (Recorder(missing=True), "state-unknown", "could not read the node's state: "),
+])
 def test_a_failing_scontrol_on_drift_is_reported(locks: Path, drifted: HostFacts,
-                                                 matrix: Matrix, rec: Recorder) -> None:
+                                                 matrix: Matrix, rec: Recorder, action: str,
+                                                 text: str) -> None:
     from pinning.cli.slurm import outcome_text
 
     out, err = _run("healthcheck", drifted, matrix,
                     FleetConfig(default_lock=locks / "site.lock"), rec)
     assert isinstance(err, SlurmCommandError) and err.exit_code == 2
-    assert out.result == "drift" and out.action == "drain-failed"
+    assert out.result == "drift" and out.action == action
     why = "Access denied" if not rec.missing else "scontrol not found"
     assert why in (out.slurm_error or "")
-    assert f"could not drain: {out.slurm_error}" in outcome_text(out)
+    assert f"{text}{out.slurm_error}" in outcome_text(out)
     out, err = _run("prolog", drifted, matrix, FleetConfig(default_lock=locks / "site.lock"), rec)
-    assert isinstance(err, DriftError) and out.action == "drain-failed"
+    assert isinstance(err, DriftError) and out.action == action
 
 
 def test_a_failing_scontrol_on_a_setup_error_is_reported(locks: Path, facts: HostFacts,
                                                          matrix: Matrix) -> None:
+    (locks / "zz.lock").write_text("not toml [")
     out, err = _run("prolog", facts, matrix, FleetConfig(locks=locks), Recorder(rc=1),
                     {"SLURM_JOB_CONSTRAINTS": A})
     assert isinstance(err, LockfileError)
     assert out.result == "error" and out.action == "drain-failed"
     assert "Access denied" in (out.slurm_error or "")
+
+
+ADMIN_DRAINED = (IDLE.replace("State=IDLE", "State=IDLE+DRAIN")
+                 + " Reason=admin: bad DIMM [root@2026-12-01T21:18:32]")
+
+
+def test_a_failed_state_read_never_overwrites_or_resumes_someone_elses_drain(
+        locks: Path, frozen: Lockfile, facts: HostFacts, drifted: HostFacts,
+        matrix: Matrix) -> None:
+    from pinning.cli.slurm import outcome_text
+
+    fleet = FleetConfig(default_lock=locks / "site.lock")
+    rec = Recorder(ADMIN_DRAINED, show_fails=1)
+    out, err = _run("healthcheck", drifted, matrix, fleet, rec)
+    assert isinstance(err, NodeStateUnknown) and err.exit_code == 2
+    assert (out.result, out.action) == ("drift", "state-unknown")
+    assert out.slurm_error == (f"Slurm refused: `scontrol -o show node gpu01` exited 1: "
+                               f"{SHOW_FAILED}")
+    assert outcome_text(out).endswith(f"could not read the node's state: {out.slurm_error}; "
+                                      "not drained")
+    assert rec.updates == []
+    # The prolog keeps its drift exit (Slurm drains with its own "Prolog error").
+    rec.show_fails = 1
+    out, err = _run("prolog", drifted, matrix, fleet, rec)
+    assert isinstance(err, DriftError) and out.action == "state-unknown" and rec.updates == []
+    # Matching again, with the state unreadable: not resumed, exit 2.
+    rec.show_fails = 1
+    out, err = _run("healthcheck", facts, matrix, fleet, rec)
+    assert isinstance(err, NodeStateUnknown) and out.result == "match"
+    assert out.action == "state-unknown" and outcome_text(out).endswith("; not resumed")
+    # Readable: someone else's drain is left, never resumed.
+    out, err = _run("healthcheck", facts, matrix, fleet, rec)
+    assert err is None and out.action == "none" and rec.updates == []
+
+
+def test_a_jobs_unknown_feature_falls_back_to_the_default_lock(
+        locks: Path, frozen: Lockfile, facts: HostFacts, drifted: HostFacts,
+        matrix: Matrix) -> None:
+    env = {"SLURM_JOB_CONSTRAINTS": "pin_aaaaaaaaaaaa|gpu"}
+    fleet = FleetConfig(locks=locks, default_lock=locks / "site.lock")
+    rec = Recorder()
+    out, err = _run("prolog", facts, matrix, fleet, rec, env)
+    assert err is None and (out.result, out.selection, out.ignored) == (
+        "match", "default", ("pin_aaaaaaaaaaaa",))
+    assert out.note is not None and "pin_aaaaaaaaaaaa" in out.note and rec.calls == []
+    # The default lock is what every node of this configuration must match anyway.
+    out, err = _run("prolog", drifted, matrix, fleet, rec, env)
+    feat = lock_feature(frozen.content_hash)
+    assert isinstance(err, DriftError) and out.reason is not None
+    assert out.reason.startswith(f"pin: {feat} ") and out.action == "drained"
+    # No default lock: nothing is checked, the node is left alone.
+    rec = Recorder()
+    out, err = _run("prolog", drifted, matrix, FleetConfig(locks=locks), rec, env)
+    assert err is None and out.result == "nothing-to-check" and rec.calls == []
+
+
+class Clock:
+    """A settable monotonic clock."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_each_scontrol_call_gets_only_the_time_left() -> None:
+    clock = Clock()
+    deadline = Deadline(50, clock=clock)
+    assert deadline.left() == 50
+    rec = Recorder()
+    node = Node(rec, "scontrol", "gpu01", deadline)
+    clock.now += 47
+    assert node.drain("pin: a 1!=2") == "drained"
+    assert rec.timeouts == [3, 3]
+    clock.now += 2.8
+    with pytest.raises(SlurmCommandError, match=r"no time left .*deadline-s, 50 s"):
+        Node(rec, "scontrol", "gpu01", deadline).drain("pin: a 1!=2")
+    assert len(rec.calls) == 2
+    rec = Recorder()
+    Node(rec, "scontrol", "gpu01", Deadline(50, clock=clock)).drain("pin: a 1!=2")
+    assert rec.timeouts == [10, 10]  # never above scontrol's own bound
+
+
+def test_a_drain_that_timed_out_is_not_tried_again(locks: Path, drifted: HostFacts,
+                                                   matrix: Matrix) -> None:
+    rec = Recorder(rc=124)
+    node = Node(rec, "scontrol", "gpu01")
+    with pytest.raises(SlurmCommandError, match=r"`scontrol update` timed out after 10 s"):
+        node.drain("pin: a 1!=2")
+    with pytest.raises(SlurmCommandError, match="earlier drain in this run failed"):
+        node.drain("pin: error: something else")
+    assert len(rec.updates) == 1
+    rec = Recorder(rc=124)
+    out, err = _run("healthcheck", drifted, matrix,
+                    FleetConfig(default_lock=locks / "site.lock"), rec)
+    assert isinstance(err, SlurmCommandError) and out.action == "drain-failed"
+    assert "timed out" in (out.slurm_error or "") and len(rec.updates) == 1
+
+
+def test_the_whole_run_stays_within_its_deadline(locks: Path, matrix: Matrix) -> None:
+    release = threading.Event()
+    rec = Recorder()
+    try:
+        # [fleet] timeout-s allows 30 s; the run's deadline has 0.2 s: the probe gets that,
+        # and no scontrol call is started after it.
+        out, err = run_check("healthcheck", SlurmConfig(node_name="gpu01"),
+                             FleetConfig(default_lock=locks / "site.lock"), {}, runner=rec,
+                             matrix=matrix, hostname="h", deadline=Deadline(0.2),
+                             probe=lambda _p, _m: release.wait(30))  # type: ignore[arg-type,return-value]
+    finally:
+        release.set()
+    assert isinstance(err, ProbeTimeout) and err.message.startswith("probe timed out after 0.")
+    # Not even `scontrol show` is started: the node's state stays unknown, nothing drained.
+    assert out.action == "state-unknown"
+    assert (out.slurm_error or "").startswith("no time left for `scontrol show`")
+    assert rec.calls == []
+
+
+def test_reading_the_locks_folder_is_inside_the_bound(locks: Path, facts: HostFacts,
+                                                      matrix: Matrix,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import pinning.fleet.slurm_checks as checks
+
+    release = threading.Event()
+
+    def slow(_folder: Path) -> dict[str, Path]:
+        release.wait(30)
+        return {}
+
+    monkeypatch.setattr(checks, "index_locks", slow)
+    rec = Recorder()
+    try:
+        out, err = _run("prolog", facts, matrix, FleetConfig(locks=locks, timeout_s=0.05), rec,
+                        {"SLURM_JOB_CONSTRAINTS": A})
+    finally:
+        release.set()
+    assert isinstance(err, ProbeTimeout) and err.exit_code == 7
+    assert out.reason == "pin: error: reading the locks timed out after 0.05 s"
+    assert out.action == "drained"
 
 
 def test_a_missing_site_packages_folder_names_the_config_key(host_copy: HostCopy,
@@ -607,8 +793,9 @@ def test_the_healthcheck_says_when_it_could_not_drain(tmp_path: Path, host_copy:
     host = host_copy("mi300x-rocm7.1")
     config, _ = _site(tmp_path, host, locks)
     fake = tmp_path / "bin" / "scontrol"
-    fake.write_text(fake.read_text().replace("exit 0", 'echo "slurm_update error: Access '
-                                                       'denied" >&2; exit 1'))
+    fake.write_text(fake.read_text().replace("exit 0", '[ "$1" = update ] && { echo "slurm_'
+                                                       'update error: Access denied" >&2; '
+                                                       'exit 1; }\nexit 0'))
     fw = host / "out" / "amd-smi-firmware.txt"
     fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
     done = pin("slurm", "healthcheck", "--config", str(config), env=_env(tmp_path))
@@ -618,6 +805,55 @@ def test_the_healthcheck_says_when_it_could_not_drain(tmp_path: Path, host_copy:
                env=_env(tmp_path))
     out = json_result(done)
     assert out["action"] == "drain-failed" and "Access denied" in out["slurm-error"]
+
+
+def test_a_flaky_scontrol_never_overwrites_an_admins_drain(tmp_path: Path,
+                                                           host_copy: HostCopy,
+                                                           locks: Path) -> None:
+    from tests.support.cli import pin
+
+    host = host_copy("mi300x-rocm7.1")
+    config, log = _site(tmp_path, host, locks)
+    state, once = tmp_path / "node.state", tmp_path / "flaky-once"
+    state.write_text("NodeName=gpu01 State=IDLE+DRAIN Reason=admin: bad DIMM [root@2026]\n")
+    once.touch()
+    fake = tmp_path / "bin" / "scontrol"
+    fake.write_text("#!/bin/bash\n"
+                    f"printf '%s|' \"$@\" >> {log}; echo >> {log}\n"
+                    f'if [ "$1" = -o ] && [ -f {once} ]; then rm {once}; '
+                    f'echo "{SHOW_FAILED}" >&2; exit 1; fi\n'
+                    f'[ "$1" = -o ] && cat {state}\n'
+                    "exit 0\n")
+    fw = host / "out" / "amd-smi-firmware.txt"
+    fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
+    done = pin("slurm", "healthcheck", "--config", str(config), env=_env(tmp_path))
+    assert done.returncode == 2, done.stderr
+    assert "could not read the node's state: Slurm refused" in done.stdout
+    assert done.stdout.rstrip().endswith(f"{SHOW_FAILED}; not drained")
+    assert "update" not in log.read_text()
+    # Matching again: someone else's drain is never resumed.
+    fw.write_text(fw.read_text().replace("FW_VERSION: 32960\n", "FW_VERSION: 32959\n", 1))
+    done = pin("slurm", "healthcheck", "--config", str(config), env=_env(tmp_path))
+    assert done.returncode == 0 and "update" not in log.read_text()
+
+
+def test_a_job_naming_a_lock_the_node_lacks_is_checked_against_the_default(
+        tmp_path: Path, host_copy: HostCopy, locks: Path) -> None:
+    from tests.support.cli import pin
+
+    config, log = _site(tmp_path, host_copy("mi300x-rocm7.1"), locks)
+    env = _env(tmp_path, SLURM_JOB_CONSTRAINTS="pin_aaaaaaaaaaaa|gpu")
+    done = pin("slurm", "prolog", "--config", str(config), env=env)
+    assert done.returncode == 0, done.stderr
+    assert ("pin slurm prolog: the job names pin_aaaaaaaaaaaa, which this node has no lock for "
+            f"(not in [fleet] locks, {locks}); checking [fleet] default-lock "
+            f"{locks / 'site.lock'} instead") in done.stderr
+    assert "matches" in done.stdout and not log.exists()
+    config.write_text(config.read_text().replace(f'default-lock = "{locks}/site.lock"\n', ""))
+    done = pin("slurm", "prolog", "--config", str(config), env=env)
+    assert done.returncode == 0 and not log.exists()
+    assert "nothing checked (the job names no pin_ feature this node has a lock for" in (
+        done.stdout)
 
 
 def test_a_prolog_without_drain_logs_the_reason(tmp_path: Path, host_copy: HostCopy,
