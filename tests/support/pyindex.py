@@ -41,6 +41,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from tests.support.httpserve import serving
+
 __all__ = ["Dist", "IndexSpec", "build_wheels", "serve_index", "serve_indexes"]
 
 _ZIP_DATE = (2020, 1, 1, 0, 0, 0)
@@ -242,13 +244,5 @@ def _serve(served: Mapping[str, tuple[Path, list[Dist]]]) -> Iterator[tuple[str,
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", log
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(Handler) as port:
+        yield f"http://127.0.0.1:{port}", log

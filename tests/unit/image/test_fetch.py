@@ -23,6 +23,7 @@ from pinning.image.fetch import _Fetcher, default_wheel_cache, fetch_wheels
 from pinning.lockfile.io import amend, read_lock
 from pinning.lockfile.models import Lockfile, Wheel
 from pinning.util.progress import NULL_PROGRESS
+from tests.support.httpserve import serving
 from tests.support.paths import ROOT
 from tests.support.pyindex import Dist, build_wheels, serve_index
 
@@ -254,15 +255,8 @@ def _stub(redirects: dict[str, str] | None = None
             else:
                 self._send(404)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", log
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(Handler) as port:
+        yield f"http://127.0.0.1:{port}", log
 
 
 def _wheel(url: str, data: bytes = BODY, size: int | None = None) -> Wheel:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +17,7 @@ from pinning.oci.registry import (
     Registry,
     clip_text,
 )
+from tests.support.httpserve import serving
 
 HUGE_ERROR = b'{"errors":[{"code":"DENIED","message":"' + b"x" * 10_800_000 + b'"}]}'
 MANIFEST = b"{" + b" " * (MAX_MANIFEST_BYTES + 10) + b"}"
@@ -57,16 +57,8 @@ class _Hostile(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hostile() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_Hostile) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.mark.parametrize("reference", ["v1", "nolength"])

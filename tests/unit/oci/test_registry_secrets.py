@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -28,6 +27,7 @@ from pinning.oci.registry import (
     _media_type_of,
     mask_secrets,
 )
+from tests.support.httpserve import serving
 from tests.unit.oci.stub_registry import Stub, digest_of, serve
 
 CHUNK = 1000
@@ -212,15 +212,8 @@ class _EchoChallenge(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def echo_challenge() -> Iterator[str]:
     handler = type("Handler", (_EchoChallenge,), {"pings": 0})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(handler) as port:
+        yield f"127.0.0.1:{port}"
 
 
 def test_a_challenge_echoing_the_authorization_is_masked(

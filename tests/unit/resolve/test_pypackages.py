@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.server
 import socket
 import stat
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +32,7 @@ from pinning.resolve.pypackages import (
     uv_pylock_command,
     with_packages,
 )
+from tests.support.httpserve import serving
 from tests.support.paths import ROOT
 from tests.support.pyindex import serve_index
 
@@ -450,15 +450,8 @@ def _status_index(status: int) -> Iterator[str]:
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(Handler) as port:
+        yield f"http://127.0.0.1:{port}/simple"
 
 
 @pytest.mark.usefixtures("isolated_uv")

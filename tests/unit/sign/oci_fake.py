@@ -14,7 +14,6 @@ from __future__ import annotations
 import http.server
 import json
 import re
-import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from pinning.lockfile.io import amend, lock_json, read_lock
 from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import MEDIA_CONFIG, MEDIA_MANIFEST
 from pinning.util.digests import canonical_json, sha256_digest
+from tests.support.httpserve import serving
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -311,12 +311,5 @@ def _handler(store: Store) -> type[http.server.BaseHTTPRequestHandler]:
 @contextmanager
 def serve(store: Store) -> Iterator[str]:
     """Serve ``store`` over plain HTTP on 127.0.0.1; yields ``127.0.0.1:PORT``."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(store))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_handler(store)) as port:
+        yield f"127.0.0.1:{port}"

@@ -8,7 +8,6 @@ import http.server
 import json
 import os
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from pinning.sign.cosign import SIMPLE_SIGNING, manifest_layers, sig_tag
 from pinning.sign.crypto import generate
 from pinning.util.digests import sha256_digest
 from tests.support.cli import pin
+from tests.support.httpserve import serving
 
 IMAGE_MANIFEST = b'{"schemaVersion":2,"layers":[]}'
 IMAGE_DIGEST = sha256_digest(IMAGE_MANIFEST)
@@ -144,15 +144,8 @@ def _handler(state: FakeRegistry) -> type[http.server.BaseHTTPRequestHandler]:
 @pytest.fixture
 def registry() -> Iterator[tuple[str, FakeRegistry]]:
     state = FakeRegistry()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}", state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_handler(state)) as port:
+        yield f"127.0.0.1:{port}", state
 
 
 @pytest.fixture(scope="module")
