@@ -235,13 +235,7 @@ def _replace_bundle(reg: MemoryRegistry, digest: str, ref: str, bundle: bytes,
     reg.put_blob(REPO, bundle)
     doc["layers"][0].update(digest=sha256_digest(bundle), size=len(bundle))
     doc.update(manifest_changes)
-    raw = canonical_json(doc)
-    new = reg.put_manifest(REPO, sha256_digest(raw), raw)
-    index = json.loads(reg.get_manifest(REPO, referrers_tag(digest)))
-    index["manifests"] = [index_entry(raw) if e["digest"] == ref else e
-                          for e in index["manifests"]]
-    reg.put_manifest(REPO, referrers_tag(digest), canonical_json(index), MEDIA_INDEX)
-    return new
+    return _swap_referrer(reg, digest, ref, doc)
 
 
 def _refused(reg: MemoryRegistry, digest: str, reason: str,
@@ -475,13 +469,7 @@ def _layer_changed(reg: MemoryRegistry, digest: str, ref: str, layer: dict[str, 
     doc["layers"][0].update(layer)
     if blob is not None:
         reg.store.blobs[(REPO, doc["layers"][0]["digest"])] = blob
-    raw = canonical_json(doc)
-    new = reg.put_manifest(REPO, sha256_digest(raw), raw)
-    index = json.loads(reg.get_manifest(REPO, referrers_tag(digest)))
-    index["manifests"] = [index_entry(raw) if e["digest"] == ref else e
-                          for e in index["manifests"]]
-    reg.put_manifest(REPO, referrers_tag(digest), canonical_json(index), MEDIA_INDEX)
-    return new
+    return _swap_referrer(reg, digest, ref, doc)
 
 
 def _blob_reads(reg: MemoryRegistry) -> list[str]:
@@ -547,3 +535,15 @@ def test_over_http_a_lying_blob_is_read_only_to_the_cap() -> None:
         with pytest.raises(SignatureError, match="the registry sent more than") as info:
             verify_bundles(http, REPO, digest, KEY.public_key())
     assert info.value.exit_code == 9 and "referrers API" in info.value.message
+
+
+def _swap_referrer(reg: Any, digest: str, ref: str, doc: dict[str, Any]) -> str:
+    """Push ``doc`` as a manifest and put it in the tag index of ``digest`` in place of the
+    referrer ``ref``; its digest."""
+    raw = canonical_json(doc)
+    new = reg.put_manifest(REPO, sha256_digest(raw), raw)
+    index = json.loads(reg.get_manifest(REPO, referrers_tag(digest)))
+    index["manifests"] = [index_entry(raw) if e["digest"] == ref else e
+                          for e in index["manifests"]]
+    reg.put_manifest(REPO, referrers_tag(digest), canonical_json(index), MEDIA_INDEX)
+    return str(new)
