@@ -171,7 +171,7 @@ LOCK_VERSION_FIELDS = frozenset({"version", "hip", "toolkit", "toolkit-driver", 
 LOCK_SPECIFIER_FIELDS = frozenset({"rocm", "cuda", "frameworks"})
 
 
-def _check_versions(path: Path, data: dict[str, Any]) -> None:
+def _check_versions(path: Path | str, data: dict[str, Any]) -> None:
     """Raise ``LockfileError`` (exit 5) naming the field of a version past the bounds of
     :mod:`pinning.util.versions` (64 characters, 18 digits a number) in the lock as read.
     """
@@ -240,37 +240,61 @@ def read_lock_bytes(path: Path) -> tuple[bytes, Lockfile]:
         path, LockfileError, label=str(path),
         unreadable_hint="Check the path; `pin resolve ... -o FILE` writes a lockfile.",
     )
+    return raw, _lock_of(data, str(path))
+
+
+def parse_lock_bytes(raw: bytes, *, label: str) -> Lockfile:
+    """Validate the exact bytes of a lockfile received other than from a file (an upload),
+    as :func:`read_lock` validates a file: version, schema (strict) and content hash.
+
+    ``label`` starts every message (``"uploaded lock"``). Raises ``LockfileError`` (exit 5)
+    when the bytes are not UTF-8 TOML or not a valid lock.
+    """
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise LockfileError(f"{label}: not valid TOML: {exc}.") from exc
+    except (RecursionError, ValueError) as exc:
+        raise LockfileError(f"{label}: not valid TOML: nested too deeply or a number too "
+                            "long to read.") from exc
+    return _lock_of(data, label)
+
+
+def _lock_of(data: dict[str, Any], label: str) -> Lockfile:
+    """The validated lock of a parsed TOML table; ``LockfileError`` naming ``label``."""
     version = data.get("lock-version")
     if version is None:
         raise LockfileError(
-            f"{path}: not a pin lockfile (no `lock-version`"
+            f"{label}: not a pin lockfile (no `lock-version`"
             + (", the file is empty)." if not data else ")."),
             hint="Pass a file written by `pin resolve` / `pin freeze`.",
         )
     if version != LOCK_VERSION:
         raise LockfileError(
-            f"{path}: lock-version {version!r} is not supported (this pin reads "
+            f"{label}: lock-version {version!r} is not supported (this pin reads "
             f"lock-version {LOCK_VERSION}).",
             hint="Upgrade pin to read a newer lock, or re-resolve it with the `Resolved by:` "
             "command in its header comment.",
         )
-    _check_versions(path, data)
+    _check_versions(label, data)
     from pydantic import ValidationError
 
     try:
         lock = Lockfile.model_validate(data, strict=True)
     except ValidationError as exc:
         raise LockfileError(
-            f"{path}: invalid lockfile: {validation_summary(exc, data)}.",
+            f"{label}: invalid lockfile: {validation_summary(exc, data)}.",
             hint=DAMAGED_HINT) from exc
     expected = content_hash(lock_json(lock))
     if lock.content_hash != expected:
         raise LockfileError(
-            f"{path}: content-hash {lock.content_hash} does not match the lock's content "
+            f"{label}: content-hash {lock.content_hash} does not match the lock's content "
             f"({expected}); the file was edited by hand or damaged.",
             hint=DAMAGED_HINT,
         )
-    return raw, lock
+    return lock
 
 
 def frozen_fields(lock: Lockfile) -> list[str]:

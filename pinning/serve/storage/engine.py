@@ -1,0 +1,127 @@
+"""Database URLs and engines for pin serve's store: SQLite by default, PostgreSQL for teams.
+
+The default database is ``pin.db`` in pin's data directory: ``$XDG_DATA_HOME/pin/`` when
+``XDG_DATA_HOME`` is an absolute path, else ``~/.local/share/pin/`` (XDG Base Directory
+Specification, https://specifications.freedesktop.org/basedir-spec/latest/, read
+2026-12-01: a relative ``$XDG_DATA_HOME`` is invalid and ignored). SQLite runs in WAL mode
+with foreign keys on; its write transactions start with ``BEGIN IMMEDIATE`` so concurrent
+writers wait for each other (busy timeout) instead of failing on a read-to-write upgrade
+(https://www.sqlite.org/lang_transaction.html, read 2026-12-01). ``postgresql://`` URLs use
+psycopg 3.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pinning.errors import UsageError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL, Engine
+
+SQLITE_BUSY_TIMEOUT_S = 30.0
+DB_NAME = "pin.db"
+_USERINFO = re.compile(r"(://[^/@:]*):[^/@]*@")
+URL_HINT = ("Pass --db sqlite:///PATH (a file in a writable folder) or "
+            "--db postgresql://USER@HOST:PORT/DATABASE, or omit --db for the default file.")
+
+
+def data_dir() -> Path:
+    """The data directory of pin (see the module docstring); the temp folder's ``pin-<uid>``
+    when there is no home folder.
+    """
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "pin"
+    try:
+        return Path.home() / ".local" / "share" / "pin"
+    except RuntimeError:
+        return Path(tempfile.gettempdir()) / f"pin-{os.getuid()}"
+
+
+def default_url() -> str:
+    """``sqlite:///<data dir>/pin.db`` (the folder is created when the store opens)."""
+    return f"sqlite:///{data_dir() / DB_NAME}"
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for messages and logs)."""
+    return _USERINFO.sub(r"\1:***@", url)
+
+
+def parse_url(url: str) -> URL:
+    """The SQLAlchemy URL of ``url``, with ``postgresql://`` mapped to psycopg 3.
+
+    Raises ``UsageError`` (exit 2) naming the redacted URL when it cannot be parsed, names
+    a database other than SQLite or PostgreSQL, or is an in-memory SQLite database (which
+    would lose every report when the service stops).
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise UsageError(f"Database URL {redact(url)!r} cannot be parsed ({exc}).",
+                         hint=URL_HINT) from exc
+    driver = parsed.drivername
+    if driver == "postgresql":
+        return parsed.set(drivername="postgresql+psycopg")
+    if driver in ("sqlite", "sqlite+pysqlite"):
+        if not parsed.database or parsed.database == ":memory:":
+            raise UsageError(f"Database URL {redact(url)!r} is an in-memory SQLite database, "
+                             "which would lose every stored report when pin serve stops.",
+                             hint=URL_HINT)
+        return parsed
+    if driver == "postgresql+psycopg":
+        return parsed
+    raise UsageError(f"Database URL {redact(url)!r}: {driver!r} is not a database pin serve "
+                     "stores in (it uses sqlite:// or postgresql://).", hint=URL_HINT)
+
+
+def create(url: str, *, write: bool) -> Engine:
+    """An engine for ``url`` (see :func:`parse_url`, which raises ``UsageError``).
+
+    SQLite: the default file's folder is created; connections get WAL, foreign keys and a
+    busy timeout of :data:`SQLITE_BUSY_TIMEOUT_S` seconds; with ``write`` every transaction
+    begins ``IMMEDIATE`` (takes the write lock first). PostgreSQL: ``write`` changes nothing.
+    """
+    from sqlalchemy import create_engine, event
+
+    parsed = parse_url(url)
+    if not parsed.drivername.startswith("sqlite"):
+        return create_engine(parsed, pool_pre_ping=True)
+    path = Path(parsed.database or "")
+    if url == default_url():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+    begin = "BEGIN IMMEDIATE" if write else "BEGIN"
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # pysqlite's own BEGIN off; "begin" below emits it
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql(begin)
+
+    return engine
+
+
+def database_error(url: str, exc: BaseException) -> UsageError:
+    """The ``UsageError`` (exit 2) for a database at ``url`` that cannot be opened or used:
+    names the URL without its password and the driver's first line of explanation.
+    """
+    detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    why = detail[0] if detail else type(exc).__name__
+    return UsageError(f"Database {redact(url)!r} cannot be opened: {why}.",
+                      hint="Check the path or server, its permissions and credentials. "
+                      + URL_HINT)

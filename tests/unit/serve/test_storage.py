@@ -1,0 +1,228 @@
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pinning.errors import LockfileError, UsageError
+from pinning.serve.storage import Store, default_url, upgrade
+from pinning.serve.storage.engine import create
+from pinning.serve.storage.migrate import current, schema_diff
+from tests.support.components import free_port
+from tests.support.paths import ROOT
+
+LOCK_A = (ROOT / "lockfiles" / "h200-pytorch-2.13.0.lock").read_bytes()
+LOCK_B = (ROOT / "lockfiles" / "mi300x-pytorch-2.13.0.lock").read_bytes()
+
+
+def ticking() -> Callable[[], dt.datetime]:
+    """A clock one second later at every call (history order must not rest on it)."""
+    start = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    ticks = iter(range(1_000_000))
+    return lambda: start + dt.timedelta(seconds=next(ticks))
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = Store(store_url, clock=ticking())
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def test_store_lock_is_idempotent_and_keeps_exact_bytes(store: Store) -> None:
+    first = store.store_lock(LOCK_A)
+    assert first.startswith("sha256:") and len(first) == 71
+    # Same content, another header comment: same hash, the first bytes kept.
+    assert store.store_lock(b"# uploaded again\n" + LOCK_A) == first
+    assert store.get_lock(first) == LOCK_A
+    second = store.store_lock(LOCK_B)
+    assert second != first
+    listed = store.list_locks()
+    assert [i.content_hash for i in listed] == [second, first]  # newest first
+    assert listed[1].size == len(LOCK_A) and listed[1].request["gpu"] == "h200"
+    assert store.get_lock("sha256:" + "0" * 64) is None
+
+
+def test_store_lock_refuses_what_is_not_a_lock(store: Store) -> None:
+    with pytest.raises(LockfileError, match="uploaded lock") as bad:
+        store.store_lock(b"lock-version = 1\n")
+    assert bad.value.exit_code == 5
+    with pytest.raises(LockfileError, match="not valid TOML"):
+        store.store_lock(b"\xff\xfe")
+    edited = LOCK_A.replace(b'gpu = "h200"', b'gpu = "h100"', 1)
+    assert edited != LOCK_A
+    with pytest.raises(LockfileError):
+        store.store_lock(edited)
+    assert store.list_locks() == []
+
+
+def test_history_is_newest_first_and_limited(store: Store) -> None:
+    lock = store.store_lock(LOCK_A)
+    ids = [store.add_report("node-1", lock, result=r, reasons=[f"pin: {n}"] if r == "drift"
+                            else [])
+           for n, r in enumerate(["match", "drift", "unknown", "match"])]
+    store.add_report("node-2", lock, result="match")
+    history = store.host_history("node-1")
+    assert [r.id for r in history] == ids[::-1]
+    assert [r.result for r in history] == ["match", "unknown", "drift", "match"]
+    assert history[2].reasons == ["pin: 1"] and history[2].host == "node-1"
+    assert history[0].received_at.tzinfo is not None
+    assert [r.id for r in store.host_history("node-1", limit=2)] == ids[:1:-1]
+    assert store.host_history("no-such-host") == []
+
+
+def test_latest_per_host_with_filters_and_summary(store: Store) -> None:
+    a, b = store.store_lock(LOCK_A), store.store_lock(LOCK_B)
+    store.add_report("gpu-03", b, result="drift", reasons=["pin: rocm 7.1!=7.0"], gpu="mi300x")
+    store.add_report("gpu-03", a, result="match", gpu="h200", group="old")  # latest of gpu-03
+    store.add_report("gpu-01", a, result="drift", gpu="h200", group="train",
+                     reasons=["pin: driver 580!=575", "pin: kernel 6.8!=6.5"])
+    store.add_report("gpu-02", a, result="drift", gpu="h200", reasons=["pin: driver 580!=575"])
+    store.add_report("gpu-04", b, result="unknown", gpu="mi300x", snapshot_hash=b[:71])
+
+    def names(**filters: str) -> list[str]:
+        return [r.host for r in store.latest_reports(**filters)]  # type: ignore[arg-type]
+
+    assert names() == ["gpu-01", "gpu-02", "gpu-03", "gpu-04"]
+    assert names(status="drift") == ["gpu-01", "gpu-02"]  # gpu-03's drift is history
+    assert names(lock=b) == ["gpu-04"]
+    assert names(gpu="h200") == ["gpu-01", "gpu-02", "gpu-03"]
+    assert names(gpu="mi300x", status="unknown") == ["gpu-04"]
+    assert names(group="train") == ["gpu-01"]
+    assert names(group="old") == []  # a known host keeps the group of its first report
+    assert [r.host for r in store.latest_reports(limit=2, offset=1)] == ["gpu-02", "gpu-03"]
+    assert store.latest_reports(lock=b)[0].snapshot_hash == b[:71]
+
+    summary = store.fleet_summary(a)
+    assert summary.hosts == {"match": 1, "drift": 2, "unknown": 0}
+    assert [(r.reason, r.hosts) for r in summary.top_reasons] == [
+        ("pin: driver 580!=575", 2), ("pin: kernel 6.8!=6.5", 1)]
+    empty = store.fleet_summary("sha256:" + "1" * 64)
+    assert empty.hosts == {"match": 0, "drift": 0, "unknown": 0} and empty.top_reasons == []
+
+
+def test_report_result_must_be_known(store: Store) -> None:
+    with pytest.raises(UsageError, match="'ok' is not one of match, drift, unknown"):
+        store.add_report("n", "sha256:" + "0" * 64, result="ok")
+    assert store.latest_reports() == []
+
+
+def test_token_scope_host_binding_and_revocation(store: Store, store_url: str) -> None:
+    bound_id, bound = store.create_token("report", host="gpu-01")
+    _, publish = store.create_token("publish")
+    admin_id, admin = store.create_token("admin")
+    assert bound.startswith("pin_") and len({bound, publish, admin}) == 3
+    assert store.check_token(bound, "report", "gpu-01")
+    assert not store.check_token(bound, "report", "gpu-02")  # cannot write as another host
+    assert not store.check_token(bound, "report")
+    assert not store.check_token(bound, "publish", "gpu-01")
+    assert store.check_token(publish, "publish") and not store.check_token(publish, "report")
+    assert all(store.check_token(admin, scope, "any") for scope in ("report", "publish", "admin"))
+    assert not store.check_token(bound + "x", "report", "gpu-01")
+    assert not store.check_token("", "report", "gpu-01")
+
+    assert store.revoke_token(bound_id) and not store.revoke_token(bound_id)
+    assert not store.revoke_token("no-such-id")
+    assert not store.check_token(bound, "report", "gpu-01")
+    infos = {t.id: t for t in store.list_tokens()}
+    assert infos[bound_id].revoked_at is not None and infos[admin_id].revoked_at is None
+    assert infos[bound_id].host == "gpu-01"
+
+    # Only the sha256 of each secret is stored.
+    from sqlalchemy import text
+
+    engine = create(store_url, write=False)
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT id, secret_sha256 FROM tokens")).all()
+        dump = repr(conn.execute(text("SELECT * FROM tokens")).all())
+    engine.dispose()
+    assert {str(r[0]): str(r[1]) for r in rows}[admin_id] == hashlib.sha256(admin.encode()).hexdigest()
+    assert all(secret not in dump for secret in (bound, publish, admin))
+    with pytest.raises(UsageError, match="scope 'root'"):
+        store.create_token("root")
+
+
+def test_concurrent_writers_lose_no_acknowledged_report(store: Store) -> None:
+    lock = store.store_lock(LOCK_A)
+    acknowledged: list[int] = []
+    failures: list[BaseException] = []
+    guard = threading.Lock()
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(15):
+                # Every thread writes to shared hosts too: host creation races.
+                host = f"shared-{i % 3}" if i % 2 else f"own-{n}"
+                rid = store.add_report(host, lock, result="match" if i % 4 else "drift")
+                with guard:
+                    acknowledged.append(rid)
+        except BaseException as exc:  # reported below, with the thread's failure
+            failures.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert len(acknowledged) == 90 == len(set(acknowledged))
+    stored = {r.id for h in {r.host for r in store.latest_reports()}
+              for r in store.host_history(h, limit=1000)}
+    assert stored == set(acknowledged)
+    assert len(store.latest_reports()) == 3 + 6
+
+
+def test_migration_and_models_agree(store_url: str) -> None:
+    upgrade(store_url)
+    upgrade(store_url)  # a second upgrade is a no-op
+    engine = create(store_url, write=True)
+    try:
+        assert current(engine) == "0001"
+        assert schema_diff(engine) == []
+    finally:
+        engine.dispose()
+
+
+def test_sqlite_is_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "pin.db"
+    Store(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_default_url_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_url() == f"sqlite:///{tmp_path / 'data' / 'pin' / 'pin.db'}"
+    Store().close()  # creates the folder
+    assert (tmp_path / "data" / "pin" / "pin.db").is_file()
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/dir")  # invalid per the spec: ignored
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_url() == f"sqlite:///{tmp_path / 'home' / '.local' / 'share' / 'pin' / 'pin.db'}"
+
+
+@pytest.mark.parametrize(("url", "says"), [
+    ("mysql://admin:s3cret@db.example/pin", "'mysql' is not a database"),
+    ("not a url", "cannot be parsed"),
+    ("sqlite://", "in-memory"),
+    ("sqlite:////nonexistent-folder/sub/pin.db", "cannot be opened"),
+])
+def test_bad_url_is_a_usage_error(url: str, says: str) -> None:
+    with pytest.raises(UsageError, match=says) as bad:
+        Store(url)
+    assert bad.value.exit_code == 2
+    assert "s3cret" not in bad.value.render()
+
+
+def test_unreachable_postgresql_names_url_without_password() -> None:
+    url = f"postgresql://pin:s3cret@127.0.0.1:{free_port()}/pin"
+    with pytest.raises(UsageError, match="cannot be opened") as bad:
+        Store(url)
+    assert "s3cret" not in bad.value.render()
+    assert "pin:***@127.0.0.1" in bad.value.message
