@@ -133,6 +133,18 @@ class AcceptanceFailed(PinError):
                     "purpose.")
 
 
+class ServiceError(PinError):
+    """A remote pin service refused a request or could not be reached (exit 13): the
+    message names the service URL and quotes the service's own error and hint, when it
+    sent one (never the token).
+    """
+
+    exit_code = 13
+    default_hint = ("Check the service URL (pin serve prints it when it starts), that it is "
+                    "running, and the token: $PIN_TOKEN, $PIN_TOKEN_FILE or --token-file, "
+                    "created with `pin serve token create`.")
+
+
 class NothingToJudge(PinError):
     """``pin doctor`` read the dumps but none of them gave any rule an input (exit 14).
 
@@ -161,5 +173,6 @@ ALL_ERRORS: tuple[type[PinError], ...] = (
     GuardRefused,
     AuditFailed,
     AcceptanceFailed,
+    ServiceError,
     NothingToJudge,
 )

@@ -4,6 +4,7 @@
 
 from pinning.serve.storage.engine import default_url, redact
 from pinning.serve.storage.migrate import upgrade
+from pinning.serve.storage.records import NewReport
 from pinning.serve.storage.store import Store
 
-__all__ = ["Store", "default_url", "redact", "upgrade"]
+__all__ = ["NewReport", "Store", "default_url", "redact", "upgrade"]

@@ -6,7 +6,12 @@ Specification, https://specifications.freedesktop.org/basedir-spec/latest/, read
 2026-12-01: a relative ``$XDG_DATA_HOME`` is invalid and ignored). SQLite runs in WAL mode
 with foreign keys on; its write transactions start with ``BEGIN IMMEDIATE`` so concurrent
 writers wait for each other (busy timeout) instead of failing on a read-to-write upgrade
-(https://www.sqlite.org/lang_transaction.html, read 2026-12-01). ``postgresql://`` URLs use
+(https://www.sqlite.org/lang_transaction.html, read 2026-12-01). It syncs with
+``synchronous=NORMAL``: in WAL mode a commit then survives a crash or ``kill -9`` of the
+process, and only a power loss or operating-system crash can roll back the last commits
+("Transactions are durable across application crashes regardless of the synchronous
+setting or journal mode", https://www.sqlite.org/pragma.html#pragma_synchronous, read
+2026-12-01), while a commit no longer waits for an fsync. ``postgresql://`` URLs use
 psycopg 3.
 """
 
@@ -86,8 +91,9 @@ def parse_url(url: str) -> URL:
 def create(url: str, *, write: bool) -> Engine:
     """An engine for ``url`` (see :func:`parse_url`, which raises ``UsageError``).
 
-    SQLite: the default file's folder is created; connections get WAL, foreign keys and a
-    busy timeout of :data:`SQLITE_BUSY_TIMEOUT_S` seconds; with ``write`` every transaction
+    SQLite: the default file's folder is created; connections get WAL, ``synchronous=NORMAL``
+    (see the module docstring), foreign keys and a busy timeout of
+    :data:`SQLITE_BUSY_TIMEOUT_S` seconds; with ``write`` every transaction
     begins ``IMMEDIATE`` (takes the write lock first). PostgreSQL: ``write`` changes nothing.
     """
     from sqlalchemy import create_engine, event
@@ -107,6 +113,7 @@ def create(url: str, *, write: bool) -> Engine:
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")

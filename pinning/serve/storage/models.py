@@ -21,11 +21,12 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-HASH_LEN = 71  # "sha256:" + 64 hex digits
-RESULTS = ("match", "drift", "unknown")
+from pinning.serve.storage.records import GPU_LEN, HASH_LEN, NAME_LEN, RESULTS
+
 SCOPES = ("report", "publish", "admin")
 
 # Deterministic constraint names, so migrations name the same objects on every database
@@ -65,26 +66,55 @@ class LockRow(Base):
 
 
 class HostRow(Base):
-    """A host known to the service: unique ``name``, optional ``group`` and the lock
-    assigned to it (``None``: its group's lock, or none).
+    """A host known to the service: unique ``name``, optional ``group``, the lock assigned
+    to it (``None``: its group's lock, or none) and a copy of its latest report (``last_*``,
+    all ``None`` until it reports), so the fleet is listed from this one table.
+
+    The ``last_*`` columns are written in the transaction that stores the report; the
+    composite indexes serve the dashboard's filters (result, lock, GPU, group), each
+    ordered by name (the unique index on ``name`` serves the unfiltered listing).
     """
 
     __tablename__ = "hosts"
+    __table_args__ = (
+        Index("ix_hosts_group_name", "group", "name"),
+        Index("ix_hosts_last_result_name", "last_result", "name"),
+        Index("ix_hosts_last_lock_name", "last_lock", "name"),
+        Index("ix_hosts_last_gpu_name", "last_gpu", "name"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    name: Mapped[str] = mapped_column(String(253), unique=True)
-    group: Mapped[str | None] = mapped_column(String(253), index=True)
+    name: Mapped[str] = mapped_column(String(NAME_LEN), unique=True)
+    group: Mapped[str | None] = mapped_column(String(NAME_LEN))
     assigned_lock: Mapped[str | None] = mapped_column(
         String(HASH_LEN), ForeignKey("locks.content_hash"))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    last_report_id: Mapped[int | None] = mapped_column(Integer)
+    last_result: Mapped[str | None] = mapped_column(String(8))
+    last_lock: Mapped[str | None] = mapped_column(String(HASH_LEN))
+    last_reason: Mapped[str | None] = mapped_column(Text)
+    last_reasons: Mapped[list[str] | None] = mapped_column(JSON)
+    last_gpu: Mapped[str | None] = mapped_column(String(GPU_LEN))
+    last_seen: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class GroupLockRow(Base):
+    """The lock assigned to a host group (hosts without their own assignment use it)."""
+
+    __tablename__ = "group_locks"
+
+    group: Mapped[str] = mapped_column(String(NAME_LEN), primary_key=True)
+    lock_hash: Mapped[str] = mapped_column(String(HASH_LEN), ForeignKey("locks.content_hash"))
+    assigned_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
 
 class HostReportRow(Base):
     """One verification report a host posted (history is kept; the latest per host is the
     row with the highest ``id`` for that host, served by the ``(host_id, id)`` index).
 
-    ``result`` is ``match``, ``drift`` or ``unknown``; ``reasons`` a list of one-line drift
-    reasons; ``gpu`` the host's GPU as reported (``None``: not said); ``body`` the exact
+    ``result`` is ``match``, ``drift`` or ``unknown``; ``reason`` the short line (``pin:
+    ...``, drift only); ``reasons`` the drifting facts' words; ``gpu`` the host's GPU as
+    reported (``None``: not said); ``body`` the exact
     report bytes when the host sent a document.
     """
 
@@ -99,8 +129,9 @@ class HostReportRow(Base):
     lock_hash: Mapped[str] = mapped_column(String(HASH_LEN), index=True)
     snapshot_hash: Mapped[str | None] = mapped_column(String(HASH_LEN))
     result: Mapped[str] = mapped_column(String(8))
+    reason: Mapped[str | None] = mapped_column(Text)
     reasons: Mapped[list[str]]
-    gpu: Mapped[str | None] = mapped_column(String(128))
+    gpu: Mapped[str | None] = mapped_column(String(GPU_LEN))
     body: Mapped[bytes | None] = mapped_column(LargeBinary)
     received_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
@@ -160,6 +191,6 @@ class TokenRow(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     secret_sha256: Mapped[str] = mapped_column(String(64), unique=True)
     scope: Mapped[str] = mapped_column(String(8))
-    host: Mapped[str | None] = mapped_column(String(253))
+    host: Mapped[str | None] = mapped_column(String(NAME_LEN))
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))

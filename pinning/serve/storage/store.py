@@ -8,15 +8,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import secrets
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+import string
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pinning.errors import UsageError
 from pinning.serve.storage.engine import create, database_error, default_url
+from pinning.serve.storage.fleet import FleetMixin
 from pinning.serve.storage.models import (
-    RESULTS,
     SCOPES,
     AcceptanceRow,
     AuditRow,
@@ -26,25 +26,28 @@ from pinning.serve.storage.models import (
     LockRow,
     TokenRow,
 )
+from pinning.serve.storage.queries import insert_ignore, insert_reports, utc
 from pinning.serve.storage.records import (
-    FleetSummary,
+    ArtefactInfo,
     LockInfo,
-    ReasonCount,
+    NewReport,
     ReportRecord,
     TokenInfo,
 )
 
 if TYPE_CHECKING:
+    from sqlalchemy import Table
     from sqlalchemy.engine import Engine
     from sqlalchemy.orm import Session
 
-TOP_REASONS = 10
+__all__ = ["NewReport", "Store", "now", "secret_hash", "utc"]
+
 SECRET_PREFIX = "pin_"
-
-
-def utc(value: dt.datetime) -> dt.datetime:
-    """``value`` as an aware UTC time (SQLite hands back the stored UTC time naive)."""
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+#: The shortest hex prefix that names a lock (the Slurm feature ``pin_<12 hex>``).
+MIN_PREFIX = 12
+#: Artefact kinds and their tables.
+KINDS: dict[str, type[AcceptanceRow | AuditRow | CostVerdictRow]] = {
+    "acceptance": AcceptanceRow, "audit": AuditRow, "cost": CostVerdictRow}
 
 
 def now() -> dt.datetime:
@@ -57,7 +60,7 @@ def secret_hash(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-class Store:
+class Store(FleetMixin):
     """pin serve's store at ``url`` (default :func:`~pinning.serve.storage.engine.default_url`).
 
     Opening migrates the database to the newest shipped revision (``migrate=False``: it
@@ -103,21 +106,19 @@ class Store:
                                     expire_on_commit=False) as session, session.begin():
             yield session
 
-    def _insert_ignore(self, session: Session, row: type[Any], values: dict[str, Any],
-                       key: str) -> None:
-        """INSERT ``values`` into ``row``'s table unless ``key`` already holds that value
-        (``ON CONFLICT DO NOTHING``: safe against a concurrent insert of the same key).
+    @property
+    def dialect(self) -> str:
+        """The database kind: ``sqlite`` or ``postgresql``."""
+        return str(self._write.dialect.name)
+
+    def revision(self) -> str:
+        """The schema revision the database is at (``""``: never migrated). Raises
+        ``UsageError`` (exit 2) when the database cannot be reached (health checks).
         """
-        if session.get_bind().dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as pg_insert
+        from pinning.serve.storage.migrate import current
 
-            session.execute(pg_insert(row).values(**values).on_conflict_do_nothing(
-                index_elements=[key]))
-        else:
-            from sqlalchemy.dialects.sqlite import insert as lite_insert
-
-            session.execute(lite_insert(row).values(**values).on_conflict_do_nothing(
-                index_elements=[key]))
+        with self._guard():
+            return current(self._read) or ""
 
     # Locks
 
@@ -132,10 +133,11 @@ class Store:
 
         lock = parse_lock_bytes(data, label="uploaded lock")
         request = lock.request.model_dump(mode="json", by_alias=True, exclude_none=True)
-        with self._session(write=True) as session:
-            self._insert_ignore(session, LockRow, {
-                "content_hash": lock.content_hash, "body": data, "request": request,
-                "created_at": self._clock()}, "content_hash")
+        table: Table = LockRow.__table__  # type: ignore[assignment]
+        with self._guard(), self._write.begin() as conn:
+            conn.execute(insert_ignore(conn.dialect.name, table, "content_hash").values(
+                content_hash=lock.content_hash, body=data, request=request,
+                created_at=self._clock()))
         return lock.content_hash
 
     def get_lock(self, content_hash: str) -> bytes | None:
@@ -143,6 +145,23 @@ class Store:
         with self._session(write=False) as session:
             row = session.get(LockRow, content_hash)
             return None if row is None else bytes(row.body)
+
+    def find_locks(self, ref: str) -> list[str]:
+        """The stored locks' hashes ``ref`` names, sorted: ``sha256:<64 hex>`` exactly, or
+        every hash starting with a hex prefix of at least 12 digits (with or without
+        ``sha256:``; any case). ``[]``: none, or ``ref`` is neither; more than one: the
+        prefix is ambiguous.
+        """
+        from sqlalchemy import select
+
+        digits = ref.strip().lower().removeprefix("sha256:")
+        if not MIN_PREFIX <= len(digits) <= 64 or not set(digits) <= set(string.hexdigits):
+            return []
+        column = LockRow.content_hash
+        where = (column == "sha256:" + digits if len(digits) == 64
+                 else column.startswith("sha256:" + digits))
+        with self._guard(), self._read.connect() as conn:
+            return sorted(str(h) for h in conn.execute(select(column).where(where)).scalars())
 
     def list_locks(self) -> list[LockInfo]:
         """Every stored lock, newest first (then by hash)."""
@@ -160,51 +179,34 @@ class Store:
     def add_report(self, host: str, lock_hash: str, *, result: str,
                    reasons: Iterable[str] = (), snapshot_hash: str | None = None,
                    gpu: str | None = None, body: bytes | None = None,
-                   group: str | None = None) -> int:
-        """Store one report of ``host`` against ``lock_hash`` and return its id.
-
-        One transaction: the host is created on its first report (with ``group``; a known
-        host keeps its group). ``result`` is ``match``, ``drift`` or ``unknown`` (anything
-        else: ``UsageError``, exit 2); ``reasons`` one-line drift reasons; ``body`` the exact
-        report bytes, when sent.
+                   group: str | None = None, reason: str | None = None) -> int:
+        """Store one report of ``host`` against ``lock_hash`` and return its id: the batch
+        of one of :meth:`add_reports` (same checks, same ``UsageError``).
         """
-        from sqlalchemy import select
+        return self.add_reports([NewReport(
+            host=host, lock_hash=lock_hash, result=result, group=group, reason=reason,
+            reasons=tuple(reasons), snapshot_hash=snapshot_hash, gpu=gpu, body=body)])[0]
 
-        if result not in RESULTS:
-            raise UsageError(f"Host report of {host!r}: result {result!r} is not one of "
-                             f"{', '.join(RESULTS)}.")
+    def add_reports(self, batch: Sequence[NewReport]) -> list[int]:
+        """Store ``batch`` in ONE transaction (group commit) and return the new ids in its
+        order; returns only after the commit, so every id returned is stored.
+
+        A host is created on its first report (with that report's group; a known host keeps
+        its group). Each host's latest-report columns are updated in the same transaction:
+        the last report of the batch for that host wins. Raises ``UsageError`` (exit 2)
+        naming the report when one has a :meth:`~NewReport.problem` (a result other than
+        ``match``, ``drift`` or ``unknown``, a value too long for its column; nothing of the
+        batch is stored), and when the database fails.
+        """
+        for n, r in enumerate(batch):
+            why = r.problem()
+            if why:
+                raise UsageError(f"Host report {n + 1} of the batch ({r.host[:40]!r}): {why}.")
+        if not batch:
+            return []
         when = self._clock()
-        with self._session(write=True) as session:
-            self._insert_ignore(session, HostRow, {"name": host, "group": group,
-                                                   "created_at": when}, "name")
-            host_id = session.scalars(select(HostRow.id).where(HostRow.name == host)).one()
-            row = HostReportRow(host_id=host_id, lock_hash=lock_hash, result=result,
-                                snapshot_hash=snapshot_hash, reasons=list(reasons), gpu=gpu,
-                                body=body, received_at=when)
-            session.add(row)
-            session.flush()
-            return row.id
-
-    def latest_reports(self, *, lock: str | None = None, status: str | None = None,
-                       gpu: str | None = None, group: str | None = None,
-                       limit: int | None = None, offset: int = 0) -> list[ReportRecord]:
-        """The latest report of every host (highest id per host), by host name; each filter
-        (lock hash, result, GPU, host group) keeps the hosts whose latest report matches.
-        """
-        from sqlalchemy import func, select
-
-        latest = (select(func.max(HostReportRow.id).label("id"))
-                  .group_by(HostReportRow.host_id).subquery())
-        query = (select(HostReportRow, HostRow.name, HostRow.group)
-                 .join(latest, HostReportRow.id == latest.c.id)
-                 .join(HostRow, HostRow.id == HostReportRow.host_id))
-        for column, value in ((HostReportRow.lock_hash, lock), (HostReportRow.result, status),
-                              (HostReportRow.gpu, gpu), (HostRow.group, group)):
-            if value is not None:
-                query = query.where(column == value)
-        query = query.order_by(HostRow.name).offset(offset).limit(limit)
-        with self._session(write=False) as session:
-            return [_record(row, name, grp) for row, name, grp in session.execute(query)]
+        with self._guard(), self._write.begin() as conn:
+            return insert_reports(conn, batch, when)
 
     def host_history(self, host: str, limit: int = 50) -> list[ReportRecord]:
         """The last ``limit`` reports of ``host``, newest first (``[]``: unknown host)."""
@@ -215,19 +217,6 @@ class Store:
                  .where(HostRow.name == host).order_by(HostReportRow.id.desc()).limit(limit))
         with self._session(write=False) as session:
             return [_record(row, name, grp) for row, name, grp in session.execute(query)]
-
-    def fleet_summary(self, lock_hash: str, top: int = TOP_REASONS) -> FleetSummary:
-        """Hosts whose latest report is against ``lock_hash``, counted by result, and the
-        ``top`` drift reasons by the number of drifting hosts giving them.
-        """
-        latest = self.latest_reports(lock=lock_hash)
-        counts = Counter(r.result for r in latest)
-        reasons = Counter(reason for r in latest if r.result == "drift"
-                          for reason in dict.fromkeys(r.reasons))
-        ranked = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:top]
-        return FleetSummary(lock_hash=lock_hash,
-                            hosts={result: counts.get(result, 0) for result in RESULTS},
-                            top_reasons=[ReasonCount(reason=r, hosts=n) for r, n in ranked])
 
     # Acceptance results, audits, cost verdicts
 
@@ -249,6 +238,37 @@ class Store:
         """Store a cost verdict's exact JSON bytes; return its id."""
         return self._add(CostVerdictRow(body=body, lock_hash=lock_hash,
                                         received_at=self._clock()))
+
+    def list_artefacts(self, kind: str, lock_hash: str | None = None,
+                       limit: int = 100) -> list[ArtefactInfo]:
+        """The ``limit`` newest artefacts of ``kind`` (``acceptance``, ``audit``, ``cost``;
+        another: ``UsageError``, exit 2), of ``lock_hash`` only when given; newest first.
+        """
+        from sqlalchemy import select
+
+        row = _kind(kind)
+        columns = [c for c in row.__table__.columns if c.name != "body"]
+        query = select(*columns).order_by(row.id.desc()).limit(limit)
+        if lock_hash is not None:
+            query = query.where(row.lock_hash == lock_hash)
+        with self._guard(), self._read.connect() as conn:
+            found = [dict(r._mapping) for r in conn.execute(query)]
+        return [ArtefactInfo(kind=kind, id=r["id"], lock_hash=r["lock_hash"],
+                             received_at=utc(r["received_at"]), passed=r.get("passed"),
+                             signature_verified=r.get("signature_verified"),
+                             totals=r.get("totals"), image_digest=r.get("image_digest"))
+                for r in found]
+
+    def get_artefact(self, kind: str, artefact_id: int) -> bytes | None:
+        """The exact bytes stored as artefact ``artefact_id`` of ``kind`` (``None``: no such
+        artefact; an unknown kind: ``UsageError``, exit 2).
+        """
+        from sqlalchemy import select
+
+        row = _kind(kind)
+        with self._guard(), self._read.connect() as conn:
+            body = conn.execute(select(row.body).where(row.id == artefact_id)).scalar()
+        return None if body is None else bytes(body)
 
     def _add(self, row: AcceptanceRow | AuditRow | CostVerdictRow) -> int:
         """Insert ``row`` in its own transaction; its id."""
@@ -290,6 +310,17 @@ class Store:
             return False
         return row.host is None or row.host == host
 
+    def token_info(self, secret: str) -> TokenInfo | None:
+        """The public facts of the token whose secret is ``secret``, live or revoked
+        (``None``: no such token).
+        """
+        from sqlalchemy import select
+
+        with self._session(write=False) as session:
+            row = session.scalars(select(TokenRow).where(
+                TokenRow.secret_sha256 == secret_hash(secret))).one_or_none()
+            return None if row is None else _token(row)
+
     def revoke_token(self, token_id: str) -> bool:
         """Revoke token ``token_id``; ``False`` when no live token has that id."""
         with self._session(write=True) as session:
@@ -305,14 +336,26 @@ class Store:
 
         query = select(TokenRow).order_by(TokenRow.created_at, TokenRow.id)
         with self._session(write=False) as session:
-            return [TokenInfo(id=t.id, scope=t.scope, host=t.host, created_at=utc(t.created_at),
-                              revoked_at=None if t.revoked_at is None else utc(t.revoked_at))
-                    for t in session.scalars(query)]
+            return [_token(t) for t in session.scalars(query)]
 
 
 def _record(row: HostReportRow, host: str, group: str | None) -> ReportRecord:
     """The record of a report row and its host's name and group."""
     return ReportRecord(id=row.id, host=host, group=group, lock_hash=row.lock_hash,
-                        snapshot_hash=row.snapshot_hash, result=row.result,
+                        snapshot_hash=row.snapshot_hash, result=row.result, reason=row.reason,
                         reasons=list(row.reasons), gpu=row.gpu, received_at=utc(row.received_at))
+
+
+def _token(row: TokenRow) -> TokenInfo:
+    """The public facts of a token row."""
+    return TokenInfo(id=row.id, scope=row.scope, host=row.host, created_at=utc(row.created_at),
+                     revoked_at=None if row.revoked_at is None else utc(row.revoked_at))
+
+
+def _kind(kind: str) -> type[AcceptanceRow | AuditRow | CostVerdictRow]:
+    """The table of artefact ``kind``; ``UsageError`` (exit 2) for another."""
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise UsageError(f"Artefact kind {kind!r} is not one of {', '.join(KINDS)}.") from None
 

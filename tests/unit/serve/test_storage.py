@@ -13,6 +13,7 @@ from pinning.errors import LockfileError, UsageError
 from pinning.serve.storage import Store, default_url, upgrade
 from pinning.serve.storage.engine import create
 from pinning.serve.storage.migrate import current, schema_diff
+from pinning.serve.storage.records import NewReport
 from tests.support.components import free_port
 from tests.support.paths import ROOT
 
@@ -78,17 +79,20 @@ def test_history_is_newest_first_and_limited(store: Store) -> None:
     assert store.host_history("no-such-host") == []
 
 
-def test_latest_per_host_with_filters_and_summary(store: Store) -> None:
+def test_latest_per_host_with_filters_counts_and_summary(store: Store) -> None:
     a, b = store.store_lock(LOCK_A), store.store_lock(LOCK_B)
-    store.add_report("gpu-03", b, result="drift", reasons=["pin: rocm 7.1!=7.0"], gpu="mi300x")
+    store.add_report("gpu-03", b, result="drift", reasons=["rocm"], gpu="mi300x",
+                     reason="pin: rocm 7.1!=7.0")
     store.add_report("gpu-03", a, result="match", gpu="h200", group="old")  # latest of gpu-03
     store.add_report("gpu-01", a, result="drift", gpu="h200", group="train",
-                     reasons=["pin: driver 580!=575", "pin: kernel 6.8!=6.5"])
-    store.add_report("gpu-02", a, result="drift", gpu="h200", reasons=["pin: driver 580!=575"])
+                     reasons=["driver", "kernel"], reason="pin: driver 580!=575 (+1 more)")
+    store.add_report("gpu-02", a, result="drift", gpu="h200", reasons=["driver"])
     store.add_report("gpu-04", b, result="unknown", gpu="mi300x", snapshot_hash=b[:71])
 
     def names(**filters: str) -> list[str]:
-        return [r.host for r in store.latest_reports(**filters)]  # type: ignore[arg-type]
+        listed = [r.host for r in store.latest_reports(**filters)]  # type: ignore[arg-type]
+        assert store.count_hosts(**filters) == len(listed)
+        return listed
 
     assert names() == ["gpu-01", "gpu-02", "gpu-03", "gpu-04"]
     assert names(status="drift") == ["gpu-01", "gpu-02"]  # gpu-03's drift is history
@@ -97,15 +101,173 @@ def test_latest_per_host_with_filters_and_summary(store: Store) -> None:
     assert names(gpu="mi300x", status="unknown") == ["gpu-04"]
     assert names(group="train") == ["gpu-01"]
     assert names(group="old") == []  # a known host keeps the group of its first report
+    assert names(gpu="a100") == []
     assert [r.host for r in store.latest_reports(limit=2, offset=1)] == ["gpu-02", "gpu-03"]
-    assert store.latest_reports(lock=b)[0].snapshot_hash == b[:71]
+    one = store.host_status("gpu-01")
+    assert one is not None and one == store.latest_reports(group="train")[0]
+    assert (one.lock_hash, one.result, one.reasons, one.gpu, one.group) == (
+        a, "drift", ["driver", "kernel"], "h200", "train")
+    assert one.reason == "pin: driver 580!=575 (+1 more)" and one.received_at.tzinfo
+    assert one.report_id == store.host_history("gpu-01")[0].id
+    assert store.host_status("no-such-host") is None
 
     summary = store.fleet_summary(a)
     assert summary.hosts == {"match": 1, "drift": 2, "unknown": 0}
-    assert [(r.reason, r.hosts) for r in summary.top_reasons] == [
-        ("pin: driver 580!=575", 2), ("pin: kernel 6.8!=6.5", 1)]
+    assert [(r.reason, r.hosts) for r in summary.top_reasons] == [("driver", 2), ("kernel", 1)]
     empty = store.fleet_summary("sha256:" + "1" * 64)
     assert empty.hosts == {"match": 0, "drift": 0, "unknown": 0} and empty.top_reasons == []
+    every = store.fleet_summaries()
+    assert [s.lock_hash for s in every] == sorted([a, b])
+    assert {s.lock_hash: s.hosts["unknown"] for s in every} == {a: 0, b: 1}
+    assert store.fleet_summaries(b, top=1)[0].top_reasons == []
+    assert store.fleet_summaries("sha256:" + "1" * 64) == []
+    assert store.drift_by_fact() == {"driver": 2, "kernel": 1}
+    seen = store.last_seen_by_host()
+    assert list(seen) == ["gpu-01", "gpu-02", "gpu-03", "gpu-04"]
+    assert seen["gpu-03"] > seen["gpu-01"] - dt.timedelta(days=1) and seen["gpu-03"].tzinfo
+
+
+def test_a_batch_is_one_transaction_with_ids_in_order(store: Store) -> None:
+    lock = store.store_lock(LOCK_A)
+    store.add_report("n-2", lock, result="match", group="g")
+    batch = [NewReport(host=h, lock_hash=lock, result=r, reasons=w, gpu="h200",
+                       reason="pin: x" if w else None, group="batch",
+                       body=f"{{\"n\": {i}}}".encode())
+             for i, (h, r, w) in enumerate([
+                 ("n-1", "drift", ("driver",)), ("n-2", "drift", ("kernel",)),
+                 ("n-1", "match", ()), ("n-3", "unknown", ()),
+                 ("n-2", "drift", ("rocm", "driver")), ("n-1", "drift", ("python",))])]
+    ids = store.add_reports(batch)
+    assert ids == sorted(ids) and len(set(ids)) == 6
+    assert store.add_reports([]) == []
+    # The last report of a host in the batch is its latest.
+    latest = {s.host: s for s in store.latest_reports()}
+    assert latest["n-1"].report_id == ids[5] and latest["n-1"].reasons == ["python"]
+    assert latest["n-2"].report_id == ids[4] and latest["n-2"].reasons == ["rocm", "driver"]
+    assert latest["n-3"].result == "unknown" and latest["n-3"].reason is None
+    assert latest["n-2"].group == "g" and latest["n-1"].group == "batch"
+    history = store.host_history("n-1")
+    assert [r.id for r in history] == [ids[5], ids[2], ids[0]]
+    assert history[0].reason == "pin: x" and history[1].reason is None
+    assert store.count_hosts(status="drift") == 2
+
+    # A bad report anywhere refuses the whole batch: nothing of it is stored.
+    bad = [NewReport(host="n-9", lock_hash=lock, result="match"),
+           NewReport(host="n-1", lock_hash=lock, result="fine")]
+    with pytest.raises(UsageError, match="report 2 of the batch .'n-1'.: result 'fine'"):
+        store.add_reports(bad)
+    with pytest.raises(UsageError, match="1 to 253 characters"):
+        store.add_reports([NewReport(host="x" * 254, lock_hash=lock, result="match")])
+    assert store.host_status("n-9") is None and store.count_hosts() == 3
+
+
+def test_assignments_host_over_group_and_given_group_over_stored(store: Store) -> None:
+    a, b = store.store_lock(LOCK_A), store.store_lock(LOCK_B)
+    store.add_report("gpu-01", a, result="match", group="train")
+    assert store.assigned_lock("gpu-01") is None
+    assert store.assignments() == ({}, {})
+
+    store.assign_group("train", a)
+    store.assign_group("infer", b)
+    assert store.assigned_lock("gpu-01") == a  # the stored group's
+    assert store.assigned_lock("gpu-01", "infer") == b  # the given group over the stored one
+    assert store.assigned_lock("new-host", "infer") == b
+    assert store.assigned_lock("new-host") is None
+    assert store.assigned_lock("gpu-01", "no-such-group") is None
+
+    store.assign_host("gpu-01", b)  # the host's own over every group's
+    store.assign_host("gpu-09", a)  # an unknown host is created with its assignment
+    assert store.assigned_lock("gpu-01", "train") == b
+    assert store.assigned_lock("gpu-09") == a
+    store.assign_group("train", b)  # replaces
+    assert store.assignments() == ({"gpu-01": b, "gpu-09": a}, {"infer": b, "train": b})
+    assert store.host_status("gpu-09") is None  # assigned, never reported: not listed
+
+    store.assign_host("gpu-01", None)
+    store.assign_group("infer", None)
+    store.assign_group("never-assigned", None)
+    assert store.assigned_lock("gpu-01") == b  # its group's again
+    assert store.assignments() == ({"gpu-09": a}, {"train": b})
+
+    unknown = "sha256:" + "2" * 64
+    with pytest.raises(UsageError, match="is not stored") as err:
+        store.assign_host("gpu-01", unknown)
+    assert err.value.exit_code == 2
+    with pytest.raises(UsageError, match="is not stored"):
+        store.assign_group("train", unknown)
+    assert store.assignments() == ({"gpu-09": a}, {"train": b})
+
+
+def test_find_locks_by_hash_or_prefix(store: Store) -> None:
+    a, b = store.store_lock(LOCK_A), store.store_lock(LOCK_B)
+    digits = a.removeprefix("sha256:")
+    assert store.find_locks(a) == [a]
+    assert store.find_locks(digits) == [a]
+    assert store.find_locks(digits[:12]) == [a]
+    assert store.find_locks("sha256:" + digits[:20].upper()) == [a]
+    assert store.find_locks(digits[:11]) == []  # too short to name a lock
+    assert store.find_locks("sha256:" + "0" * 64) == []
+    assert store.find_locks("zz" + digits[:12]) == [] and store.find_locks("") == []
+    assert store.find_locks(digits[:30] + "%") == []
+
+    # Two stored hashes sharing a 12-digit prefix: the prefix is ambiguous. Only real
+    # locks can be stored, so the second row is written directly.
+    from sqlalchemy import insert
+
+    from pinning.serve.storage.models import LockRow
+
+    twin = "sha256:" + digits[:12] + ("0" if digits[12] != "0" else "1") + digits[13:]
+    engine = create(store.url, write=True)
+    with engine.begin() as conn:
+        conn.execute(insert(LockRow).values(content_hash=twin, body=b"x", request={},
+                                            created_at=dt.datetime.now(dt.UTC)))
+    engine.dispose()
+    assert store.find_locks(digits[:12]) == sorted([a, twin])
+    assert store.find_locks(a) == [a]
+    assert b not in store.find_locks(digits[:12])
+
+
+def test_artefacts_list_newest_first_and_exact_bytes(store: Store) -> None:
+    a, b = store.store_lock(LOCK_A), store.store_lock(LOCK_B)
+    first = store.add_acceptance(a, b'{"passed": true}', passed=True, signature_verified=False)
+    second = store.add_acceptance(a, b'{"signed": 1}', passed=False, signature_verified=True,
+                                  image_digest="sha256:" + "3" * 64)
+    store.add_acceptance(b, b"{}", passed=True, signature_verified=False)
+    audit = store.add_audit(b'{"audit": 1}', {"ready": 3, "port": 1}, lock_hash=a)
+    cost = store.add_cost_verdict(b'{"cost": 2}')
+
+    listed = store.list_artefacts("acceptance", lock_hash=a)
+    assert [i.id for i in listed] == [second, first]
+    assert (listed[0].passed, listed[0].signature_verified, listed[0].image_digest) == (
+        False, True, "sha256:" + "3" * 64)
+    assert listed[1].totals is None and listed[1].received_at.tzinfo is not None
+    assert len(store.list_artefacts("acceptance")) == 3
+    assert len(store.list_artefacts("acceptance", limit=1)) == 1
+    audits = store.list_artefacts("audit")
+    assert [(i.id, i.kind, i.totals, i.passed) for i in audits] == [
+        (audit, "audit", {"ready": 3, "port": 1}, None)]
+    costs = store.list_artefacts("cost", lock_hash=a)
+    assert costs == [] and store.list_artefacts("cost")[0].lock_hash is None
+    assert store.get_artefact("acceptance", second) == b'{"signed": 1}'
+    assert store.get_artefact("audit", audit) == b'{"audit": 1}'
+    assert store.get_artefact("cost", cost) == b'{"cost": 2}'
+    assert store.get_artefact("cost", cost + 100) is None
+    with pytest.raises(UsageError, match="kind 'signature'"):
+        store.list_artefacts("signature")
+    with pytest.raises(UsageError, match="kind 'audits'"):
+        store.get_artefact("audits", audit)
+
+
+def test_dialect_revision_and_token_info(store: Store, store_url: str) -> None:
+    assert store.dialect == store_url.split(":")[0]
+    assert store.revision() == "0001"
+    token_id, secret = store.create_token("report", host="gpu-01")
+    info = store.token_info(secret)
+    assert info is not None and (info.id, info.scope, info.host) == (token_id, "report", "gpu-01")
+    assert store.token_info(secret + "x") is None
+    store.revoke_token(token_id)
+    revoked = store.token_info(secret)
+    assert revoked is not None and revoked.revoked_at is not None
 
 
 def test_report_result_must_be_known(store: Store) -> None:

@@ -1,5 +1,6 @@
-"""Initial schema of pin serve's store: locks, hosts, host reports, acceptance results,
-audits, cost verdicts and tokens (see ``pinning.serve.storage.models``).
+"""Initial schema of pin serve's store: locks, hosts (with their latest report), group lock
+assignments, host reports, acceptance results, audits, cost verdicts and tokens (see
+``pinning.serve.storage.models``).
 
 Revision ID: 0001
 Revises: (none)
@@ -36,12 +37,30 @@ def upgrade() -> None:
         sa.Column("group", sa.String(length=253), nullable=True),
         sa.Column("assigned_lock", HASH, nullable=True),
         sa.Column("created_at", WHEN, nullable=False),
+        sa.Column("last_report_id", sa.Integer(), nullable=True),
+        sa.Column("last_result", sa.String(length=8), nullable=True),
+        sa.Column("last_lock", HASH, nullable=True),
+        sa.Column("last_reason", sa.Text(), nullable=True),
+        sa.Column("last_reasons", sa.JSON(), nullable=True),
+        sa.Column("last_gpu", sa.String(length=128), nullable=True),
+        sa.Column("last_seen", WHEN, nullable=True),
         sa.ForeignKeyConstraint(["assigned_lock"], ["locks.content_hash"],
                                 name=op.f("fk_hosts_assigned_lock_locks")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_hosts")),
         sa.UniqueConstraint("name", name=op.f("uq_hosts_name")),
     )
-    op.create_index(op.f("ix_hosts_group"), "hosts", ["group"])
+    for name, column in (("group_name", "group"), ("last_result_name", "last_result"),
+                         ("last_lock_name", "last_lock"), ("last_gpu_name", "last_gpu")):
+        op.create_index(f"ix_hosts_{name}", "hosts", [column, "name"])
+    op.create_table(
+        "group_locks",
+        sa.Column("group", sa.String(length=253), nullable=False),
+        sa.Column("lock_hash", HASH, nullable=False),
+        sa.Column("assigned_at", WHEN, nullable=False),
+        sa.ForeignKeyConstraint(["lock_hash"], ["locks.content_hash"],
+                                name=op.f("fk_group_locks_lock_hash_locks")),
+        sa.PrimaryKeyConstraint("group", name=op.f("pk_group_locks")),
+    )
     op.create_table(
         "host_reports",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -49,6 +68,7 @@ def upgrade() -> None:
         sa.Column("lock_hash", HASH, nullable=False),
         sa.Column("snapshot_hash", HASH, nullable=True),
         sa.Column("result", sa.String(length=8), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=True),
         sa.Column("reasons", sa.JSON(), nullable=False),
         sa.Column("gpu", sa.String(length=128), nullable=True),
         sa.Column("body", sa.LargeBinary(), nullable=True),
@@ -111,5 +131,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     """Drop every table of the initial schema (their indexes go with them)."""
     for table in ("tokens", "cost_verdicts", "audits", "acceptance_results", "host_reports",
-                  "hosts", "locks"):
+                  "hosts", "group_locks", "locks"):
         op.drop_table(table)
