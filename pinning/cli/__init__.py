@@ -191,12 +191,13 @@ def _register_commands() -> None:
         registry,
         report,
         resolve,
+        serve,
         sign,
         slurm,
     )
 
     for module in (resolve, matrix, lock, host, doctor, registry, image, sign, guard, audit,
-                   accept, fleet, slurm, cost, report, completion):
+                   accept, fleet, slurm, serve, cost, report, completion):
         module.register(main)
     completion.attach_value_completion(main)
 

@@ -1,0 +1,179 @@
+"""``pin serve``: run the team's pinning service; ``pin serve token``: its access tokens.
+
+``pin serve`` alone runs the HTTP service (:mod:`pinning.serve.server`) until SIGTERM or
+SIGINT; ``pin serve token create|list|revoke`` work on the database directly (the server
+need not run). The database is ``--db``, else ``[serve] db`` of the configuration file
+(``--config``, ``$PIN_CONFIG``, ``/etc/pin/config.toml``), else SQLite in pin's data folder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from pinning.cli.envelope import emit
+from pinning.cli.options import format_option, path_given
+from pinning.errors import UsageError
+from pinning.util.text import printable
+
+if TYPE_CHECKING:
+    from pinning.serve.config import ServeConfig
+    from pinning.serve.storage.store import Store
+
+__all__ = ["register", "serve"]
+
+_DB_HELP = ("Database URL: sqlite:///PATH or postgresql://USER@HOST:PORT/DB (default: [serve] "
+            "db of the configuration, else pin.db in pin's data folder).")
+_CONFIG_HELP = "Configuration file with a [serve] table (default: $PIN_CONFIG, else " \
+               "/etc/pin/config.toml when present)."
+
+
+def _settings(config: str | None, **given: Any) -> ServeConfig:
+    """The ``[serve]`` settings with the flags that were given (not ``None``) applied."""
+    from pinning.serve.config import read_serve_config
+
+    cfg, _ = read_serve_config(config)
+    return cfg.model_copy(update={k: v for k, v in given.items() if v is not None})
+
+
+def _open(db: str | None, config: str | None) -> Store:
+    from pinning.serve.storage import Store
+
+    return Store(_settings(config, db=db).db)
+
+
+@click.group(invoke_without_command=True)
+@click.option("--db", metavar="URL", help=_DB_HELP)
+@click.option("--host", metavar="ADDRESS", help="Address to listen on (default 127.0.0.1).")
+@click.option("--port", type=click.IntRange(0, 65535),
+              help="Port to listen on; 0: any free port (default 8470).")
+@click.option("--config", metavar="FILE", callback=path_given, help=_CONFIG_HELP)
+@click.pass_context
+def serve(ctx: click.Context, db: str | None, host: str | None, port: int | None,
+          config: str | None) -> None:
+    """Run pin's team service: locks, host reports (verified against the lock assigned to
+    the host or its group), acceptance results, audits and cost verdicts over a JSON API
+    (/api/v1, /openapi.json), a dashboard at / and /metrics for Prometheus.
+
+    \b
+    Start here:
+      pin serve                                  # SQLite in pin's data folder, port 8470
+      pin serve token create --scope publish     # a token for pin lock push
+      pin serve --db postgresql://pin@db/pin --host 0.0.0.0
+
+    Prints `pin serve: listening on http://HOST:PORT (database URL)` when ready; SIGTERM
+    or Ctrl-C stops it after storing every report it acknowledged.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from pinning.serve.server import run
+
+    run(_settings(config, db=db, host=host, port=port))
+
+
+@serve.group("token")
+def token() -> None:
+    """Create, list and revoke the service's bearer tokens (stored hashed)."""
+
+
+_db_option = click.option("--db", metavar="URL", help=_DB_HELP)
+_config_option = click.option("--config", metavar="FILE", callback=path_given,
+                              help=_CONFIG_HELP)
+
+
+def _token_json(info: Any) -> dict[str, Any]:
+    return {"id": info.id, "scope": info.scope, "host": info.host,
+            "created_at": info.created_at.isoformat(),
+            "revoked_at": info.revoked_at.isoformat() if info.revoked_at else None}
+
+
+@token.command("create")
+@click.option("--scope", type=click.Choice(["report", "publish", "admin"]), required=True,
+              help="report: post host reports; publish: locks, assignments, acceptance, "
+                   "audits, cost verdicts; admin: everything.")
+@click.option("--host", "host_name", metavar="NAME",
+              help="Bind a report token to one host name: it may post only that host's "
+                   "reports.")
+@_db_option
+@_config_option
+@format_option
+def token_create(scope: str, host_name: str | None, db: str | None, config: str | None,
+                 fmt: str) -> None:
+    """Create a token and print its secret, once (only its sha256 is stored).
+
+    Text: the secret alone on standard output, its id and a warning on standard error.
+    JSON: {"id", "scope", "host", "secret"}.
+    """
+    from pinning.serve.api.context import NAME
+
+    if host_name is not None:
+        if scope != "report":
+            raise UsageError(f"--host binds report tokens only, not scope {scope!r}.",
+                             hint="Drop --host, or use --scope report.")
+        if not NAME.fullmatch(host_name):
+            raise UsageError(f"--host {printable(host_name, newlines=False)!r}: use 1-255 "
+                             "letters, digits, '.', '_' or '-'.")
+    store = _open(db, config)
+    try:
+        token_id, secret = store.create_token(scope, host_name)
+    finally:
+        store.close()
+    if fmt == "json":
+        emit({"id": token_id, "scope": scope, "host": host_name, "secret": secret})
+        return
+    click.echo(secret)
+    bound = f" bound to host {host_name}" if host_name else ""
+    click.echo(f"Created token {token_id} (scope {scope}{bound}). The secret above is shown "
+               "this once; keep it in a file only its user can read.", err=True)
+
+
+@token.command("list")
+@_db_option
+@_config_option
+@format_option
+def token_list(db: str | None, config: str | None, fmt: str) -> None:
+    """List the tokens (id, scope, bound host, created, revoked); never their secrets."""
+    store = _open(db, config)
+    try:
+        tokens = store.list_tokens()
+    finally:
+        store.close()
+    if fmt == "json":
+        emit({"tokens": [_token_json(t) for t in tokens]})
+        return
+    if not tokens:
+        click.echo("No tokens; create one with `pin serve token create --scope SCOPE`.")
+        return
+    for t in tokens:
+        state = f"revoked {t.revoked_at:%Y-%m-%d %H:%M}Z" if t.revoked_at else "live"
+        click.echo(printable(f"{t.id}  {t.scope:<8} {t.host or '-':<20} created "
+                             f"{t.created_at:%Y-%m-%d %H:%M}Z  {state}", newlines=False))
+
+
+@token.command("revoke")
+@click.argument("token_id", metavar="ID")
+@_db_option
+@_config_option
+@format_option
+def token_revoke(token_id: str, db: str | None, config: str | None, fmt: str) -> None:
+    """Revoke token ID (a running server refuses it within 5 s). Exit 2 when no live
+    token has that id.
+    """
+    store = _open(db, config)
+    try:
+        done = store.revoke_token(token_id)
+    finally:
+        store.close()
+    if not done:
+        raise UsageError(f"No live token has id {printable(token_id, newlines=False)!r}.",
+                         hint="List them with `pin serve token list`.")
+    if fmt == "json":
+        emit({"id": token_id, "revoked": True})
+    else:
+        click.echo(f"Revoked token {token_id}.")
+
+
+def register(group: click.Group) -> None:
+    """Add the ``pin serve`` group to the ``pin`` group."""
+    group.add_command(serve)

@@ -1,0 +1,103 @@
+"""What every handler of pin serve reaches through ``request.app.state.pin``: the store,
+the settings, the token checker, the batch writer and the verifiers; and the helpers the
+route modules share (read guard, lock references, names).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pinning.serve.auth import READ, Authenticator, Need
+from pinning.serve.errors import ApiError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePublicKey
+    from starlette.requests import Request
+
+    from pinning.serve.assign import AssignmentCache
+    from pinning.serve.config import ServeConfig
+    from pinning.serve.ingest import BatchWriter, Verifiers
+    from pinning.serve.storage.store import Store
+
+__all__ = ["NAME", "Service", "authorize", "check_name", "guard_read", "resolve_lock",
+           "service"]
+
+#: A host or group name: letters, digits, ``.``, ``_``, ``-`` (1-255), as Slurm and
+#: Kubernetes node names are written (a DNS label set plus ``_``).
+NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
+_LOCK_REF = re.compile(r"(?:sha256:)?[0-9a-f]{12,64}")
+SECURITY: dict[str, Any] = {"security": [{"bearer": []}]}
+
+
+@dataclass
+class Service:
+    """The state of one running app: ``store``, ``config``, ``auth``, ``writer`` (report
+    batches), ``verifiers`` (per lock), ``assignments`` (in memory), ``keys`` (acceptance
+    public keys) and ``reports`` (reports acknowledged since start).
+    """
+
+    store: Store
+    config: ServeConfig
+    auth: Authenticator
+    writer: BatchWriter
+    verifiers: Verifiers
+    assignments: AssignmentCache
+    keys: list[EllipticCurvePublicKey] = field(default_factory=list)
+    reports: int = 0
+
+
+def service(request: Request) -> Service:
+    """The :class:`Service` of the app serving ``request``."""
+    svc: Service = request.app.state.pin
+    return svc
+
+
+def authorize(request: Request, need: Need, host: str | None = None) -> Service:
+    """The service, once ``request``'s bearer token allows ``need`` (for ``host``); raises
+    :class:`ApiError` 401 / 403 (:meth:`Authenticator.require`).
+    """
+    svc = service(request)
+    svc.auth.require(request.headers.get("authorization"), need, host)
+    return svc
+
+
+def guard_read(request: Request) -> Service:
+    """The service, once a read is allowed: always with ``reads = "open"``, with any valid
+    token under ``reads = "token"`` (else :class:`ApiError` 401).
+    """
+    svc = service(request)
+    if svc.config.reads == "token":
+        svc.auth.require(request.headers.get("authorization"), READ)
+    return svc
+
+
+def check_name(kind: str, value: str) -> str:
+    """``value`` when it is a valid host or group name (:data:`NAME`), else
+    :class:`ApiError` 422 naming ``kind``.
+    """
+    if not NAME.fullmatch(value):
+        raise ApiError(422, f"{kind} name {value[:80]!r} is not valid: use 1-255 letters, "
+                            "digits, '.', '_' or '-'.",
+                       "Use the node's name as Slurm or Kubernetes knows it.")
+    return value
+
+
+def resolve_lock(store: Store, ref: str, *, hint: str = "") -> str:
+    """The full hash of the stored lock ``ref`` names (``sha256:<64 hex>`` or a unique
+    prefix of >= 12 hex digits, with or without ``sha256:``). Raises :class:`ApiError` 404
+    when none is stored, 409 when the prefix is ambiguous.
+    """
+    ref = ref.strip()
+    found = store.find_locks(ref) if _LOCK_REF.fullmatch(ref) else []
+    if not found:
+        raise ApiError(404, f"No stored lock matches {ref[:80]!r} (give sha256:<64 hex> or a "
+                            "prefix of at least 12 hex digits).",
+                       hint or "Push the lock with `pin lock push`, or list them at "
+                               "/api/v1/locks.")
+    if len(found) > 1:
+        raise ApiError(409, f"Lock prefix {ref!r} is ambiguous: {len(found)} stored locks "
+                            f"start with it ({', '.join(found[:3])}).",
+                       "Give more hex digits, or the full sha256:<64 hex> hash.")
+    return found[0]

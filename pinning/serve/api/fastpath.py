@@ -1,0 +1,138 @@
+"""The report path without FastAPI's routing: ``POST /api/v1/hosts/{host}/reports``.
+
+Nodes post reports far more often than anything else is asked, and FastAPI's routing,
+dependency solving and request objects cost about as much as verifying a report
+(``make bench``). :class:`ReportFastPath` is a pure ASGI middleware
+(https://asgi.readthedocs.io/en/latest/specs/www.html, read 2026-12-01) that answers exactly
+that method and path itself, with the same checks in the same order as the FastAPI route
+(:func:`pinning.serve.api.hosts.post_report`, which still documents it in OpenAPI): the
+Content-Type (415), the Content-Length and the streamed size against ``[serve]
+max-body-bytes`` (400 / 413), then :func:`~pinning.serve.api.hosts.ingest_report`. Every
+other request goes on to FastAPI untouched. Errors have the one error shape
+(:func:`pinning.serve.errors.error_response`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+from pinning.errors import PinError, UsageError
+from pinning.serve.api.body import JSON_TYPES
+from pinning.serve.errors import ApiError, error_response
+
+__all__ = ["ReportFastPath"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+PREFIX = "/api/v1/hosts/"
+SUFFIX = "/reports"
+#: Query parameters longer than these are refused as FastAPI's route refuses them (422).
+MAX_QUERY = {"group": 255, "lock": 200}
+_LOG = logging.getLogger("pin.serve")
+
+
+def report_host(scope: Scope) -> str | None:
+    """The ``{host}`` of a ``POST /api/v1/hosts/{host}/reports`` request (``None``: another
+    request). ``{host}`` is one path segment, as FastAPI's route matches it.
+    """
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return None
+    path: str = scope["path"]
+    if not (path.startswith(PREFIX) and path.endswith(SUFFIX)):
+        return None
+    host = path[len(PREFIX):-len(SUFFIX)]
+    return host if host and "/" not in host else None
+
+
+class ReportFastPath:
+    """ASGI middleware answering the report path (see the module docstring) in front of
+    ``app``; the service is ``scope["app"].state.pin`` (set by Starlette).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a report request; pass any other request to the wrapped app."""
+        host = report_host(scope)
+        if host is None:
+            await self.app(scope, receive, send)
+            return
+        from pinning.serve.api.models import json_response
+
+        try:
+            answer = json_response(await self._handle(scope, receive, host), 201)
+        except ApiError as exc:
+            answer = error_response(exc.status, exc.message, exc.hint)
+        except PinError as exc:  # the store: a database that cannot be used (503)
+            answer = error_response(503 if isinstance(exc, UsageError) else 422, exc.message,
+                                    exc.hint or "")
+        except Exception as exc:  # never a traceback to the client
+            _LOG.error("unexpected %s on POST %s: %s", type(exc).__name__, scope["path"], exc)
+            answer = error_response(500, f"Unexpected {type(exc).__name__} in pin serve.",
+                                    "This is a bug in pin; please report it with the "
+                                    "server log.")
+        await answer(scope, receive, send)
+
+    async def _handle(self, scope: Scope, receive: Receive, host: str) -> dict[str, Any]:
+        """Read the query, headers and body of the report; :func:`ingest_report` it."""
+        from pinning.serve.api.hosts import ingest_report
+
+        svc = scope["app"].state.pin
+        query: dict[str, str] = {}
+        for key, value in parse_qsl(scope["query_string"].decode("latin-1")):
+            if key in MAX_QUERY:
+                if len(value) > MAX_QUERY[key]:
+                    raise ApiError(422, f"Invalid request: query.{key}: longer than "
+                                        f"{MAX_QUERY[key]} characters.",
+                                   "See /openapi.json for the parameters this path takes.")
+                query.setdefault(key, value)
+        headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name.lower(), value)
+        data = await _read_body(receive, headers, svc.config.max_body_bytes)
+        authorization = headers.get(b"authorization")
+        return await ingest_report(svc, host, query.get("group"), query.get("lock"),
+                                   None if authorization is None
+                                   else authorization.decode("latin-1"), data)
+
+
+async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -> bytes:
+    """The request body, as :func:`pinning.serve.api.body.read_body` reads it (415 / 400 /
+    413 in that order; never more than ``limit`` bytes held).
+    """
+    from pinning.serve.api.body import too_large
+
+    ctype = headers.get(b"content-type")
+    if ctype is not None:
+        base = ctype.decode("latin-1").split(";", 1)[0].strip().lower()
+        if base not in JSON_TYPES:
+            raise ApiError(415, f"Content-Type {base[:80]!r} is not accepted here; send "
+                                f"{' or '.join(JSON_TYPES)}.",
+                           f"Set the header Content-Type: {JSON_TYPES[0]}.")
+    length = headers.get(b"content-length")
+    if length is not None:
+        if not length.isdigit() or len(length) > 18:
+            raise ApiError(400, "The Content-Length header is not a number of bytes.")
+        if int(length) > limit:
+            raise too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ApiError(400, "The client closed the connection before the body arrived.")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise too_large(limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)

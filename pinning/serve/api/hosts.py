@@ -1,0 +1,169 @@
+"""``/api/v1/hosts``: a node posts its snapshot, the service verifies it against the lock
+assigned to the host (or its group, or the one the client names), stores the report and
+answers match or drift with reasons; host listing, a host's history, the fleet summary.
+
+The report path is the hot one (``make bench``): token from the cache, body read against
+the limit, one indexed read for the assignment, verification in the event loop (the
+verifier remembers identical snapshots), then the batch writer's group commit; the answer
+is serialised once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from pinning.errors import LockfileError, ProbeError
+from pinning.serve.api.body import JSON_TYPES, body_doc, read_body
+from pinning.serve.api.context import (
+    SECURITY,
+    check_name,
+    guard_read,
+    resolve_lock,
+    service,
+)
+from pinning.serve.api.models import (
+    FleetSummaryOut,
+    HostDetail,
+    HostList,
+    ReportAck,
+    json_response,
+)
+from pinning.serve.errors import ApiError, responses
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/v1")
+_SNAPSHOT = body_doc(JSON_TYPES, "The host snapshot as `pin probe -o FILE` writes it (or its "
+                                 "--format json envelope)",
+                     {"type": "object", "additionalProperties": True})
+_NO_LOCK_HINT = ("Assign a lock to the host or its group (PUT /api/v1/assignments/...), or "
+                 "name one with ?lock=HASH (pin verify --report-to does).")
+
+
+def _pick_lock(svc: Any, host: str, group: str | None, lock: str | None) -> str:
+    """The lock a report of ``host`` is verified against (see the module docstring)."""
+    assigned: str | None = svc.assignments.lock_for(host, group)
+    if assigned is not None:
+        return assigned
+    if lock is None:
+        raise ApiError(409, f"No lock is assigned to host {host!r}"
+                            + (f" or its group {group!r}" if group else "")
+                            + " and the report names none.", _NO_LOCK_HINT)
+    return resolve_lock(svc.store, lock, hint="The lock the report names is not stored: "
+                                              "push it with pin lock push.")
+
+
+@router.post("/hosts/{host}/reports", response_model=ReportAck, status_code=201,
+             tags=["hosts"], summary="Post a host's snapshot; get match or drift",
+             responses=responses(400, 401, 403, 404, 409, 413, 415, 422, 503),
+             openapi_extra={**SECURITY, **_SNAPSHOT})
+async def post_report(request: Request, host: str,
+                      group: str | None = Query(None, max_length=255),
+                      lock: str | None = Query(None, max_length=200)) -> Response:
+    """Verify the snapshot of ``host`` and store the report (201 once committed). Scope
+    report; a host-bound token only for its host. 409 when no lock applies, 404 when the
+    named lock is not stored, 422 (nothing stored) for an invalid snapshot.
+
+    At run time :class:`pinning.serve.api.fastpath.ReportFastPath` answers this path
+    before FastAPI routes it, with the same :func:`ingest_report`; this route documents it
+    (OpenAPI) and serves an app built without that middleware.
+    """
+    headers = request.headers
+    body = await read_body(request, service(request).config.max_body_bytes, JSON_TYPES)
+    ack = await ingest_report(service(request), host, group, lock,
+                              headers.get("authorization"), body)
+    return json_response(ack, 201)
+
+
+async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None,
+                        authorization: str | None, data: bytes) -> dict[str, Any]:
+    """Authorise, verify and store one report of ``host`` (its snapshot bytes ``data``,
+    already read within the size limit); the acknowledgement (the 201 body), returned only
+    once the report is committed. Raises :class:`ApiError` (401/403 token, 422 name or
+    snapshot, 404/409 lock).
+    """
+    from pinning.serve.storage.records import NewReport
+
+    svc.auth.require(authorization, "report", host)
+    check_name("Host", host)
+    if group is not None:
+        check_name("Group", group)
+    lock_hash = _pick_lock(svc, host, group, lock)
+    try:
+        out, gpu = svc.verifiers.check_gpu(lock_hash, data, f"of host {host}")
+    except ProbeError as exc:
+        raise ApiError.of(422, exc) from exc
+    except LockfileError as exc:  # a stored lock that no longer reads (never expected)
+        raise ApiError.of(409, exc) from exc
+    received = dt.datetime.now(dt.UTC)
+    report = NewReport(host=host, lock_hash=lock_hash, result=out.result, group=group,
+                       reason=out.reason, reasons=out.reasons,
+                       snapshot_hash="sha256:" + hashlib.sha256(data).hexdigest(),
+                       gpu=gpu, body=data)
+    report_id = await svc.writer.write(report)
+    svc.reports += 1
+    return {"id": report_id, "host": host, "group": group, "lock_hash": lock_hash,
+            "result": out.result, "reason": out.reason, "reasons": list(out.reasons),
+            "received_at": received.isoformat().replace("+00:00", "Z")}
+
+
+Status = Literal["match", "drift", "unknown"]
+
+
+@router.get("/hosts", response_model=HostList, tags=["hosts"],
+            summary="Hosts and their latest report", responses=responses(401, 404, 409),
+            openapi_extra=SECURITY)
+def list_hosts(request: Request, lock: str | None = Query(None, max_length=200),
+               status: Status | None = None, gpu: str | None = Query(None, max_length=255),
+               group: str | None = Query(None, max_length=255),
+               limit: int = Query(100, ge=1, le=10_000),
+               offset: int = Query(0, ge=0, le=1 << 31)) -> Response:
+    """One page of hosts by name with their latest report, filtered by lock (hash or
+    prefix), result, GPU name and group; ``total`` counts every host matching.
+    """
+    svc = guard_read(request)
+    lock_hash = resolve_lock(svc.store, lock) if lock is not None else None
+    filters: dict[str, Any] = {"lock": lock_hash, "status": status, "gpu": gpu, "group": group}
+    found = svc.store.latest_reports(**filters, limit=limit, offset=offset)
+    return json_response({"hosts": [h.model_dump(mode="json") for h in found],
+                          "total": svc.store.count_hosts(**filters)})
+
+
+@router.get("/hosts/{host}", response_model=HostDetail, tags=["hosts"],
+            summary="A host's status and history", responses=responses(401, 404),
+            openapi_extra=SECURITY)
+def get_host(request: Request, host: str,
+             limit: int = Query(50, ge=1, le=1000)) -> Response:
+    """``host``'s latest report and its last ``limit`` reports, newest first; 404 when it
+    never reported.
+    """
+    svc = guard_read(request)
+    status = svc.store.host_status(host)
+    if status is None:
+        raise ApiError(404, f"Host {host[:80]!r} has never reported.",
+                       "List the hosts that did at /api/v1/hosts.")
+    history = svc.store.host_history(host, limit=limit)
+    return json_response({"host": status.model_dump(mode="json"),
+                          "history": [r.model_dump(mode="json") for r in history]})
+
+
+@router.get("/fleet/summary", response_model=FleetSummaryOut, tags=["hosts"],
+            summary="Hosts per lock by result, with top drift reasons",
+            responses=responses(401, 404, 409), openapi_extra=SECURITY)
+def fleet_summary(request: Request,
+                  lock: str | None = Query(None, max_length=200)) -> Response:
+    """One entry per lock that hosts' latest reports name (only ``lock`` when given), and
+    the number of hosts that reported.
+    """
+    svc = guard_read(request)
+    lock_hash = resolve_lock(svc.store, lock) if lock is not None else None
+    locks = [{"lock_hash": s.lock_hash, **{r: s.hosts.get(r, 0)
+                                          for r in ("match", "drift", "unknown")},
+              "top_reasons": [r.model_dump(mode="json") for r in s.top_reasons]}
+             for s in svc.store.fleet_summaries(lock_hash)]
+    return json_response({"locks": locks, "hosts": svc.store.count_hosts()})

@@ -1,0 +1,67 @@
+"""The lock assignments a running service reads on every report, kept in memory.
+
+A report is verified against its host's own lock, else its group's (see
+:meth:`~pinning.serve.storage.fleet.FleetMixin.assigned_lock`). Reading that from the
+database on every report cost more than verifying it (``make bench``), so the service keeps
+every host and group assignment in memory: reloaded at most :data:`TTL_S` seconds after the
+last load, and at once after this process changes one. Another ``pin serve`` sharing a
+PostgreSQL database sees a change within :data:`TTL_S` seconds. A report naming no group,
+of a host without its own assignment, still reads the host's stored group from the
+database (nodes that report through ``pin verify --report-group`` or the Slurm and
+Kubernetes integrations name it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pinning.serve.storage.store import Store
+
+#: Seconds an assignment read from the database is used before it is read again.
+TTL_S = 2.0
+
+
+class AssignmentCache:
+    """Host and group assignments of ``store``, reloaded after ``ttl_s`` seconds
+    (``clock``: monotonic seconds). Thread-safe. Raises what the store raises
+    (``UsageError``, exit 2) when the database cannot be read.
+    """
+
+    def __init__(self, store: Store, ttl_s: float = TTL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.store, self.ttl_s, self._clock = store, ttl_s, clock
+        self._lock = threading.Lock()
+        self._hosts: dict[str, str] = {}
+        self._groups: dict[str, str] = {}
+        self._loaded = -float("inf")
+
+    def invalidate(self) -> None:
+        """Forget what was loaded: the next lookup reads the database."""
+        with self._lock:
+            self._loaded = -float("inf")
+
+    def _current(self) -> tuple[dict[str, str], dict[str, str]]:
+        """The host and group maps, reloaded when older than ``ttl_s``."""
+        with self._lock:
+            if self._clock() - self._loaded >= self.ttl_s:
+                self._hosts, self._groups = self.store.assignments()
+                self._loaded = self._clock()
+            return self._hosts, self._groups
+
+    def lock_for(self, host: str, group: str | None) -> str | None:
+        """The content hash ``host``'s report is verified against: its own assignment, else
+        ``group``'s when given, else its stored group's (``None``: none applies).
+        """
+        hosts, groups = self._current()
+        own = hosts.get(host)
+        if own is not None:
+            return own
+        if group is not None:
+            return groups.get(group)
+        if not groups:
+            return None
+        return self.store.assigned_lock(host, None)
