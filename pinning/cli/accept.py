@@ -20,6 +20,7 @@ from pinning.cli.options import (
     path_given,
     refuse_inputs,
 )
+from pinning.cli.remote import open_service, post_artefact, report_options
 from pinning.errors import AcceptanceFailed, UsageError
 from pinning.util.text import printable
 
@@ -152,11 +153,14 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
               help="Registry URL override for attaching the signed result.")
 @click.option("--engine", metavar="URL",
               help="Docker Engine for --image (default: DOCKER_HOST, else the local socket).")
+@report_options("Also post the result (the exact bytes -o writes: with --sign the signed "
+                "envelope) to this pin service; the id it stores it under goes to stderr.")
 @format_option
 def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str | None,
         on_host: bool, vendor: str, python: str | None, snapshot: str | None,
         timeout_s: float, output: str | None, sign_key: str | None,
-        registry_url: str | None, engine: str | None, fmt: str) -> None:
+        registry_url: str | None, engine: str | None, report_to: str | None,
+        token_file: str | None, ca_cert: str | None, fmt: str) -> None:
     """Run the gates of ACCEPT.TOML and record the result with what was tested.
 
     \b
@@ -173,7 +177,9 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
     --python is needed on this host for [import] and the builtin trainer. Exit 0 when
     every gate passes, 12 naming the failed checks otherwise, 2 for a bad gates file, a
     missing --python or an unreachable endpoint, 5 for a bad lockfile, 8 when the Docker
-    engine for --image cannot be reached, 9 when signing fails.
+    engine for --image cannot be reached, 9 when signing fails. With --report-to URL
+    (a token with the publish scope) the result is also posted after it is written: a
+    report that fails is exit 13 when every gate passed, else only printed (exit 12 stays).
     """
     from pinning.accept.runner import RunRequest, run_gates
 
@@ -186,12 +192,16 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
     refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
                                  "the signing key": sign_key, "the snapshot": snapshot})
     key = _signing_key(sign_key) if sign_key is not None else None  # before the gates run
+    client = open_service(report_to, token_file, ca_cert) if report_to else None
     request = RunRequest(config=cli_path(config), gates=gates, lock=lock_file,
                          image=image, vendor=vendor, python=python, snapshot=snapshot,
                          engine=engine, timeout_s=timeout_s, progress=_progress(fmt, output))
     result = run_gates(request)
     envelope = _sign(result, key, image, registry_url) if key is not None else None
     _deliver(result, output, fmt, envelope=envelope)
+    body = envelope if envelope is not None else _result_bytes(result)
+    post_artefact(client, lambda c: c.post_acceptance(body), "acceptance result",
+                  local_failed=not result.passed)
     if not result.passed:
         raise AcceptanceFailed(_failure(result))
 
@@ -395,10 +405,14 @@ def _write_result(output: str, result: BaseModel) -> None:
     from pinning.util.files import atomic_write_bytes
 
     try:
-        atomic_write_bytes(cli_path(output),
-                           (result.model_dump_json(by_alias=True, indent=1) + "\n").encode())
+        atomic_write_bytes(cli_path(output), _result_bytes(result))
     except OSError as exc:
         raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+
+
+def _result_bytes(result: BaseModel) -> bytes:
+    """The JSON document ``-o`` writes for an unsigned result (and ``--report-to`` posts)."""
+    return (result.model_dump_json(by_alias=True, indent=1) + "\n").encode()
 
 
 def _write_bytes(output: str, data: bytes) -> None:

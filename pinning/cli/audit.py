@@ -14,6 +14,7 @@ import click
 
 from pinning.cli.envelope import emit, note_format
 from pinning.cli.options import cli_path, output_path, path_given
+from pinning.cli.remote import artefact_target, post_artefact, report_options
 from pinning.errors import AuditFailed, UsageError
 from pinning.util.text import printable
 
@@ -63,10 +64,17 @@ _FAIL_ON = ("swap", "port", "blocked")
               show_default=True,
               help="Add hipify-perl -examine statistics beside pin's findings when "
                    "hipify-perl is on PATH.")
+@report_options("Also post the bill as JSON (the document -o FILE --format json writes, "
+                "whatever --format says) to this pin service; the id it stores it under "
+                "goes to stderr.")
+@click.option("--report-lock", "report_lock", metavar="LOCK",
+              help="With --report-to: the lock the audit is for (a lock file, or its content "
+                   "hash), so the service lists the audit with that lock.")
 def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tuple[str, ...],
           site_packages: str | None, host_file: str | None, gpu: str | None, fmt: str,
           fail_on: str, effort_file: str | None, output: str | None,
-          hipify_perl: bool) -> None:
+          hipify_perl: bool, report_to: str | None, token_file: str | None,
+          ca_cert: str | None, report_lock: str | None) -> None:
     """Audit a project before moving it from CUDA to ROCm: the porting bill.
 
     Reads requirements files (with -r/-c includes and index URLs), pyproject.toml (PEP 621,
@@ -82,7 +90,9 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
     Files that cannot be read are listed as skipped with the reason.
 
     Exit 0 when nothing is at or above --fail-on (default blocked), 11 when something is,
-    2 for bad flags or a --requirement uv cannot resolve.
+    2 for bad flags or a --requirement uv cannot resolve. With --report-to URL (a token
+    with the publish scope) the bill is posted after it is written: a report that fails is
+    exit 13 when the audit passed, else only printed (exit 11 stays).
     """
     from pinning.audit.bill import read_effort
     from pinning.audit.model import Verdict
@@ -99,6 +109,7 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
                          "and pyproject.toml are read from the files themselves.")
     if output is not None and output != "-":
         _refuse_overwriting_an_input(output, paths)
+    client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock, "audit")
     effort = None
     if effort_file:
         effort = (effort_file, read_effort(cli_path(effort_file)))
@@ -128,6 +139,9 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
         emit(report.model_dump(mode="json", by_alias=True))
     else:
         click.echo(document, nl=False)
+    body = (document if fmt == "json" else _document(report, "json")).encode()
+    post_artefact(client, lambda c: c.post_audit(body, lock=lock_hash), "audit",
+                  local_failed=report.failed)
     if report.failed:
         raise AuditFailed(f"The porting audit found something at or above --fail-on "
                           f"{fail_on}: {summary}",

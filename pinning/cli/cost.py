@@ -20,6 +20,7 @@ from pinning.cli.options import (
     path_given,
     refuse_inputs,
 )
+from pinning.cli.remote import artefact_target, post_artefact, report_options
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
@@ -100,6 +101,11 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
               help="Also write the report as JSON (schemas/cost-report.schema.json) here "
                    "('-': standard output, then the text goes to standard error; not with "
                    "--format json). It may not name an input.")
+@report_options("Also post the report JSON (the document -o writes) to this pin service; "
+                "the id it stores it under goes to stderr.")
+@click.option("--report-lock", "report_lock", metavar="LOCK",
+              help="With --report-to: the lock the verdict is for (a lock file, or its "
+                   "content hash; default: the last --lock given, the candidate's).")
 @format_option
 def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
          gpu_names: tuple[str, ...], gpus: int | None, other_usd_per_hour: float,
@@ -107,7 +113,8 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
          labour_usd_per_hour: float | None, migration_usd: float | None,
          validation_gpu_hours: float, maintenance_usd_per_month: float,
          tokens_per_month: float | None, life_months: float | None, pub_path: str | None,
-         output: str | None, fmt: str) -> None:
+         output: str | None, report_to: str | None, token_file: str | None,
+         ca_cert: str | None, report_lock: str | None, fmt: str) -> None:
     """Cost per million tokens from acceptance results, and for two results (the platform
     in use first, the candidate second) the ratio rule, payback and a verdict: port or
     stay, with every reason that decided it.
@@ -121,7 +128,8 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
 
     Exit 0 with a verdict (port or stay), 2 for bad flags or files, or results that cannot
     be compared, 5 for an invalid lock, 9 for a bad signature with --key. -o may not name
-    an input, and standard input ('-') can be read once.
+    an input, and standard input ('-') can be read once. With --report-to URL (a token with
+    the publish scope) the report is posted after it is written; exit 13 when that fails.
     """
     from pinning import __version__
     from pinning.cost.prices import read_prices
@@ -140,6 +148,8 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
         "the prices file": prices_file, "the audit": audit_file,
         "the effort file": effort_file, "the public key": pub_path,
         **{f"the lock {i + 1}": lock for i, lock in enumerate(locks) if lock != _NONE}})
+    client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock,
+                                        "cost verdict")
     migration = _migration(audit_file, effort_file, labour_usd_per_hour, migration_usd)
     prices, sha = read_prices(cli_path(prices_file))
     platforms = []
@@ -168,6 +178,11 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     else:
         # With -o - standard output holds the JSON document only; the text goes to stderr.
         click.echo(render_text(report), nl=False, err=output == "-")
+    if lock_hash is None:
+        lock_hash = next((p.lock.content_hash for p in reversed(platforms)
+                          if p.lock is not None), None)
+    post_artefact(client, lambda c: c.post_cost(_report_bytes(report), lock=lock_hash),
+                  "cost verdict")
 
 
 def _one_stdin(sources: list[tuple[str, str | None]]) -> None:
@@ -215,13 +230,17 @@ def _migration(audit_file: str | None, effort_file: str | None,
     return migration_from_audit(report, audit_file, hours, effort_file, labour)
 
 
+def _report_bytes(report: CostReport) -> bytes:
+    """The JSON document ``-o`` writes (and ``--report-to`` posts)."""
+    return (report.model_dump_json(by_alias=True, indent=1) + "\n").encode()
+
+
 def _write(output: str, report: CostReport) -> None:
     """Write the report JSON atomically ('-': standard output); exit 2 when it cannot."""
     from pinning.util.files import atomic_write_bytes
 
     try:
-        atomic_write_bytes(cli_path(output),
-                           (report.model_dump_json(by_alias=True, indent=1) + "\n").encode())
+        atomic_write_bytes(cli_path(output), _report_bytes(report))
     except OSError as exc:
         raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
 

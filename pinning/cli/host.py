@@ -20,6 +20,7 @@ from pinning.cli.options import (
     one_stdin,
     output_path,
 )
+from pinning.cli.remote import report_options, verify_reporter
 from pinning.cli.render import probe_text, verify_text
 from pinning.errors import DriftError, UsageError
 from pinning.fleet.nfd import DEFAULT_TTL_S
@@ -29,6 +30,7 @@ from pinning.util.text import printable
 if TYPE_CHECKING:
     from pinning.guards.view import Finding
     from pinning.lockfile.models import Lockfile
+    from pinning.verify.report import VerifyReport
 
 __all__ = ["VERIFY_FORMAT", "freeze", "probe", "register", "verify"]
 
@@ -132,12 +134,23 @@ Detector custom plugin: one line, exit 0 / 1 / 2)."""
               default=DEFAULT_MAX_OUTPUT, show_default=True, metavar="N",
               help="With --format npd: the longest line printed; match NPD's "
                    "max_output_length.")
+@report_options("Also post the host facts checked (the snapshot pin probe -o writes) to "
+                "this pin service, which judges them against the lock it assigns to the "
+                "host or its group (else LOCK, which must be stored there: pin lock push), "
+                "and print its verdict.")
+@click.option("--report-host", "report_host", metavar="NAME",
+              help="With --report-to: the host name to report as (default: this machine's "
+                   "short host name; with --root DIR, DIR/etc/hostname).")
+@click.option("--report-group", "report_group", metavar="GROUP",
+              help="With --report-to: the host's group, whose lock the service judges by "
+                   "when the host has none assigned.")
 @click.pass_context
 def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str | None,
            replay: str | None, site_packages: tuple[str, ...], overlays: tuple[str, ...],
            strict: bool, verbose: bool, audit_path: str | None, node_only: bool, fmt: str,
            emit_kind: str | None, output: str | None, nfd_expiry: int,
-           max_output: int) -> None:
+           max_output: int, report_to: str | None, token_file: str | None,
+           ca_cert: str | None, report_host: str | None, report_group: str | None) -> None:
     """Check that a host still matches LOCK, below user space too.
 
     Each fact gets expected, actual, a status (match, mismatch, missing, not-probed,
@@ -157,6 +170,13 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
     one line for a Node Problem Detector custom plugin and exits 0 (match), 1 (drift) or 2
     (unknown: the lock or the host could not be read) instead of the codes above; on a
     match it adds "(N facts not probed)" when some locked facts could not be read.
+
+    With --report-to URL the same host facts go to a pin service (pin serve) with a token
+    (--token-file, PIN_TOKEN, PIN_TOKEN_FILE); its verdict is printed ("reported to URL:
+    drift (pin: ...)"; on stderr with --format json or npd). The local check still decides
+    the exit code: a report that fails is exit 13 only when the host matched; on drift (6)
+    the report's error is printed and the exit stays 6; with --format npd it never changes
+    the exit code.
 
     With --root /host (the host's / mounted in a container), --chroot runs the host's own
     tools (amd-smi, rocminfo, nvidia-smi, ldd) inside --root with chroot(8), so firmware
@@ -185,11 +205,25 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
         raise UsageError(f"{output}: NFD ignores feature files whose name starts with '.'; "
                          "name the file without it (e.g. .../features.d/pin).")
     one_stdin(LOCK=lock_path, **{"--host": host_file})
+    reporter = verify_reporter(report_to, report_host, report_group, token_file, ca_cert,
+                               host_file, root)
     run = VerifyRun(output=output, ttl_s=nfd_expiry, node_only=node_only)
+
+    def post(report: VerifyReport, *, err: bool) -> None:
+        from pinning.cli.remote import report_or_note
+
+        if reporter is None or run.facts is None:
+            return
+        answer = report_or_note(lambda: reporter.send(run.facts, report.lock_hash),
+                                local_failed=report.result == "drift")
+        if answer is not None:
+            click.echo(reporter.line(answer, report.lock_hash), err=err)
+
     if fmt == "npd":
         verify_npd(ctx, run, max_output, lambda: run.check(
             lock_path, host_file, root, replay, site_packages, overlays, strict=strict,
-            verbose=verbose, audit_path=audit_path))
+            verbose=verbose, audit_path=audit_path),
+            after=None if reporter is None else lambda r: post(r, err=True))
         return
     report, label = run.check(lock_path, host_file, root, replay, site_packages, overlays,
                               strict=strict, verbose=verbose, audit_path=audit_path)
@@ -203,6 +237,7 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
         if report.hidden_rules:
             click.echo(f"({report.hidden_rules} guard rule(s) that do not apply here hidden; "
                        "-v lists them)", err=err)
+    post(report, err=fmt == "json" or output == "-")
     if report.result == "drift":
         facts_named = sorted({f.fact + (f"[GPU {f.gpu}]" if f.gpu is not None else "")
                               for f in report.drift})

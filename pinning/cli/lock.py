@@ -28,7 +28,9 @@ __all__ = ["lock", "lock_check", "lock_diff", "lock_model", "lock_packages", "lo
 
 @click.group()
 def lock() -> None:
-    """Show, validate, diff, check and upgrade lockfiles; pin their model and packages."""
+    """Show, validate, diff, check and upgrade lockfiles; pin their model and packages;
+    push them to and pull them from a pin service.
+    """
 
 
 @lock.command("show")
@@ -459,5 +461,9 @@ def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, 
 
 
 def register(group: click.Group) -> None:
-    """Add the ``pin lock`` group to the ``pin`` group."""
+    """Add the ``pin lock`` group (with ``push`` and ``pull``) to the ``pin`` group."""
+    from pinning.cli.remote import lock_pull, lock_push
+
+    lock.add_command(lock_push)
+    lock.add_command(lock_pull)
     group.add_command(lock)

@@ -18,6 +18,7 @@ from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.lockfile.models import Lockfile
+    from pinning.probe.models import HostFacts
     from pinning.verify.report import VerifyReport
 
 __all__ = ["VerifyRun", "verify_npd"]
@@ -27,7 +28,8 @@ class VerifyRun:
     """One ``pin verify`` run that may write an NFD feature file (``output``, expiring
     ``ttl_s`` seconds after it is written) and may judge only what the node provides
     (``node_only``: :func:`~pinning.verify.report.node_scope`); remembers the lock once
-    read, so a file written after a failed probe still names it.
+    read, so a file written after a failed probe still names it, and the host facts once
+    read (``facts``), which ``--report-to`` sends.
     """
 
     def __init__(self, *, output: str | None, ttl_s: int, node_only: bool = False) -> None:
@@ -35,6 +37,7 @@ class VerifyRun:
         self.ttl_s = ttl_s
         self.node_only = node_only
         self.lock: Lockfile | None = None
+        self.facts: HostFacts | None = None
 
     def check(self, lock_path: str, host_file: str | None, root: str | None,
               replay: str | None, site_packages: tuple[str, ...], overlays: tuple[str, ...],
@@ -59,6 +62,7 @@ class VerifyRun:
             if self.output is not None:
                 self._unknown_file()
             raise
+        self.facts = facts
         devices = audit_device_strings(Path(audit_path)) if audit_path else None
         report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label,
                            strict=strict, verbose=verbose, device_strings=devices)
@@ -99,12 +103,15 @@ class VerifyRun:
 
 
 def verify_npd(ctx: click.Context, run: VerifyRun, limit: int,
-                check: Callable[[], tuple[VerifyReport, str]]) -> NoReturn:
+               check: Callable[[], tuple[VerifyReport, str]],
+               after: Callable[[VerifyReport], None] | None = None) -> NoReturn:
     """``--format npd``: print one line of at most ``limit`` characters and exit 0 (match),
     1 (drift) or 2 (unknown: any ``PinError`` while reading the lock or probing, whose
     paragraph goes to stderr for NPD's log; an unexpected exception too, with its
     traceback, so a bug never reads as a drifting node). The feature file, if asked for, is written
     too; when that fails the verdict stays a drift (1), a match becomes unknown (2).
+    ``after(report)`` (``--report-to``) runs last; its ``PinError`` goes to stderr only and
+    never changes the line or the exit code (NPD's verdict is the node's, not the service's).
     """
     from pinning.fleet.npd import OK, npd_result, npd_unknown
 
@@ -130,5 +137,10 @@ def verify_npd(ctx: click.Context, run: VerifyRun, limit: int,
         click.echo(f"pin: error: {printable(err.render())}", err=True)
         if code == OK:
             code, line = npd_unknown(err.message, limit)
+    if after is not None:
+        try:
+            after(report)
+        except PinError as err:
+            click.echo(f"pin: error: {printable(err.render())}", err=True)
     click.echo(line)
     ctx.exit(code)

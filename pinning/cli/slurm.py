@@ -115,7 +115,8 @@ def _check(check: Check, config: str | None, fmt: str) -> None:
         raise
     out, failed = run_check(check, cfg.slurm, cfg.fleet, os.environ, runner=runner,
                             probe=probe_node(cfg.fleet, matrix), matrix=matrix, hostname=host,
-                            deadline=Deadline(cfg.slurm.deadline_s, start=started))
+                            deadline=Deadline(cfg.slurm.deadline_s, start=started),
+                            report=cfg.report)
     _show(out, fmt, drained_by_slurm=check == "prolog" and not cfg.slurm.drain_in_prolog)
     if failed is not None:
         raise failed

@@ -17,6 +17,12 @@ file. Example::
     slurm-conf = "/etc/slurm/slurm.conf"
     deadline-s = 50                     # a whole prolog / health-check run, seconds
 
+    [report]
+    url = "https://pin.example.org"     # a pin service (pin serve): prolog / health check report
+    token-file = "/etc/pin/token"       # a report token (pin serve token create), mode 600
+    timeout-s = 5                       # bound on each report, seconds
+    group = "mi300x-nodes"              # the host group whose lock the service assigns
+
 ``[fleet] default-lock`` is the lock every node that reads this file must match (the health
 check's lock, and a job's that asks for none): keep one configuration per node class.
 """
@@ -35,9 +41,9 @@ from pinning.errors import UsageError
 from pinning.util.models import Strict
 from pinning.util.text import printable
 
-__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_PATH", "DEFAULT_TIMEOUT_S", "ENV_VAR", "ConfigError",
-           "FleetConfig", "PinConfig", "SlurmConfig", "config_path", "key_name", "load_config",
-           "read_config"]
+__all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_PATH", "DEFAULT_REPORT_TIMEOUT_S", "DEFAULT_TIMEOUT_S",
+           "ENV_VAR", "ConfigError", "FleetConfig", "PinConfig", "ReportConfig", "SlurmConfig",
+           "config_path", "key_name", "load_config", "read_config"]
 
 #: Where pin looks for its site configuration when neither ``--config`` nor
 #: ``$PIN_CONFIG`` names one.
@@ -56,8 +62,13 @@ DEFAULT_TIMEOUT_S = 30.0
 #: keep it below ``PrologEpilogTimeout`` too. ``[fleet] timeout-s`` must be below it.
 DEFAULT_DEADLINE_S = 50.0
 
+#: Default bound on one report to a pin service, in seconds (a choice of pin's: the report is
+#: best effort and must leave the prolog's deadline time for its real work).
+DEFAULT_REPORT_TIMEOUT_S = 10.0
+
 _KEYS = ("[fleet] locks, default-lock, root, replay, site-packages, timeout-s; [slurm] scontrol, "
-         "slurm-conf, node-name, resume, drain-in-prolog, deadline-s")
+         "slurm-conf, node-name, resume, drain-in-prolog, deadline-s; [report] url, token-file, "
+         "timeout-s, group")
 _HINT = (f"Fix the named key in the configuration file (keys: {_KEYS}), or point --config / "
          "PIN_CONFIG at another file. See contrib/slurm/README.md.")
 _MISSING_HINT = ("Create the file (contrib/slurm/config.toml.example is a start), or fix the path "
@@ -130,11 +141,32 @@ class SlurmConfig(Strict):
     deadline_s: float = Field(default=DEFAULT_DEADLINE_S, gt=0, le=3600, strict=True)
 
 
+class ReportConfig(Strict):
+    """``[report]``: the pin service (``pin serve``) this node reports to.
+
+    ``url``: the service's base URL (``None``: the Slurm prolog and health check report
+    nowhere; ``pin verify`` reports only with ``--report-to``). ``token_file``: the file
+    whose first line is the bearer token, used when neither ``--token-file``, ``$PIN_TOKEN``
+    nor ``$PIN_TOKEN_FILE`` gives one. ``timeout_s``: the bound on each request in seconds
+    (in the prolog also within what ``[slurm] deadline-s`` has left). ``group``: the host
+    group sent with a Slurm report, whose assigned lock the service judges by when the host
+    has none of its own.
+    """
+
+    url: str | None = Field(default=None, pattern=r"^https?://[^\s]{1,2000}$")
+    token_file: Path | None = None
+    timeout_s: float = Field(default=DEFAULT_REPORT_TIMEOUT_S, gt=0, le=600, strict=True)
+    group: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,255}$")
+
+
 class PinConfig(Strict):
-    """The whole file: ``[fleet]`` and ``[slurm]`` (later sections are added as fields)."""
+    """The whole file: ``[fleet]``, ``[slurm]`` and ``[report]`` (later sections are added
+    as fields).
+    """
 
     fleet: FleetConfig = FleetConfig()
     slurm: SlurmConfig = SlurmConfig()
+    report: ReportConfig = ReportConfig()
 
 
 def config_path(option: str | None, environ: Mapping[str, str]) -> tuple[Path, bool]:
@@ -177,7 +209,8 @@ def _problem(error: Any) -> tuple[str, str]:
     loc = tuple(error["loc"])
     key = key_name(loc)
     if error["type"] == "extra_forbidden":
-        sections: dict[str, type[Strict]] = {"fleet": FleetConfig, "slurm": SlurmConfig}
+        sections: dict[str, type[Strict]] = {"fleet": FleetConfig, "slurm": SlurmConfig,
+                                             "report": ReportConfig}
         if len(loc) == 1:
             known = list(sections)
             what = f"unknown section [{loc[0]}]" if isinstance(error.get("input"), dict) \
@@ -248,7 +281,8 @@ def load_config(path: Path, *, named: bool = True) -> PinConfig:
         scontrol = str(base / scontrol)
     slurm = cfg.slurm.model_copy(update={
         "scontrol": scontrol, "slurm_conf": _resolve(base, cfg.slurm.slurm_conf)})
-    return cfg.model_copy(update={"fleet": fleet, "slurm": slurm})
+    report = cfg.report.model_copy(update={"token_file": _resolve(base, cfg.report.token_file)})
+    return cfg.model_copy(update={"fleet": fleet, "slurm": slurm, "report": report})
 
 
 def read_config(option: str | None,

@@ -29,7 +29,7 @@ from pinning.fleet.slurm import (
 from pinning.util.models import Strict
 
 if TYPE_CHECKING:
-    from pinning.fleet.config import FleetConfig, SlurmConfig
+    from pinning.fleet.config import FleetConfig, ReportConfig, SlurmConfig
     from pinning.guards.view import Finding
     from pinning.lockfile.models import Lockfile, Model
     from pinning.matrix.load import Matrix
@@ -58,7 +58,9 @@ class Outcome(Strict):
     is out of service for another reason, ``resumed``, ``kept`` when pin drained it for
     another lock, ``drain-failed`` / ``resume-failed`` when scontrol failed,
     ``state-unknown`` when scontrol could not show the node's state so nothing was done,
-    ``none``). ``slurm_error``: scontrol's error when it failed.
+    ``none``). ``slurm_error``: scontrol's error when it failed. ``service``: what the
+    report to ``[report] url`` gave (``reported to URL: drift (...)``, or why it failed or
+    was not sent); ``None`` when no report was asked for.
     """
 
     check: Check
@@ -74,6 +76,7 @@ class Outcome(Strict):
     action: Action = "none"
     error: str | None = None
     slurm_error: str | None = None
+    service: str | None = None
 
 
 def index_locks(folder: Path) -> dict[str, Path]:
@@ -205,12 +208,16 @@ def _read(paths: Sequence[Path]) -> list[tuple[Path, Lockfile]]:
 class Verdict(Strict):
     """What :func:`verify_any` found: ``matched`` (the first lock the node matches, else
     ``None``), ``feature`` (that lock's ``pin_<digest12>``, else the first lock's) and
-    ``reason`` (the first lock's drift reason when none matched).
+    ``reason`` (the first lock's drift reason when none matched); ``lock_hash`` (that
+    lock's content hash) and ``snapshot`` (the probed facts as ``pin probe -o`` writes them)
+    for a report to a pin service.
     """
 
     matched: Path | None = None
     feature: str
     reason: str | None = None
+    lock_hash: str | None = None
+    snapshot: bytes | None = None
 
 
 def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, host: str,
@@ -221,6 +228,7 @@ def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, host: s
     under :func:`~pinning.fleet.slurm.bounded`. Raises :class:`~pinning.errors.LockfileError`
     (5) for a bad lock and :class:`~pinning.errors.ProbeError` (7) for a failed probe.
     """
+    from pinning.probe.snapshot import snapshot_text
     from pinning.verify.report import verify
 
     locks = _read(paths)
@@ -228,14 +236,17 @@ def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, host: s
     if probing is not None:
         probing()
     facts = probe(first_path, first.model)
+    snapshot = snapshot_text(facts).encode()
     reasons: list[str] = []
     for path, lock in locks:
         feature = lock_feature(lock.content_hash)
         drift = node_drift(verify(lock, facts, matrix, lock_name=str(path), host_name=host))
         if not drift:
-            return Verdict(matched=path, feature=feature)
+            return Verdict(matched=path, feature=feature, lock_hash=lock.content_hash,
+                           snapshot=snapshot)
         reasons.append(drift_reason(feature, drift))
-    return Verdict(feature=lock_feature(first.content_hash), reason=reasons[0])
+    return Verdict(feature=lock_feature(first.content_hash), reason=reasons[0],
+                   lock_hash=first.content_hash, snapshot=snapshot)
 
 
 def node_drift(report: VerifyReport) -> list[Finding]:
@@ -248,7 +259,9 @@ def node_drift(report: VerifyReport) -> list[Finding]:
 
 def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
               environ: Mapping[str, str], *, runner: Runner, probe: ProbeFn, matrix: Matrix,
-              hostname: str, deadline: Deadline | None = None) -> tuple[Outcome, PinError | None]:
+              hostname: str, deadline: Deadline | None = None,
+              report: ReportConfig | None = None,
+              notify: Callable[[str], None] | None = None) -> tuple[Outcome, PinError | None]:
     """One prolog or health-check run, acting on the node through ``runner`` (scontrol).
 
     It selects the locks (the prolog: :func:`select_locks` on the job's constraint; the
@@ -273,13 +286,38 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
     :class:`~pinning.fleet.slurm.SlurmCommandError` (exit 2). The prolog's exit stays that
     of the drift or setup error. At most one drain is tried per run.
 
+    With ``report`` (``[report]``) naming a ``url``, the probed facts are then posted to
+    that pin service as this node's report (:func:`pinning.fleet.slurm_report.report_node`),
+    best effort, within what the deadline has left: the outcome's ``service`` says what
+    came of it, a failure is also one line to ``notify`` (default: stderr), and it never
+    changes the outcome's result, action or error.
+
     Returns the :class:`Outcome` and the error to exit with (``None``: exit 0). Never raises
     a :class:`~pinning.errors.PinError` except :class:`~pinning.errors.UsageError` for a
     node name pin cannot use.
     """
+    deadline = deadline or Deadline(slurm.deadline_s)
+    box: list[Verdict] = []
+    out, err = _run_check(check, slurm, fleet, environ, runner=runner, probe=probe,
+                          matrix=matrix, hostname=hostname, deadline=deadline, verdict=box)
+    if report is not None and report.url and box:
+        from pinning.fleet.slurm_report import report_node
+
+        out = out.model_copy(update={"service": report_node(
+            report, out.node, box[0].snapshot, box[0].lock_hash, environ=environ,
+            deadline=deadline, notify=notify)})
+    return out, err
+
+
+def _run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
+               environ: Mapping[str, str], *, runner: Runner, probe: ProbeFn, matrix: Matrix,
+               hostname: str, deadline: Deadline,
+               verdict: list[Verdict]) -> tuple[Outcome, PinError | None]:
+    """:func:`run_check` without the report; the verdict (when the node was probed) is
+    appended to ``verdict``.
+    """
     from pinning.errors import DriftError
 
-    deadline = deadline or Deadline(slurm.deadline_s)
     name = node_name(slurm, environ, hostname)
     node = Node(runner, slurm.scontrol, name, deadline)
     drains = check == "healthcheck" or slurm.drain_in_prolog
@@ -299,20 +337,21 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
                           probing=lambda: step.__setitem__(0, "probe"))
 
     try:
-        verdict = bounded(work, min(fleet.timeout_s, deadline.left()), lambda: step[0])
+        found = bounded(work, min(fleet.timeout_s, deadline.left()), lambda: step[0])
     except PinError as err:
         return fail(base, node, err, drain=drains), err
-    if verdict is None:
+    if found is None:
         return base, None
-    if verdict.matched is not None:
-        out = base.model_copy(update={"result": "match", "matched": str(verdict.matched)})
+    verdict.append(found)
+    if found.matched is not None:
+        out = base.model_copy(update={"result": "match", "matched": str(found.matched)})
         if check != "healthcheck" or not slurm.resume:
             return out, None
         try:
-            return out.model_copy(update={"action": node.resume(verdict.feature)}), None
+            return out.model_copy(update={"action": node.resume(found.feature)}), None
         except SlurmCommandError as err:
             return _failed(out, err, "resume-failed"), err
-    reason = verdict.reason
+    reason = found.reason
     out = base.model_copy(update={"result": "drift", "reason": reason})
     failed: SlurmCommandError | None = None
     if drains:

@@ -52,6 +52,13 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     # --config would make prolog/healthcheck drain this node through scontrol.
     # A result needs host snapshots: tests/unit/cli/test_fleet_cli.py covers it (schema-checked).
     "fleet verify": (None, [MISSING, "{tmp}"]),
+    "lock push": (None, [LOCK, "--to", "http://127.0.0.1:9"]),
+    "lock pull": (None, ["sha256:" + "0" * 64, "--from", "http://127.0.0.1:9", "-o",
+                         "{tmp}/x.lock"]),
+    "serve token create": (["--scope", "report", "--db", "sqlite:///{tmp}/pin.db"],
+                           ["--scope", "report", "--db", "mysql://db.example/pin"]),
+    "serve token list": (["--db", "sqlite:///{tmp}/pin.db"], ["--db", "mysql://db.example/pin"]),
+    "serve token revoke": (None, ["0123456789abcdef", "--db", "sqlite:///{tmp}/pin.db"]),
     "slurm prolog": ([], ["--no-such-flag"]),
     "slurm healthcheck": ([], ["--no-such-flag"]),
     "slurm features": ([], ["--config", MISSING]),

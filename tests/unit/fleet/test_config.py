@@ -86,7 +86,7 @@ def test_a_bare_scontrol_name_stays_a_name(tmp_path: Path) -> None:
     ('[fleet]\nlokcs = "x"\n', "unknown key [fleet] lokcs; did you mean locks?"),
     ('[fleet]\nlock = "x"\n', "unknown key [fleet] lock; did you mean locks?"),
     ('[flet]\nlocks = "x"\n', "unknown section [flet]; did you mean fleet?"),
-    ('[serve]\nport = 1\n', "unknown section [serve] (known: fleet, slurm)"),
+    ('[serve]\nport = 1\n', "unknown section [serve] (known: fleet, slurm, report)"),
     ("top = 1\n", "unknown key top outside a section"),
     ('[slurm]\nnode = "x"\n', "unknown key [slurm] node; did you mean node-name?"),
     ("[fleet]\ntimeout-s = 0\n", "[fleet] timeout-s: "),
@@ -130,3 +130,33 @@ def test_the_example_config_is_valid_and_sets_no_site_packages() -> None:
     cfg = load_config(example)
     assert cfg.fleet.site_packages == ()  # shown commented out: a missing path drains nodes
     assert "site-packages" in example.read_text()
+
+
+def test_the_report_table(tmp_path: Path) -> None:
+    from pinning.fleet.config import DEFAULT_REPORT_TIMEOUT_S
+
+    assert PinConfig().report.url is None
+    assert PinConfig().report.timeout_s == DEFAULT_REPORT_TIMEOUT_S
+    path = tmp_path / "config.toml"
+    path.write_text('[report]\nurl = "https://pin.example.org:8470"\ntoken-file = "token"\n'
+                    'timeout-s = 3\ngroup = "mi300x-nodes"\n')
+    cfg, _ = read_config(str(path), {})
+    assert cfg.report.url == "https://pin.example.org:8470"
+    assert cfg.report.token_file == path.resolve().parent / "token"
+    assert (cfg.report.timeout_s, cfg.report.group) == (3, "mi300x-nodes")
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ('[report]\nurl = "ftp://x"\n', "[report] url: "),
+    ('[report]\nurl = "https://a b"\n', "[report] url: "),
+    ("[report]\ntimeout-s = 0\n", "[report] timeout-s: "),
+    ('[report]\ntimeout-s = "5"\n', "[report] timeout-s: "),
+    ('[report]\ngroup = "a b"\n', "[report] group: "),
+    ('[report]\ntoken = "pin_x"\n', "unknown key [report] token; did you mean token-file?"),
+])
+def test_a_bad_report_table_is_refused(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="config.toml") as err:
+        read_config(str(path), {})
+    assert problem in err.value.message

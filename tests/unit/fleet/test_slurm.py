@@ -908,3 +908,92 @@ def test_contrib_scripts_run_pin_from_their_env_file(tmp_path: Path, script: str
     assert (line, config) == (want, "/etc/pin/x.toml")
     assert "/usr/bin" in path.split(":") and "/usr/sbin" in path.split(":")
     assert conf == ("/etc/slurm/slurm.conf" if script == "pin-healthcheck" else "")
+
+
+# --- reporting to a pin service ([report]) ---------------------------------------------------
+
+def test_a_report_to_a_service_that_refuses_connections_changes_nothing(
+        locks: Path, drifted: HostFacts, matrix: Matrix) -> None:
+    from pinning.fleet.config import ReportConfig
+    from tests.unit.remote.service import closed_port
+
+    fleet = FleetConfig(default_lock=locks / "site.lock")
+    plain, plain_err = _run("prolog", drifted, matrix, fleet, Recorder())
+    lines: list[str] = []
+    url = f"http://127.0.0.1:{closed_port()}"
+    rec = Recorder()
+    out, err = run_check("prolog", SlurmConfig(), fleet, {"SLURMD_NODENAME": "gpu01"},
+                         runner=rec, probe=lambda _p, _m: drifted, matrix=matrix,
+                         hostname="h", report=ReportConfig(url=url, timeout_s=2),
+                         notify=lines.append)
+    assert isinstance(err, DriftError) and isinstance(plain_err, DriftError)
+    assert out.model_copy(update={"service": None}) == plain
+    assert rec.updates[0][3] == "State=DRAIN"
+    assert out.service is not None and out.service.startswith(f"report to {url} failed: ")
+    assert "Connection refused" in out.service
+    assert lines == [f"pin: warning: {out.service}"]
+
+
+def test_a_report_posts_the_snapshot_as_the_node(locks: Path, frozen: Lockfile,
+                                                facts: HostFacts, matrix: Matrix,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from pinning.fleet.config import ReportConfig
+    from pinning.probe.snapshot import snapshot_text
+    from tests.unit.remote.service import GOOD, fake_service
+
+    lines: list[str] = []
+    with fake_service() as svc:
+        out, err = run_check(
+            "healthcheck", SlurmConfig(), FleetConfig(default_lock=locks / "site.lock"),
+            {"SLURMD_NODENAME": "gpu01", "PIN_TOKEN": GOOD}, runner=Recorder(),
+            probe=lambda _p, _m: facts, matrix=matrix, hostname="h",
+            report=ReportConfig(url=svc.url, group="mi300x"), notify=lines.append)
+    assert err is None and out.result == "match"
+    (seen,) = svc.seen
+    assert (seen.path, seen.body) == ("/api/v1/hosts/gpu01/reports",
+                                      snapshot_text(facts).encode())
+    assert seen.query == {"lock": [frozen.content_hash], "group": ["mi300x"]}
+    assert out.service == f"reported to {svc.url}: match" and lines == [f"pin: {out.service}"]
+
+
+def test_a_slow_service_is_bounded_by_the_deadline(locks: Path, facts: HostFacts,
+                                                   matrix: Matrix) -> None:
+    from pinning.fleet.config import ReportConfig
+    from tests.unit.remote.service import fake_service
+
+    with fake_service() as svc:
+        svc.delay_s = 3.0
+        out, err = run_check(
+            "prolog", SlurmConfig(), FleetConfig(default_lock=locks / "site.lock"),
+            {"SLURMD_NODENAME": "gpu01"}, runner=Recorder(), probe=lambda _p, _m: facts,
+            matrix=matrix, hostname="h", deadline=Deadline(1.5),
+            report=ReportConfig(url=svc.url, timeout_s=30), notify=lambda _l: None)
+    assert err is None and out.result == "match"
+    assert out.service is not None and "failed" in out.service
+    out, _ = run_check(
+        "prolog", SlurmConfig(), FleetConfig(default_lock=locks / "site.lock"),
+        {"SLURMD_NODENAME": "gpu01"}, runner=Recorder(), probe=lambda _p, _m: facts,
+        matrix=matrix, hostname="h", deadline=Deadline(0.8),
+        report=ReportConfig(url="http://127.0.0.1:9"), notify=lambda _l: None)
+    assert out.service is not None and out.service.startswith("not reported to")
+
+
+def test_the_prolog_with_an_unreachable_service_exits_as_before(
+        tmp_path: Path, host_copy: HostCopy, locks: Path, frozen: Lockfile) -> None:
+    from tests.support.cli import pin
+    from tests.unit.remote.service import closed_port
+
+    host = host_copy("mi300x-rocm7.1")
+    config, log = _site(tmp_path, host, locks)
+    url = f"http://127.0.0.1:{closed_port()}"
+    fw = host / "out" / "amd-smi-firmware.txt"
+    fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
+    before = pin("slurm", "prolog", "--config", str(config), env=_env(tmp_path))
+    config.write_text(config.read_text() + f'[report]\nurl = "{url}"\ntimeout-s = 2\n')
+    after = pin("slurm", "prolog", "--config", str(config), env=_env(tmp_path))
+    assert (after.returncode, after.stdout) == (before.returncode, before.stdout) == (
+        6, before.stdout)
+    extra = [line for line in after.stderr.splitlines()
+             if line not in before.stderr.splitlines()]
+    assert len(extra) == 1 and extra[0].startswith(f"pin: warning: report to {url} failed")
+    assert log.read_text().count("State=DRAIN") == 2
