@@ -161,12 +161,14 @@ class ReportConfig(Strict):
 
 class PinConfig(Strict):
     """The whole file: ``[fleet]``, ``[slurm]`` and ``[report]`` (later sections are added
-    as fields).
+    as fields). ``[serve]`` belongs to ``pin serve`` (pinning.serve.config checks it); it is
+    kept here unread, so one site file can configure a node and the service.
     """
 
     fleet: FleetConfig = FleetConfig()
     slurm: SlurmConfig = SlurmConfig()
     report: ReportConfig = ReportConfig()
+    serve: dict[str, Any] = {}
 
 
 def config_path(option: str | None, environ: Mapping[str, str]) -> tuple[Path, bool]:
@@ -212,7 +214,7 @@ def _problem(error: Any) -> tuple[str, str]:
         sections: dict[str, type[Strict]] = {"fleet": FleetConfig, "slurm": SlurmConfig,
                                              "report": ReportConfig}
         if len(loc) == 1:
-            known = list(sections)
+            known = [*sections, "serve"]
             what = f"unknown section [{loc[0]}]" if isinstance(error.get("input"), dict) \
                 else f"unknown key {loc[0]} outside a section"
         else:

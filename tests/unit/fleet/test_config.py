@@ -86,7 +86,7 @@ def test_a_bare_scontrol_name_stays_a_name(tmp_path: Path) -> None:
     ('[fleet]\nlokcs = "x"\n', "unknown key [fleet] lokcs; did you mean locks?"),
     ('[fleet]\nlock = "x"\n', "unknown key [fleet] lock; did you mean locks?"),
     ('[flet]\nlocks = "x"\n', "unknown section [flet]; did you mean fleet?"),
-    ('[serve]\nport = 1\n', "unknown section [serve] (known: fleet, slurm, report)"),
+    ('[servce]\nport = 1\n', "unknown section [servce]; did you mean serve?"),
     ("top = 1\n", "unknown key top outside a section"),
     ('[slurm]\nnode = "x"\n', "unknown key [slurm] node; did you mean node-name?"),
     ("[fleet]\ntimeout-s = 0\n", "[fleet] timeout-s: "),
@@ -160,3 +160,14 @@ def test_a_bad_report_table_is_refused(tmp_path: Path, text: str, problem: str) 
     with pytest.raises(ConfigError, match="config.toml") as err:
         read_config(str(path), {})
     assert problem in err.value.message
+
+
+def test_a_serve_table_is_left_to_pin_serve(tmp_path: Path) -> None:
+    """One site file configures a node and the service: [serve] does not trouble fleet."""
+    from pinning.fleet.config import read_config
+
+    path = tmp_path / "config.toml"
+    path.write_text('[serve]\nport = 8470\nreads = "token"\n\n[fleet]\ntimeout-s = 5\n')
+    cfg, _ = read_config(str(path), {})
+    assert cfg.serve == {"port": 8470, "reads": "token"}
+    assert cfg.fleet.timeout_s == 5
