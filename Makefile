@@ -31,6 +31,8 @@ demo: install
 	@mkdir -p demo-out/fleet && cp demo-out/host.json demo-out/fleet/node01.json && cp demo-out/host.json demo-out/fleet/node02.json
 	sed 's/"CP_MEC1": "32959"/"CP_MEC1": "32960"/' demo-out/host.json > demo-out/fleet/node03.json
 	$(BIN)/pin fleet verify demo-out/mi300x.lock demo-out/fleet; test $$? -eq 6
+	@echo "--- the team service: pin serve on a free loopback port, the lock pushed, the three nodes report (examples/serve/demo.sh):"
+	examples/serve/demo.sh $(BIN) demo-out
 	@echo "--- a pasted collect_env from pytorch/pytorch#37320 (pin doctor exits 6 on a problem):"
 	$(BIN)/pin doctor tests/data/dumps/pytorch-pytorch-37320.txt; test $$? -eq 6
 	@echo "--- the porting bill of a small CUDA project (pin audit exits 11: inline PTX is blocked):"
