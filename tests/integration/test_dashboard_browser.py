@@ -1,9 +1,10 @@
 """pin serve's dashboard in a real browser: Debian's chromium, headless, driven by
 Playwright's Python package with the system browser (``executable_path``; Playwright's own
-browser download is never used), against a real server (uvicorn on 127.0.0.1) over a real
-Store. A matching report of the recorded MI300X host, then a drifting one (its firmware
-changed; tests/support/serve.py): the fleet page shows that host as drifting with its reason, filtering by
-status through the form works, no console error, no request leaves the server, and a
+browser download is never used), against a real ``pin serve`` process (SQLite, 127.0.0.1).
+The lock is pushed with ``pin lock push``, reports arrive over HTTP: a matching report of
+the recorded MI300X host, then a drifting one from ``pin verify --report-to`` (its firmware
+changed): the fleet page shows that host as drifting with its reason, filtering by status
+through the form works, no console error, no request leaves the server, and a
 screenshot of the fleet page is a PNG. ``PIN_UPDATE_SCREENSHOT=1`` also writes it to
 docs/dashboard.png (README shows it): ``PIN_UPDATE_SCREENSHOT=1 pytest
 tests/integration/test_dashboard_browser.py``; a plain run leaves the tree unchanged.
@@ -14,18 +15,17 @@ makes a missing browser a failure (.ci/run installs Debian's ``chromium``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-import socket
-import threading
-import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pinning.serve.storage.store import Store
+from tests.support.hosts import HostCopy
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -57,68 +57,58 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
-def _serve(store: Store) -> Iterator[str]:
-    """Serve the dashboard over ``store`` with uvicorn on a free loopback port; its URL."""
-    import uvicorn
-    from fastapi import FastAPI
+def _post(url: str, path: str, body: bytes, token: str) -> Any:
+    """POST ``body`` (JSON) to the service with a bearer token; its JSON answer."""
+    req = urllib.request.Request(url + path, data=body, method="POST", headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.load(resp)
 
-    from pinning.serve.dashboard import make_router
 
-    app = FastAPI()
-    app.include_router(make_router(store))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("the dashboard's server did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+def _get(url: str, path: str) -> Any:
+    with urllib.request.urlopen(url + path, timeout=30) as resp:
+        return json.load(resp)
 
 
 @pytest.fixture()
-def fleet(tmp_path: Path) -> Iterator[tuple[str, Store]]:
-    """A served store holding the lock frozen from the recorded MI300X host and five hosts'
-    reports, verified as the service verifies a posted snapshot (``Verifiers``): four
-    match, and one reports matching first, then drifting (its firmware changed).
+def fleet(tmp_path: Path, host_copy: HostCopy) -> Iterator[str]:
+    """A real ``pin serve`` (SQLite) holding the lock frozen from the recorded MI300X host,
+    pushed with ``pin lock push --assign-group mi300x``, and five hosts' reports posted over
+    HTTP: four match (the recorded snapshot), and one reports matching first, then drifting
+    through ``pin verify --report-to`` on a copy of the recorded host whose GPU 0 CP_MEC1
+    firmware changed (as tests/integration/test_slurm.py does). The service's URL.
     """
-    from pinning.serve.ingest import Verifiers
+    from tests.support.cli import pin
     from tests.support.serve import (
-        drifting,
+        admin_token,
         mi300x_lock_bytes,
         mi300x_snapshot,
+        serving,
         snapshot_bytes,
     )
 
-    store = Store(f"sqlite:///{tmp_path / 'pin.db'}")
-    lock = store.store_lock(mi300x_lock_bytes())
-    good = snapshot_bytes(mi300x_snapshot())
-    bad = snapshot_bytes(drifting(mi300x_snapshot()))
-    verifiers = Verifiers(store)
-
-    def post(host: str, snapshot: bytes) -> None:
-        outcome, gpu = verifiers.check_gpu(lock, snapshot, host)
-        store.add_report(host, lock, result=outcome.result, reason=outcome.reason,
-                         reasons=outcome.reasons, gpu=gpu, group="mi300x")
-
-    for n in (1, 2, 4, 5):
-        post(f"mi300x-node-0{n}", good)
-    post(HOST, good)  # matching first,
-    post(HOST, bad)  # then drifting
-    try:
-        for url in _serve(store):
-            yield url, store
-    finally:
-        store.close()
+    db = f"sqlite:///{tmp_path / 'pin.db'}"
+    lock = tmp_path / "site.lock"
+    lock.write_bytes(mi300x_lock_bytes())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIN_")}
+    with serving(db) as (url, _, _proc):
+        publish, report = admin_token(db, "publish"), admin_token(db, "report")
+        pushed = pin("lock", "push", str(lock), "--to", url, "--assign-group", "mi300x",
+                     env=env | {"PIN_TOKEN": publish})
+        assert pushed.returncode == 0, pushed.stderr
+        good = snapshot_bytes(mi300x_snapshot())
+        for host in (*(f"mi300x-node-0{n}" for n in (1, 2, 4, 5)), HOST):  # HOST matching
+            answer = _post(url, f"/api/v1/hosts/{host}/reports?group=mi300x", good, report)
+            assert answer["result"] == "match", answer
+        recorded = host_copy("mi300x-rocm7.1")  # then drifting
+        fw = recorded / "out" / "amd-smi-firmware.txt"
+        fw.write_text(fw.read_text().replace("FW_VERSION: 32959\n", "FW_VERSION: 32960\n", 1))
+        done = pin("verify", str(lock), "--root", str(recorded / "root"), "--replay",
+                   str(recorded / "commands.toml"), "--report-to", url, "--report-host", HOST,
+                   "--report-group", "mi300x", env=env | {"PIN_TOKEN": report})
+        assert done.returncode == 6, done.stderr
+        assert f"reported to {url}: drift (pin: firmware" in done.stdout + done.stderr
+        yield url
 
 
 def _open(browser: Any, url: str) -> tuple[Any, list[str], list[str]]:
@@ -133,16 +123,16 @@ def _open(browser: Any, url: str) -> tuple[Any, list[str], list[str]]:
     return page, errors, off
 
 
-def test_drifting_host_shows_with_its_reason(browser: Any, fleet: tuple[str, Store]) -> None:
-    url, store = fleet
-    status = store.host_status(HOST)
-    assert status is not None and status.result == "drift" and status.reason
+def test_drifting_host_shows_with_its_reason(browser: Any, fleet: str) -> None:
+    url = fleet
+    status = _get(url, f"/api/v1/hosts/{HOST}")["host"]
+    assert status["result"] == "drift" and status["reason"]
     page, errors, off = _open(browser, url)
     row = page.locator("#fleet tbody tr", has_text=HOST)
     assert row.count() == 1
     assert row.get_attribute("class") == "drift"
     assert "drift" in row.locator(".b").inner_text()
-    assert status.reason in row.inner_text() and "firmware" in status.reason
+    assert status["reason"] in row.inner_text() and "firmware" in status["reason"]
     assert page.locator("#fleet tbody tr.match").count() == 4
     assert page.locator("#count-drift strong").inner_text() == "1"
     shot = page.screenshot(full_page=True)
