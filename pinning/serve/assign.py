@@ -3,12 +3,14 @@
 A report is verified against its host's own lock, else its group's (see
 :meth:`~pinning.serve.storage.fleet.FleetMixin.assigned_lock`). Reading that from the
 database on every report cost more than verifying it (``make bench``), so the service keeps
-every host and group assignment in memory: reloaded at most :data:`TTL_S` seconds after the
-last load, and at once after this process changes one. Another ``pin serve`` sharing a
-PostgreSQL database sees a change within :data:`TTL_S` seconds. A report naming no group,
-of a host without its own assignment, still reads the host's stored group from the
-database (nodes that report through ``pin verify --report-group`` or the Slurm and
-Kubernetes integrations name it).
+every host and group assignment, and every host's stored group, in memory: reloaded at most
+:data:`TTL_S` seconds after the last load, and at once after this process changes an
+assignment. Another ``pin serve`` sharing a PostgreSQL database sees a change within
+:data:`TTL_S` seconds.
+
+A host keeps the group of its first report, and that group decides its lock: a later
+report's ``?group=`` cannot move a known host to another group's lock (a node must not
+choose what it is judged against). ``?group=`` places a host that has none yet.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class AssignmentCache:
         self._lock = threading.Lock()
         self._hosts: dict[str, str] = {}
         self._groups: dict[str, str] = {}
+        self._member: dict[str, str] = {}
         self._loaded = -float("inf")
 
     def invalidate(self) -> None:
@@ -44,24 +47,32 @@ class AssignmentCache:
         with self._lock:
             self._loaded = -float("inf")
 
-    def _current(self) -> tuple[dict[str, str], dict[str, str]]:
-        """The host and group maps, reloaded when older than ``ttl_s``."""
+    def _current(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        """The host, group and membership maps, reloaded when older than ``ttl_s``."""
         with self._lock:
             if self._clock() - self._loaded >= self.ttl_s:
                 self._hosts, self._groups = self.store.assignments()
+                self._member = self.store.host_groups()
                 self._loaded = self._clock()
-            return self._hosts, self._groups
+            return self._hosts, self._groups, self._member
+
+    def group_of(self, host: str, given: str | None) -> str | None:
+        """The group ``host`` belongs to: its stored one, else ``given`` (a new host)."""
+        return self._current()[2].get(host, given)
+
+    def joined(self, host: str, group: str | None) -> None:
+        """Note that ``host``'s report with ``group`` was stored (its first group stays)."""
+        if group is not None:
+            with self._lock:
+                self._member.setdefault(host, group)
 
     def lock_for(self, host: str, group: str | None) -> str | None:
         """The content hash ``host``'s report is verified against: its own assignment, else
-        ``group``'s when given, else its stored group's (``None``: none applies).
+        its group's (:meth:`group_of`; ``None``: none applies).
         """
-        hosts, groups = self._current()
+        hosts, groups, _ = self._current()
         own = hosts.get(host)
         if own is not None:
             return own
-        if group is not None:
-            return groups.get(group)
-        if not groups:
-            return None
-        return self.store.assigned_lock(host, None)
+        which = self.group_of(host, group)
+        return None if which is None else groups.get(which)

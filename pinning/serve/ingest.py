@@ -116,12 +116,18 @@ class BatchWriter:
                 self._commit(batch)
 
     def _commit(self, batch: list[tuple[NewReport, Future[int]]]) -> None:
-        """Store ``batch`` in one transaction and resolve (or fail) its futures."""
+        """Store ``batch`` in one transaction and resolve (or fail) its futures. When the
+        transaction fails, each report is tried again alone, so a report the database
+        refuses fails only its own request, never the others committed with it.
+        """
         try:
             ids = self.store.add_reports([r for r, _ in batch])
-        except BaseException as exc:  # every waiter gets it; the thread goes on
-            for _, future in batch:
-                future.set_exception(exc)
+        except BaseException as exc:  # the thread goes on
+            if len(batch) > 1:
+                for one in batch:
+                    self._commit([one])
+                return
+            batch[0][1].set_exception(exc)
             return
         for (_, future), rid in zip(batch, ids, strict=True):
             future.set_result(rid)
@@ -228,7 +234,7 @@ def gpu_of(snapshot: HostFacts) -> str | None:
     for the ``gpu`` column and the dashboard's GPU filter.
     """
     for gpu in snapshot.gpus:
-        name = gpu.name.value
-        return name[:GPU_LEN] if name else None
+        name = "".join(c for c in gpu.name.value or "" if c.isprintable())[:GPU_LEN]
+        return name or None
     return None
 

@@ -59,6 +59,19 @@ def _invalid(what: str, command: str, exc: ValidationError, doc: Any) -> ApiErro
                     f"Send the file `pin {command}` wrote.")
 
 
+def _is_envelope(data: bytes) -> bool:
+    """Whether ``data`` (JSON that already parsed) is a DSSE envelope: an object with a
+    ``payloadType`` key, however the key is escaped in the text.
+    """
+    import json
+
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and "payloadType" in doc
+
+
 def _open_acceptance(svc: Service, data: bytes) -> tuple[AcceptanceResult, bool]:
     """The result in ``data`` and whether its signature verified with a configured key."""
     from pinning.accept.attest import open_signed_result
@@ -68,7 +81,7 @@ def _open_acceptance(svc: Service, data: bytes) -> tuple[AcceptanceResult, bool]
         result, _ = open_signed_result(data, None, label=label)
     except UsageError as exc:
         raise ApiError.of(422, exc) from exc
-    signed = data.lstrip().startswith(b"{") and b'"payloadType"' in data
+    signed = _is_envelope(data)
     if not signed or not svc.keys:
         return result, False
     for key in svc.keys:

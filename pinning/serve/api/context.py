@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["NAME", "Service", "authorize", "check_name", "guard_read", "resolve_lock",
            "service"]
 
-#: A host or group name: letters, digits, ``.``, ``_``, ``-`` (1-255), as Slurm and
-#: Kubernetes node names are written (a DNS label set plus ``_``).
-NAME = re.compile(r"[A-Za-z0-9._-]{1,255}")
+#: A host or group name: letters, digits, ``.``, ``_``, ``-`` (1-253, a DNS name's bound), as
+#: Slurm and Kubernetes node names are written (a DNS label set plus ``_``).
+NAME = re.compile(r"[A-Za-z0-9._-]{1,253}")
 _LOCK_REF = re.compile(r"(?:sha256:)?[0-9a-f]{12,64}")
 SECURITY: dict[str, Any] = {"security": [{"bearer": []}]}
 
@@ -77,9 +77,9 @@ def check_name(kind: str, value: str) -> str:
     """``value`` when it is a valid host or group name (:data:`NAME`), else
     :class:`ApiError` 422 naming ``kind``.
     """
-    if not NAME.fullmatch(value):
-        raise ApiError(422, f"{kind} name {value[:80]!r} is not valid: use 1-255 letters, "
-                            "digits, '.', '_' or '-'.",
+    if not NAME.fullmatch(value) or not value.strip("."):
+        raise ApiError(422, f"{kind} name {value[:80]!r} is not valid: use 1-253 letters, "
+                            "digits, '.', '_' or '-', not dots alone.",
                        "Use the node's name as Slurm or Kubernetes knows it.")
     return value
 
@@ -89,7 +89,7 @@ def resolve_lock(store: Store, ref: str, *, hint: str = "") -> str:
     prefix of >= 12 hex digits, with or without ``sha256:``). Raises :class:`ApiError` 404
     when none is stored, 409 when the prefix is ambiguous.
     """
-    ref = ref.strip()
+    ref = ref.strip().lower()
     found = store.find_locks(ref) if _LOCK_REF.fullmatch(ref) else []
     if not found:
         raise ApiError(404, f"No stored lock matches {ref[:80]!r} (give sha256:<64 hex> or a "

@@ -4,12 +4,14 @@ Nodes post reports far more often than anything else is asked, and FastAPI's rou
 dependency solving and request objects cost about as much as verifying a report
 (``make bench``). :class:`ReportFastPath` is a pure ASGI middleware
 (https://asgi.readthedocs.io/en/latest/specs/www.html, read 2026-12-01) that answers exactly
-that method and path itself, with the same checks in the same order as the FastAPI route
+that method and path itself, with the same checks as the FastAPI route
 (:func:`pinning.serve.api.hosts.post_report`, which still documents it in OpenAPI): the
-Content-Type (415), the Content-Length and the streamed size against ``[serve]
+token first (401 / 403, before any of the body is read), the Content-Type (415), the
+Content-Length and the streamed size against ``[serve]
 max-body-bytes`` (400 / 413), then :func:`~pinning.serve.api.hosts.ingest_report`. Every
 other request goes on to FastAPI untouched. Errors have the one error shape
-(:func:`pinning.serve.errors.error_response`).
+(:func:`pinning.serve.errors.error_response`). A request of any path whose path or query
+holds a NUL character is answered 400 here (:func:`has_nul`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ MAX_QUERY = {"group": 255, "lock": 200}
 _LOG = logging.getLogger("pin.serve")
 
 
+def has_nul(scope: Scope) -> bool:
+    """Whether the request's path or query string holds a NUL character (``%00``): no
+    name, hash or filter has one, and PostgreSQL refuses them in text, so such requests are
+    answered 400 before any handler runs.
+    """
+    return "\x00" in scope["path"] or b"%00" in scope["query_string"]
+
+
 def report_host(scope: Scope) -> str | None:
     """The ``{host}`` of a ``POST /api/v1/hosts/{host}/reports`` request (``None``: another
     request). ``{host}`` is one path segment, as FastAPI's route matches it.
@@ -61,6 +71,11 @@ class ReportFastPath:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a report request; pass any other request to the wrapped app."""
+        if scope["type"] == "http" and has_nul(scope):
+            await error_response(400, "The request's path or query holds a NUL character, "
+                                      "which no name, hash or filter of pin serve has.",
+                                 "Remove %00 from the URL.")(scope, receive, send)
+            return
         host = report_host(scope)
         if host is None:
             await self.app(scope, receive, send)
@@ -97,11 +112,12 @@ class ReportFastPath:
         headers: dict[bytes, bytes] = {}
         for name, value in scope["headers"]:
             headers.setdefault(name.lower(), value)
+        raw = headers.get(b"authorization")
+        authorization = None if raw is None else raw.decode("latin-1")
+        svc.auth.require(authorization, "report", host)  # before the body is read
         data = await _read_body(receive, headers, svc.config.max_body_bytes)
-        authorization = headers.get(b"authorization")
         return await ingest_report(svc, host, query.get("group"), query.get("lock"),
-                                   None if authorization is None
-                                   else authorization.decode("latin-1"), data)
+                                   authorization, data)
 
 
 async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -> bytes:

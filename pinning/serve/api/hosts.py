@@ -84,8 +84,9 @@ async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None
                         authorization: str | None, data: bytes) -> dict[str, Any]:
     """Authorise, verify and store one report of ``host`` (its snapshot bytes ``data``,
     already read within the size limit); the acknowledgement (the 201 body), returned only
-    once the report is committed. Raises :class:`ApiError` (401/403 token, 422 name or
-    snapshot, 404/409 lock).
+    once the report is committed. ``group`` places a host that has none yet; a known host
+    keeps the group of its first report (:mod:`pinning.serve.assign`). Raises
+    :class:`ApiError` (401/403 token, 422 name or snapshot, 404/409 lock).
     """
     from pinning.serve.storage.records import NewReport
 
@@ -93,6 +94,7 @@ async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None
     check_name("Host", host)
     if group is not None:
         check_name("Group", group)
+    group = svc.assignments.group_of(host, group)  # a known host keeps its own group
     lock_hash = _pick_lock(svc, host, group, lock)
     try:
         out, gpu = svc.verifiers.check_gpu(lock_hash, data, f"of host {host}")
@@ -106,6 +108,7 @@ async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None
                        snapshot_hash="sha256:" + hashlib.sha256(data).hexdigest(),
                        gpu=gpu, body=data)
     report_id = await svc.writer.write(report)
+    svc.assignments.joined(host, group)
     svc.reports += 1
     return {"id": report_id, "host": host, "group": group, "lock_hash": lock_hash,
             "result": out.result, "reason": out.reason, "reasons": list(out.reasons),

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 SQLITE_BUSY_TIMEOUT_S = 30.0
 DB_NAME = "pin.db"
-_USERINFO = re.compile(r"(://[^/@:]*):[^/@]*@")
+_PASSWORD_QUERY = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 URL_HINT = ("Pass --db sqlite:///PATH (a file in a writable folder) or "
             "--db postgresql://USER@HOST:PORT/DATABASE, or omit --db for the default file.")
 
@@ -54,8 +54,20 @@ def default_url() -> str:
 
 
 def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages and logs)."""
-    return _USERINFO.sub(r"\1:***@", url)
+    """``url`` with any password replaced by ``***`` (for messages and logs): the one in
+    the user information (up to the last ``@`` before the path) and a ``password`` query
+    parameter (libpq's connection URIs take one:
+    https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNSTRING, read 2026-12-01).
+    """
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        authority, slash, tail = rest.partition("/")
+        user, at, hostport = authority.rpartition("@")
+        if at and ":" in user:
+            authority = user.split(":", 1)[0] + ":***@" + hostport
+        rest = authority + slash + tail
+        url = scheme + sep + rest
+    return _PASSWORD_QUERY.sub(r"\1***", url)
 
 
 def parse_url(url: str) -> URL:

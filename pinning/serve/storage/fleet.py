@@ -173,6 +173,16 @@ class FleetMixin:
             return ({n: h for n, h in conn.execute(hosts)},
                     {g: h for g, h in conn.execute(groups)})
 
+    def host_groups(self) -> dict[str, str]:
+        """The stored group of every host that has one (name -> group); a host keeps the
+        group of its first report.
+        """
+        from sqlalchemy import select
+
+        query = select(HostRow.name, HostRow.group).where(HostRow.group.is_not(None))
+        with self._guard(), self._read.connect() as conn:
+            return {n: g for n, g in conn.execute(query)}
+
     def assigned_lock(self, host: str, group: str | None = None) -> str | None:
         """The lock ``host`` is verified against: its own assignment, else that of ``group``
         when given, else that of the host's stored group (``None``: no assignment).

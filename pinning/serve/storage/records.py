@@ -59,6 +59,9 @@ class NewReport:
                                    ("gpu", self.gpu, GPU_LEN)):
             if value is not None and not 0 < len(value) <= most:
                 return f"{label} {value[:40]!r} must be 1 to {most} characters"
+        texts = (self.host, self.group, self.gpu, self.reason, *self.reasons)
+        if any(t is not None and "\x00" in t for t in texts):
+            return "a NUL character in a name, GPU or reason (PostgreSQL stores none)"
         return None
 
 
