@@ -89,7 +89,8 @@ def create_app(store: Store, config: ServeConfig | None = None, *,
 
     @app.get("/api/v1/health", response_model=Health, tags=["service"],
              summary="Whether the service and its database are up",
-             responses={503: {"model": Health, "description": "Database unreachable"}})
+             responses={**errors.responses(),
+                        503: {"model": Health, "description": "Database unreachable"}})
     def health() -> Response:
         """200 ``{"status": "ok", ...}``; 503 ``{"status": "unavailable", ...}`` when the
         database cannot be reached. Never needs a token.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -63,27 +64,35 @@ class ApiError(Exception):
         return cls(status, err.message, err.hint or "")
 
 
-def error_response(status: int, message: str, hint: str = "") -> Response:
-    """The JSON error response (``WWW-Authenticate`` added for 401)."""
+def error_response(status: int, message: str, hint: str = "",
+                   headers: Mapping[str, str] | None = None) -> Response:
+    """The JSON error response with ``headers`` (``WWW-Authenticate`` added for 401)."""
     from starlette.responses import Response
 
     body = {"error": {"status": status, "code": CODES.get(status, "error"),
                       "message": message, "hint": hint}}
-    headers = {"WWW-Authenticate": 'Bearer realm="pin"'} if status == 401 else None
-    return Response(json.dumps(body).encode(), status_code=status, headers=headers,
+    sent = dict(headers or {})
+    if status == 401:
+        sent["WWW-Authenticate"] = 'Bearer realm="pin"'
+    return Response(json.dumps(body).encode(), status_code=status, headers=sent or None,
                     media_type="application/json")
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` documenting ``statuses`` as :class:`ErrorBody` answers."""
-    text = {400: "Bad request", 401: "No valid token (WWW-Authenticate: Bearer)",
+    """OpenAPI ``responses`` documenting 400 and ``statuses`` as :class:`ErrorBody`
+    answers. Every operation may answer 400: a NUL character in the URL
+    (:mod:`pinning.serve.api.fastpath`), a body FastAPI cannot parse as JSON, a malformed
+    Content-Length.
+    """
+    text = {400: "Bad request (a NUL character in the URL, a body that is not JSON, a "
+                 "malformed Content-Length)", 401: "No valid token (WWW-Authenticate: Bearer)",
             403: "The token's scope or host does not allow this", 404: "Not stored",
             409: "Conflict (ambiguous lock prefix, no lock assigned)",
             413: "Request body over [serve] max-body-bytes",
             415: "Unsupported Content-Type", 422: "Invalid body or parameter",
             503: "Database unavailable"}
     return {s: {"model": ErrorBody, "description": text.get(s, CODES.get(s, "Error"))}
-            for s in statuses}
+            for s in sorted({400, *statuses})}
 
 
 def _validation_text(errors: Any) -> str:
@@ -123,9 +132,14 @@ def install(app: FastAPI) -> None:
     async def http_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         status = exc.status_code
+        # Starlette's headers kept: its 405 carries Allow, which RFC 9110 section 15.5.6
+        # requires (https://www.rfc-editor.org/rfc/rfc9110#section-15.5.6, read
+        # 2026-12-02); it lists the methods of the first route whose path matches.
+        headers = exc.headers
         message = {404: "No such path in pin serve's API.",
                    405: "This path does not take that method."}.get(status, str(exc.detail))
-        return error_response(status, message, "See /openapi.json for the API's paths.")
+        return error_response(status, message, "See /openapi.json for the API's paths.",
+                              headers)
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         _LOG.error("unexpected %s on %s %s: %s", type(exc).__name__, request.method,
