@@ -168,7 +168,7 @@ class PinConfig(Strict):
     fleet: FleetConfig = FleetConfig()
     slurm: SlurmConfig = SlurmConfig()
     report: ReportConfig = ReportConfig()
-    serve: dict[str, Any] = {}
+    serve: dict[str, Any] = Field(default_factory=dict)
 
 
 def config_path(option: str | None, environ: Mapping[str, str]) -> tuple[Path, bool]:
