@@ -214,7 +214,8 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
 
         if reporter is None or run.facts is None:
             return
-        answer = report_or_note(lambda: reporter.send(run.facts, report.lock_hash),
+        answer = report_or_note(lambda: reporter.send(run.facts, report.lock_hash,
+                                                      node_only=node_only),
                                 local_failed=report.result == "drift")
         if answer is not None:
             click.echo(reporter.line(answer, report.lock_hash), err=err)

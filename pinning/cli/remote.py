@@ -324,15 +324,16 @@ class VerifyReporter:
     def __init__(self, client: ServiceClient, host: str, group: str | None) -> None:
         self.client, self.host, self.group = client, host, group
 
-    def send(self, facts: Any, lock_hash: str) -> dict[str, Any]:
+    def send(self, facts: Any, lock_hash: str, *, node_only: bool = False) -> dict[str, Any]:
         """POST the snapshot bytes exactly as ``pin probe -o`` writes them
         (:func:`~pinning.probe.snapshot.snapshot_text`) with ``?lock=lock_hash`` (the lock the
-        service falls back to when it assigns none). Raises ``ServiceError`` (exit 13).
+        service falls back to when it assigns none); ``node_only``: judged as ``pin verify
+        --node-only`` judges. Raises ``ServiceError`` (exit 13).
         """
         from pinning.probe.snapshot import snapshot_text
 
         return self.client.post_report(self.host, snapshot_text(facts).encode(),
-                                       group=self.group, lock=lock_hash)
+                                       group=self.group, lock=lock_hash, node_only=node_only)
 
     def line(self, answer: dict[str, Any], lock_hash: str) -> str:
         """``reported to URL: drift (pin: ...)``; the service's lock named when it judged by

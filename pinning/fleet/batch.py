@@ -39,6 +39,7 @@ from pinning.util.files import MAX_INPUT_BYTES, read_regular_bytes
 from pinning.util.progress import NULL_PROGRESS, Progress
 from pinning.verify.compare import LockPlan
 from pinning.verify.report import (
+    NODE_FACTS,
     VerifyReport,
     is_drift,
     report_of,
@@ -147,9 +148,14 @@ class FleetVerifier:
         return report_of(self.lock, facts, found, hidden, lock_name=self.lock_name,
                          host_name=host_name, strict=self.strict, audited=False)
 
-    def outcome(self, facts: HostFacts) -> Outcome:
-        """The :class:`Outcome` of ``facts``: its result, drift reasons and counts."""
+    def outcome(self, facts: HostFacts, *, node_only: bool = False) -> Outcome:
+        """The :class:`Outcome` of ``facts``: its result, drift reasons and counts.
+        ``node_only``: judged on what the node provides beneath its containers, as ``pin
+        verify --node-only`` (:func:`~pinning.verify.report.node_scope`).
+        """
         found, _ = self.findings(facts)
+        if node_only:
+            found = [f for f in found if f.fact.split(".", 1)[0] in NODE_FACTS]
         drift = [f for f in found if is_drift(f, self.strict)]
         counts: dict[str, int] = {}
         for f in found:

@@ -175,12 +175,14 @@ class ServiceClient:
                           body=json.dumps({"lock": lock}).encode(), content_type=_JSON_TYPE)
 
     def post_report(self, host: str, snapshot: bytes, group: str | None = None,
-                    lock: str | None = None) -> dict[str, Any]:
+                    lock: str | None = None, *, node_only: bool = False) -> dict[str, Any]:
         """``POST /api/v1/hosts/{host}/reports`` with the snapshot's exact JSON bytes
-        (``?group=``, ``?lock=`` when given): the service's verdict ``{"id", "host",
-        "group", "lock_hash", "result", "reason", "reasons", "received_at"}``.
+        (``?group=``, ``?lock=`` when given; ``?scope=node`` with ``node_only``, judged as
+        ``pin verify --node-only``): the service's verdict ``{"id", "host", "group",
+        "lock_hash", "scope", "result", "reason", "reasons", "received_at"}``.
         """
-        params = {k: v for k, v in (("group", group), ("lock", lock)) if v}
+        params = {k: v for k, v in (("group", group), ("lock", lock),
+                                    ("scope", "node" if node_only else None)) if v}
         return self._json("POST", f"/hosts/{quote(host, safe='')}/reports", body=snapshot,
                           content_type=_JSON_TYPE, params=params)
 

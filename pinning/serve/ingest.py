@@ -172,20 +172,21 @@ class Verifiers:
         """
         return self.check_gpu(lock_hash, snapshot, where)[0]
 
-    def check_gpu(self, lock_hash: str, snapshot: bytes,
-                  where: str) -> tuple[Outcome, str | None]:
+    def check_gpu(self, lock_hash: str, snapshot: bytes, where: str, *,
+                  node_only: bool = False) -> tuple[Outcome, str | None]:
         """:meth:`check`, and the first GPU's name (:func:`gpu_of`), parsing the snapshot
-        once; equal bytes are verified once per lock (remembered by their sha256).
+        once; equal bytes are verified once per lock and scope (remembered by their
+        sha256). ``node_only``: judged as ``pin verify --node-only`` judges.
         """
         from pinning.probe.snapshot import parse_snapshot
 
         entry = self._entry(lock_hash)
-        key = hashlib.sha256(snapshot).digest()
+        key = hashlib.sha256(snapshot).digest() + (b"n" if node_only else b"")
         with entry.guard:
             hit = entry.seen.get(key)
             if hit is None:
                 facts = parse_snapshot(snapshot, where)
-                hit = (entry.verifier.outcome(facts), gpu_of(facts))
+                hit = (entry.verifier.outcome(facts, node_only=node_only), gpu_of(facts))
                 if len(entry.seen) >= MEMO_LIMIT:
                     entry.seen.clear()
                 entry.seen[key] = hit

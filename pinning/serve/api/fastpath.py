@@ -36,7 +36,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 PREFIX = "/api/v1/hosts/"
 SUFFIX = "/reports"
 #: Query parameters longer than these are refused as FastAPI's route refuses them (422).
-MAX_QUERY = {"group": 255, "lock": 200}
+MAX_QUERY = {"group": 255, "lock": 200, "scope": 20}
 _LOG = logging.getLogger("pin.serve")
 
 
@@ -117,7 +117,7 @@ class ReportFastPath:
         svc.auth.require(authorization, "report", host)  # before the body is read
         data = await _read_body(receive, headers, svc.config.max_body_bytes)
         return await ingest_report(svc, host, query.get("group"), query.get("lock"),
-                                   authorization, data)
+                                   authorization, data, scope=query.get("scope", "full"))
 
 
 async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -> bytes:

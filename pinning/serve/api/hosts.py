@@ -38,6 +38,8 @@ from pinning.serve.errors import ApiError, responses
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1")
+#: What a report is judged on: everything the lock pins, or the node beneath its containers.
+Scope = Literal["full", "node"]
 _SNAPSHOT = body_doc(JSON_TYPES, "The host snapshot as `pin probe -o FILE` writes it (or its "
                                  "--format json envelope)",
                      {"type": "object", "additionalProperties": True})
@@ -64,10 +66,14 @@ def _pick_lock(svc: Any, host: str, group: str | None, lock: str | None) -> str:
              openapi_extra={**SECURITY, **_SNAPSHOT})
 async def post_report(request: Request, host: str,
                       group: str | None = Query(None, max_length=255),
-                      lock: str | None = Query(None, max_length=200)) -> Response:
+                      lock: str | None = Query(None, max_length=200),
+                      scope: Scope = "full") -> Response:
     """Verify the snapshot of ``host`` and store the report (201 once committed). Scope
     report; a host-bound token only for its host. 409 when no lock applies, 404 when the
-    named lock is not stored, 422 (nothing stored) for an invalid snapshot.
+    named lock is not stored, 422 (nothing stored) for an invalid snapshot. ``scope``
+    ``node`` judges only what the node provides beneath its containers (GPUs, firmware,
+    kernel driver, kernel, OS), as ``pin verify --node-only``: for Kubernetes nodes, whose
+    user space comes with the images.
 
     At run time :class:`pinning.serve.api.fastpath.ReportFastPath` answers this path
     before FastAPI routes it, with the same :func:`ingest_report`; this route documents it
@@ -76,20 +82,26 @@ async def post_report(request: Request, host: str,
     headers = request.headers
     body = await read_body(request, service(request).config.max_body_bytes, JSON_TYPES)
     ack = await ingest_report(service(request), host, group, lock,
-                              headers.get("authorization"), body)
+                              headers.get("authorization"), body, scope=scope)
     return json_response(ack, 201)
 
 
+
 async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None,
-                        authorization: str | None, data: bytes) -> dict[str, Any]:
+                        authorization: str | None, data: bytes, *,
+                        scope: str = "full") -> dict[str, Any]:
     """Authorise, verify and store one report of ``host`` (its snapshot bytes ``data``,
     already read within the size limit); the acknowledgement (the 201 body), returned only
     once the report is committed. ``group`` places a host that has none yet; a known host
     keeps the group of its first report (:mod:`pinning.serve.assign`). Raises
-    :class:`ApiError` (401/403 token, 422 name or snapshot, 404/409 lock).
+    :class:`ApiError` (401/403 token, 422 name, snapshot or scope, 404/409 lock).
     """
     from pinning.serve.storage.records import NewReport
 
+    if scope not in ("full", "node"):
+        raise ApiError(422, f"Invalid request: query.scope: {scope[:20]!r} is not full or "
+                            "node.", "Send ?scope=node (pin verify --node-only) or leave it "
+                                     "out.")
     svc.auth.require(authorization, "report", host)
     check_name("Host", host)
     if group is not None:
@@ -97,7 +109,8 @@ async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None
     group = svc.assignments.group_of(host, group)  # a known host keeps its own group
     lock_hash = _pick_lock(svc, host, group, lock)
     try:
-        out, gpu = svc.verifiers.check_gpu(lock_hash, data, f"of host {host}")
+        out, gpu = svc.verifiers.check_gpu(lock_hash, data, f"of host {host}",
+                                           node_only=scope == "node")
     except ProbeError as exc:
         raise ApiError.of(422, exc) from exc
     except LockfileError as exc:  # a stored lock that no longer reads (never expected)
@@ -111,7 +124,8 @@ async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None
     svc.assignments.joined(host, group)
     svc.reports += 1
     return {"id": report_id, "host": host, "group": group, "lock_hash": lock_hash,
-            "result": out.result, "reason": out.reason, "reasons": list(out.reasons),
+            "scope": scope, "result": out.result, "reason": out.reason,
+            "reasons": list(out.reasons),
             "received_at": received.isoformat().replace("+00:00", "Z")}
 
 

@@ -158,7 +158,8 @@ class Assignments(_Out):
 
 
 class ReportAck(_Out):
-    """A stored (committed) host report and its verdict: ``reason`` the short line
+    """A stored (committed) host report and its verdict: ``scope`` what was judged
+    (``full``, or ``node`` as ``pin verify --node-only``), ``reason`` the short line
     (``pin: ...``, drift only), ``reasons`` one fact word per drifting finding.
     """
 
@@ -166,6 +167,7 @@ class ReportAck(_Out):
     host: str
     group: str | None
     lock_hash: str
+    scope: Literal["full", "node"]
     result: Result
     reason: str | None
     reasons: list[str]

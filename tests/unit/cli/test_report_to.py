@@ -74,6 +74,15 @@ def test_verify_posts_the_probe_snapshot_bytes_and_prints_the_verdict(
     assert GOOD not in done.stdout + done.stderr
 
 
+def test_a_node_only_check_asks_the_service_to_judge_the_node_only(
+        service: FakeService, frozen_lock: Path) -> None:
+    done = pin("verify", str(frozen_lock), *PROBE, "--node-only", "--report-to", service.url,
+               "--report-host", "gpu01", env=_env(PIN_TOKEN=GOOD))
+    assert done.returncode == 0, done.stderr
+    (seen,) = service.seen
+    assert seen.query == {"lock": [read_lock(frozen_lock).content_hash], "scope": ["node"]}
+
+
 def test_the_services_own_verdict_and_lock_are_shown(service: FakeService,
                                                      frozen_lock: Path) -> None:
     service.verdict = ("drift", "pin: firmware.blocks[0] CP_MEC1=1!=CP_MEC1=2")

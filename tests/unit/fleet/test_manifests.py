@@ -173,6 +173,58 @@ def test_daemonset_paths_agree() -> None:
     assert c["securityContext"]["readOnlyRootFilesystem"] and "/tmp" in got
 
 
+def _loop(lock: Path, features_d: Path, state: Path) -> str:
+    """The DaemonSet's loop run once on the recorded MI300X host, with local paths."""
+    (c,) = pod("DaemonSet", "pin-verify")["containers"]
+    host = ["--root", str(MI300X / "root"), "--replay", str(MI300X / "commands.toml")]
+    loop: str = (c["args"][0].replace(LOOP_LOCK, str(lock))
+                 .replace("--root /host --chroot", " ".join(host))
+                 .replace("/host-features.d", str(features_d))
+                 .replace("/var/lib/pin", str(state))
+                 .replace('sleep "$PIN_INTERVAL"', "break"))
+    return loop
+
+
+def test_daemonset_reports_to_pin_serve_when_asked(tmp_path: Path) -> None:
+    """With PIN_REPORT_URL the loop reports each check to a real pin serve, node-scoped,
+    with the Secret's token; the verdict on the node is unchanged.
+    """
+    from tests.support.serve import admin_token, mi300x_lock_bytes, serving
+
+    lock = tmp_path / "pin.lock"
+    lock.write_bytes(mi300x_lock_bytes())
+    features_d, state, secret = tmp_path / "features.d", tmp_path / "state", tmp_path / "tok"
+    for folder in (features_d, state):
+        folder.mkdir()
+    db = f"sqlite:///{tmp_path / 'pin.db'}"
+    secret.write_text(admin_token(db, "report", "node-1") + "\n")
+    secret.chmod(0o600)
+    loop = _loop(lock, features_d, state).replace("/etc/pin/report/token", str(secret))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "pin").write_text(f"#!/bin/sh\nexec {sys.executable} -m pinning \"$@\"\n")
+    (bindir / "pin").chmod(0o755)
+    with serving(db) as (url, admin, _proc):
+        import requests
+
+        pushed = requests.post(f"{url}/api/v1/locks", data=lock.read_bytes(), timeout=30,
+                               headers={"Authorization": f"Bearer {admin}",
+                                        "Content-Type": "application/toml"})
+        assert pushed.status_code == 201, pushed.text
+        env = {"PATH": f"{bindir}:/usr/bin:/bin", "PIN_NFD_EXPIRY": "900",
+               "PIN_INTERVAL": "1", "NODE_NAME": "node-1", "HOME": str(tmp_path),
+               "PYTHONPATH": os.pathsep.join(sys.path), "PIN_REPORT_URL": url,
+               "PIN_REPORT_GROUP": "gpu-nodes"}
+        done = subprocess.run(["/bin/sh", "-c", loop], capture_output=True, text=True,
+                              env=env, timeout=300, check=False)
+        assert done.returncode == 0, done
+        assert done.stdout.startswith("node-1 exit=0 pin: matches lock sha256:")
+        assert f"reported to {url}: match" in done.stderr
+        host = requests.get(f"{url}/api/v1/hosts/node-1", timeout=30).json()
+        assert host["host"]["result"] == "match" and host["host"]["group"] == "gpu-nodes"
+        assert host["host"]["lock_hash"] == pushed.json()["content_hash"]
+
+
 def test_init_container_example_gates_on_pins_labels() -> None:
     spec = pod("Deployment", "gpu-app")
     (init,) = spec["initContainers"]
@@ -222,11 +274,7 @@ def test_daemonset_loop_and_npd_script_on_the_recorded_host(tmp_path: Path) -> N
     features_d, state = tmp_path / "features.d", tmp_path / "state"
     features_d.mkdir()
     state.mkdir()
-    (c,) = pod("DaemonSet", "pin-verify")["containers"]
-    loop = (c["args"][0].replace(LOOP_LOCK, str(lock))
-            .replace("--root /host --chroot", " ".join(host))
-            .replace("/host-features.d", str(features_d)).replace("/var/lib/pin", str(state))
-            .replace('sleep "$PIN_INTERVAL"', "break"))
+    loop = _loop(lock, features_d, state)
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (bindir / "pin").write_text(f"#!/bin/sh\nexec {sys.executable} -m pinning \"$@\"\n")

@@ -7,6 +7,7 @@ body, and database URLs are shown without any password.
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -162,3 +163,35 @@ def test_an_upper_case_lock_prefix_is_found(env: Env, lock_bytes: bytes) -> None
                            headers={**env.admin, **TOML}).json()["content_hash"]
     r = env.client.get(f"/api/v1/locks/{lock[7:19].upper()}")
     assert r.status_code == 200 and r.content == lock_bytes
+
+
+def test_a_node_scoped_report_judges_the_node_only(env: Env, lock_bytes: bytes,
+                                                   snapshot: dict[str, Any]) -> None:
+    """?scope=node judges as pin verify --node-only: another ROCm user space is the
+    image's business on Kubernetes, a firmware change is the node's.
+    """
+    from tests.support.fleetgen import DRIFTS
+
+    lock = env.client.post("/api/v1/locks", content=lock_bytes,
+                           headers={**env.admin, **TOML}).json()["content_hash"]
+    token = {**env.bearer("report"), **JSON}
+    user_space = copy.deepcopy(snapshot)
+    DRIFTS["rocm"](user_space, random.Random(1))
+    answers = {}
+    for scope in ("full", "node"):
+        r = env.client.post(f"/api/v1/hosts/k8s-{scope}/reports",
+                            params={"lock": lock, "scope": scope},
+                            content=snapshot_bytes(user_space), headers=token)
+        assert r.status_code == 201, r.text
+        answers[scope] = r.json()
+    assert answers["full"]["result"] == "drift" and answers["full"]["scope"] == "full"
+    assert answers["node"]["result"] == "match" and answers["node"]["scope"] == "node"
+    node = env.client.post("/api/v1/hosts/k8s-fw/reports", params={"lock": lock,
+                                                                   "scope": "node"},
+                           content=snapshot_bytes(drifting(snapshot)), headers=token)
+    assert node.json()["result"] == "drift"
+    assert node.json()["reason"].startswith("pin: firmware")
+    bad = env.client.post("/api/v1/hosts/k8s-x/reports", params={"lock": lock,
+                                                                 "scope": "image"},
+                          content=snapshot_bytes(snapshot), headers=token)
+    assert bad.status_code == 422, bad.text
