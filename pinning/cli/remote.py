@@ -28,15 +28,12 @@ from pinning.util.text import printable
 if TYPE_CHECKING:
     from pinning.remote.client import ServiceClient
 
-__all__ = ["HOST_NAME", "lock_pull", "lock_push", "open_service", "report_options",
+__all__ = ["lock_pull", "lock_push", "open_service", "report_options",
            "report_or_note", "report_url_option", "service_options", "warn"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
-#: A host or group name the service accepts in a path: letters, digits, ``.``, ``_``, ``-``
-#: (the Slurm node-name shape pin already uses, :mod:`pinning.fleet.slurm`).
-HOST_NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 _HASH = re.compile(r"^(?:sha256:)?([0-9a-f]{12,64})$")
 _FEATURE = re.compile(r"^pin_([0-9a-f]{12})$")
 
@@ -93,11 +90,13 @@ def open_service(url: str, token_file: str | None, ca_cert: str | None) -> Servi
     configuration exists. Raises :class:`~pinning.errors.UsageError` (exit 2) for a bad URL,
     token or configuration file.
     """
-    from pinning.fleet.config import DEFAULT_PATH, ENV_VAR
+    from pinning.fleet.config import config_path
     from pinning.remote.client import DEFAULT_TIMEOUT_S, ServiceClient
     from pinning.remote.token import resolve_token
 
-    has_config = bool(os.environ.get(ENV_VAR)) or DEFAULT_PATH.exists()
+    path, named = config_path(None, os.environ)
+    has_config = named or path.exists()
+    where = f"{path} ($PIN_CONFIG)" if named else str(path)
     cached: list[Any] = []
 
     def report_cfg() -> Any:
@@ -105,10 +104,13 @@ def open_service(url: str, token_file: str | None, ca_cert: str | None) -> Servi
             cached.append(_config_report())
         return cached[0]
 
-    client = ServiceClient(url, None, DEFAULT_TIMEOUT_S, ca_cert, warn=warn)  # URL checked
+    client = ServiceClient(url, None, DEFAULT_TIMEOUT_S, ca_cert, warn=warn,  # URL checked
+                           config=where if has_config else None)
     token = resolve_token(token_file, os.environ,
-                          (lambda: report_cfg().token_file) if has_config else None, warn)
-    client.token = token.secret if token is not None else None
+                          (lambda: report_cfg().token_file) if has_config else None, warn,
+                          config=where)
+    if token is not None:
+        client.token, client.token_source = token.secret, token.source
     if has_config:
         client.timeout_s = report_cfg().timeout_s
     return client
@@ -166,9 +168,14 @@ def _normal_ref(value: str) -> str | None:
 
 
 def _name(value: str, flag: str) -> str:
-    if not HOST_NAME.match(value):
-        raise UsageError(f"{flag} {value!r}: a name of letters, digits, '.', '_' and '-' "
-                         "(at most 255).")
+    """``value`` when the service accepts it as a host or group name
+    (:func:`~pinning.remote.client.is_name`), else ``UsageError`` (exit 2) naming ``flag``.
+    """
+    from pinning.remote.client import NAME_RULE, is_name
+
+    if not is_name(value):
+        raise UsageError(f"{flag} {printable(value[:80], newlines=False)!r}: not a host or "
+                         f"group name pin serve accepts; use {NAME_RULE}.")
     return value
 
 

@@ -105,15 +105,19 @@ def token_create(scope: str, host_name: str | None, db: str | None, config: str 
     Text: the secret alone on standard output, its id and a warning on standard error.
     JSON: {"id", "scope", "host", "secret"}.
     """
-    from pinning.serve.api.context import NAME
+    from pinning.serve.api.context import check_name
+    from pinning.serve.errors import ApiError
 
     if host_name is not None:
         if scope != "report":
             raise UsageError(f"--host binds report tokens only, not scope {scope!r}.",
                              hint="Drop --host, or use --scope report.")
-        if not NAME.fullmatch(host_name):
-            raise UsageError(f"--host {printable(host_name, newlines=False)!r}: use 1-255 "
-                             "letters, digits, '.', '_' or '-'.")
+        try:
+            check_name("Host", host_name)
+        except ApiError as exc:
+            raise UsageError(f"--host: {printable(exc.message, newlines=False)}",
+                             hint="Bind the token to the name the node reports as (pin "
+                                  "verify: its short host name, or --report-host).") from exc
     store = _open(db, config)
     try:
         token_id, secret = store.create_token(scope, host_name)

@@ -58,7 +58,7 @@ def report_node(report: ReportConfig, node: str, snapshot: bytes | None,
     def send() -> dict[str, object]:
         token = resolve_token(None, environ, lambda: report.token_file, say)
         client = ServiceClient(report.url or "", token.secret if token else None, timeout,
-                               warn=say)
+                               warn=say, token_source=token.source if token else None)
         try:
             return client.post_report(node, body, group=report.group, lock=lock)
         finally:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
@@ -25,8 +26,8 @@ from pinning.errors import ServiceError, UsageError
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["API", "DEFAULT_TIMEOUT_S", "MAX_ANSWER_BYTES", "QUOTE_CHARS", "ServiceClient",
-           "is_loopback", "service_label"]
+__all__ = ["API", "DEFAULT_TIMEOUT_S", "MAX_ANSWER_BYTES", "NAME", "NAME_RULE", "QUOTE_CHARS",
+           "SITE_CONFIG", "ServiceClient", "is_loopback", "is_name", "service_label"]
 
 #: Where the JSON API lives under the service's base URL.
 API = "/api/v1"
@@ -36,6 +37,17 @@ DEFAULT_TIMEOUT_S = 10.0
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 #: How much of an answer that is not the service's JSON error a message quotes.
 QUOTE_CHARS = 200
+#: A host or group name as the service accepts it in a path (the same rule as
+#: ``pinning.serve.api.context.NAME`` and ``check_name``; a test holds them equal): 1-253
+#: (a DNS name's bound, RFC 1035 section 2.3.4, https://www.rfc-editor.org/rfc/rfc1035,
+#: read 2026-12-01) letters, digits, ``.``, ``_``, ``-``, not dots alone. Use with
+#: ``fullmatch``; see :func:`is_name`.
+NAME = re.compile(r"[A-Za-z0-9._-]{1,253}")
+#: The rule of :data:`NAME` in words, for messages.
+NAME_RULE = "1-253 letters, digits, '.', '_' or '-', not dots alone"
+#: Where the site configuration is read from, for messages.
+SITE_CONFIG = ("the site configuration (--config FILE where the command has it, else "
+               "$PIN_CONFIG, else /etc/pin/config.toml)")
 _LOCK_TYPE = "application/toml"
 _JSON_TYPE = "application/json"
 
@@ -52,6 +64,13 @@ def service_label(url: str) -> str:
     if "@" not in authority:
         return url
     return f"{head}//***@{authority.rpartition('@')[2]}{rest[end:]}"
+
+
+def is_name(value: str) -> bool:
+    """Whether ``value`` is a host or group name the service accepts (:data:`NAME`, not dots
+    alone). Pure.
+    """
+    return NAME.fullmatch(value) is not None and bool(value.strip("."))
 
 
 def is_loopback(host: str) -> bool:
@@ -104,13 +123,18 @@ class ServiceClient:
     ``ca_cert``: a PEM CA bundle for a service whose TLS certificate a private CA signed
     (default: the system's CAs). ``warn`` gets one line when a token is about to travel over
     plain http to a host other than this one (it still does: the user named the URL).
+    ``token_source``: where the token came from (:attr:`~pinning.remote.token.Token.source`,
+    e.g. ``$PIN_TOKEN``), named when the service refuses it (401/403); never the secret.
+    ``config``: the configuration file the timeout came from, named in the timeout's hint
+    (``None``: :data:`SITE_CONFIG`).
 
     Raises :class:`~pinning.errors.UsageError` (exit 2) for a URL that is not one.
     """
 
     def __init__(self, url: str, token: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  ca_cert: str | None = None, *,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, token_source: str | None = None,
+                 config: str | None = None) -> None:
         self.label = service_label(url)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -124,6 +148,8 @@ class ServiceClient:
             raise UsageError(f"{self.label}: the port is not a number from 0 to 65535.") from exc
         self.url = url.rstrip("/")
         self.token = token
+        self.token_source = token_source
+        self.config = config
         self.timeout_s = timeout_s
         self.ca_cert = ca_cert
         self._warned = False
@@ -274,12 +300,16 @@ class ServiceClient:
         except requests.exceptions.Timeout as exc:
             raise ServiceError(
                 f"{self.label} did not answer {where} within {self.timeout_s:g} s.",
-                hint="Check that the service is up and not overloaded (GET /api/v1/health), "
-                     "or raise the timeout ([report] timeout-s).") from exc
+                hint=f"Check that the service is up and not overloaded (GET {API}/health), "
+                     f"or raise [report] timeout-s in {self.config or SITE_CONFIG}.") from exc
         except requests.exceptions.RequestException as exc:
             raise ServiceError(
                 f"Cannot reach the pin service at {self.label} ({where}): "
-                f"{_os_reason(exc)}.") from exc
+                f"{_os_reason(exc)}.",
+                hint="Check that pin serve is running and listening where the URL says: it "
+                     "binds 127.0.0.1 unless given --host ADDRESS or [serve] host, so other "
+                     f"machines reach it only then; try {self.label.rstrip('/')}{API}/health "
+                     "(e.g. with curl).") from exc
         except _TooLarge as exc:
             raise self._bad_answer(method, path, f"more than {MAX_ANSWER_BYTES} bytes") \
                 from exc
@@ -307,12 +337,26 @@ class ServiceClient:
             text = (f"{self.label} refused {where}: HTTP {status} {resp.reason or ''}".rstrip()
                     + (f": {quoted!r}" if quoted else "."))
             hint = None
-        if status == 401 and hint is None:
-            hint = ("The service wants a token: give --token-file FILE, or set PIN_TOKEN or "
-                    "PIN_TOKEN_FILE (`pin serve token create` makes one).")
-        elif status == 403 and hint is None:
-            hint = "The token lacks the scope this needs, or is bound to another host name."
+        if status in (401, 403):
+            hint = " ".join(h for h in (hint, self._auth_hint(status)) if h)
         return ServiceError(text if text.endswith((".", "!", "?")) else text + ".", hint=hint)
+
+    def _auth_hint(self, status: int) -> str:
+        """The advice pin adds to a 401 or 403: where the token came from (never the token)
+        and, for 403, how to get one the service accepts.
+        """
+        if self.token is None:
+            return ("No token was sent: give --token-file FILE, or set PIN_TOKEN or "
+                    "PIN_TOKEN_FILE (`pin serve token create` makes one).")
+        sent = "The token sent" + (f" (from {self.token_source})" if self.token_source else "")
+        if status == 401:
+            return (f"{sent} is not one the service knows (revoked, mistyped, or made for "
+                    "another service's database).")
+        return (f"{sent} lacks the scope this needs or is bound to another host name. "
+                "Use a token of the needed scope (`pin serve token create --scope "
+                "report|publish`, with the same --db/--config as the server), or, for a "
+                "host-bound token, report as its host (--report-host NAME; pin reports this "
+                "machine's short host name by default, so bind tokens to that name).")
 
 
 class _TooLarge(Exception):

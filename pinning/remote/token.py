@@ -35,7 +35,8 @@ _HINT = ("Put the token (`pin serve token create` prints it) alone on the file's
 @dataclass(frozen=True)
 class Token:
     """A bearer token and where it came from (``source``: ``--token-file FILE``,
-    ``$PIN_TOKEN``, ``$PIN_TOKEN_FILE FILE``, ``[report] token-file FILE``) for messages.
+    ``$PIN_TOKEN``, ``$PIN_TOKEN_FILE FILE``, ``[report] token-file FILE`` (``... in
+    CONFIG`` when the configuration file is known)) for messages.
     ``repr`` hides the secret.
     """
 
@@ -98,10 +99,12 @@ def read_token_file(path: Path, source: str,
 
 def resolve_token(token_file: str | None, environ: Mapping[str, str],
                   config_token_file: Callable[[], Path | None] | None = None,
-                  warn: Callable[[str], None] | None = None) -> Token | None:
+                  warn: Callable[[str], None] | None = None, *,
+                  config: str | None = None) -> Token | None:
     """The token to send, by precedence: ``token_file`` (``--token-file``), ``$PIN_TOKEN``,
     ``$PIN_TOKEN_FILE``, then ``config_token_file()`` (the site configuration's ``[report]
-    token-file``, asked only when nothing before gave one). Empty variables count as unset.
+    token-file``, asked only when nothing before gave one; ``config``: that configuration
+    file, named in the token's source). Empty variables count as unset.
     ``None``: no token anywhere (requests then go without one). Raises
     :class:`~pinning.errors.UsageError` (exit 2) for a token file or value that is not usable
     (see :func:`read_token_file`).
@@ -115,5 +118,6 @@ def resolve_token(token_file: str | None, environ: Mapping[str, str],
         return read_token_file(Path(name), f"${ENV_TOKEN_FILE} {name}", warn)
     path = config_token_file() if config_token_file is not None else None
     if path is not None:
-        return read_token_file(path, f"[report] token-file {path}", warn)
+        where = f"[report] token-file {path}" + (f" in {config}" if config else "")
+        return read_token_file(path, where, warn)
     return None

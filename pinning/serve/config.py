@@ -31,7 +31,7 @@ from pinning.util.models import Strict
 __all__ = ["DEFAULT_HOST", "DEFAULT_MAX_BODY", "DEFAULT_PORT", "ServeConfig",
            "load_serve_config", "read_serve_config"]
 
-#: The port ``pin serve`` listens on by default (pin's own choice, not registered).
+#: The port ``pin serve`` listens on by default: pin's own choice.
 DEFAULT_PORT = 8470
 #: The address ``pin serve`` binds by default: loopback only.
 DEFAULT_HOST = "127.0.0.1"

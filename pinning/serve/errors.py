@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from fastapi import FastAPI, Request
     from starlette.responses import Response
 
-__all__ = ["CODES", "ApiError", "ErrorBody", "ErrorDetail", "error_response", "install",
-           "responses"]
+__all__ = ["CODES", "UNAVAILABLE", "ApiError", "ErrorBody", "ErrorDetail", "error_response",
+           "install", "pin_error_response", "responses", "unexpected_response"]
 
 #: The ``code`` of each status pin serve answers with.
 CODES: dict[int, str] = {
@@ -30,6 +30,12 @@ CODES: dict[int, str] = {
     415: "unsupported-media-type", 422: "invalid", 500: "internal", 503: "unavailable",
 }
 _LOG = logging.getLogger("pin.serve")
+#: The message and hint of every 503: the store's own message names the database and its
+#: hint tells the operator what to pass (``--db``), so both go to the server's log only.
+UNAVAILABLE = ("pin serve's database cannot be used right now.",
+               "Tell the service's operator (its log has the details).")
+#: The hint of a ``PinError`` answered as is that carries none of its own.
+_FALLBACK_HINT = "Correct the request as the message says and send it again."
 
 
 class ErrorDetail(BaseModel):
@@ -52,19 +58,47 @@ class ErrorBody(BaseModel):
 
 
 class ApiError(Exception):
-    """An error answer: ``status`` and its paragraph ``message`` and ``hint``."""
+    """An error answer: ``status`` and its paragraph ``message`` and ``hint`` (what the
+    client can do; required). Raises ``ValueError`` (a bug in pin) for an empty hint.
+    """
 
-    def __init__(self, status: int, message: str, hint: str = "") -> None:
+    def __init__(self, status: int, message: str, hint: str) -> None:
+        if not hint.strip():
+            raise ValueError(f"ApiError {status} {message[:60]!r} has no hint.")
         super().__init__(message)
         self.status, self.message, self.hint = status, message, hint
 
     @classmethod
     def of(cls, status: int, err: PinError) -> ApiError:
-        """The answer ``status`` with a ``PinError``'s paragraph and hint."""
-        return cls(status, err.message, err.hint or "")
+        """The answer ``status`` with a ``PinError``'s paragraph and hint (a generic
+        "correct the request" hint when it has none).
+        """
+        return cls(status, err.message, err.hint or _FALLBACK_HINT)
 
 
-def error_response(status: int, message: str, hint: str = "",
+def pin_error_response(exc: PinError, where: str) -> Response:
+    """The answer to a ``PinError`` no handler turned into :class:`ApiError`: a
+    ``UsageError`` is the store's "database cannot be used", answered 503 with
+    :data:`UNAVAILABLE` (its own message and hint, meant for the operator, are logged with
+    ``where``, e.g. ``"POST /api/v1/locks"``); any other ``PinError`` is invalid input,
+    answered 422 with its message and hint.
+    """
+    if isinstance(exc, UsageError):
+        _LOG.error("database unavailable on %s: %s %s", where, exc.message, exc.hint or "")
+        return error_response(503, *UNAVAILABLE)
+    return error_response(422, exc.message, exc.hint or _FALLBACK_HINT)
+
+
+def unexpected_response(exc: BaseException, where: str) -> Response:
+    """The 500 answer to an unexpected exception, logged with its traceback and ``where``
+    (the answer names only the exception's type, never the traceback).
+    """
+    _LOG.error("unexpected %s on %s: %s", type(exc).__name__, where, exc, exc_info=exc)
+    return error_response(500, f"Unexpected {type(exc).__name__} in pin serve.",
+                          "This is a bug in pin; please report it with the server log.")
+
+
+def error_response(status: int, message: str, hint: str,
                    headers: Mapping[str, str] | None = None) -> Response:
     """The JSON error response with ``headers`` (``WWW-Authenticate`` added for 401)."""
     from starlette.responses import Response
@@ -107,7 +141,8 @@ def _validation_text(errors: Any) -> str:
 def install(app: FastAPI) -> None:
     """Register the handlers that turn :class:`ApiError`, ``PinError``, request
     validation errors, Starlette's HTTP errors and any other exception into the error
-    shape (an unexpected exception is logged and answered 500, without its traceback).
+    shape (an unexpected exception is logged with its traceback and answered 500 without
+    it; a 503 answers :data:`UNAVAILABLE` and logs the store's message).
     """
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException
@@ -116,12 +151,11 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, ApiError)
         return error_response(exc.status, exc.message, exc.hint)
 
-    async def pin_error(_: Request, exc: Exception) -> Response:
+    async def pin_error(request: Request, exc: Exception) -> Response:
         # Input errors become ApiError in the handlers; a UsageError that gets here is
         # the store's "database cannot be used" (503), any other PinError invalid input.
         assert isinstance(exc, PinError)
-        return error_response(503 if isinstance(exc, UsageError) else 422, exc.message,
-                              exc.hint or "")
+        return pin_error_response(exc, f"{request.method} {request.url.path}")
 
     async def invalid(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
@@ -142,10 +176,7 @@ def install(app: FastAPI) -> None:
                               headers)
 
     async def unexpected(request: Request, exc: Exception) -> Response:
-        _LOG.error("unexpected %s on %s %s: %s", type(exc).__name__, request.method,
-                   request.url.path, exc)
-        return error_response(500, f"Unexpected {type(exc).__name__} in pin serve.",
-                              "This is a bug in pin; please report it with the server log.")
+        return unexpected_response(exc, f"{request.method} {request.url.path}")
 
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(PinError, pin_error)

@@ -1,4 +1,5 @@
-"""``/metrics``: pin serve's state in Prometheus's text exposition format.
+"""``/metrics``: pin serve's state in Prometheus's text exposition format (version 0.0.4,
+https://prometheus.io/docs/instrumenting/exposition_formats/, read 2026-12-01).
 
 A custom collector (prometheus_client's "custom collectors",
 https://prometheus.github.io/client_python/collector/custom/, read 2026-12-01) reads the

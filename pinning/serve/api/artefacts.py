@@ -177,7 +177,9 @@ def _getter(path: str, kind: str) -> None:
         data = (svc.store.get_artefact(kind, artefact_id)
                 if 0 < artefact_id < 1 << 31 else None)
         if data is None:
-            raise ApiError(404, f"No stored {kind} artefact has id {artefact_id}.")
+            raise ApiError(404, f"No stored {kind} artefact has id {artefact_id}.",
+                           "Take the id from the upload's answer or from the lock's "
+                           "summary (GET /api/v1/locks/{hash}/summary).")
         return Response(data, media_type="application/json")
 
 

@@ -47,7 +47,9 @@ async def read_body(request: Request, limit: int, types: tuple[str, ...]) -> byt
     length = headers.get("content-length")
     if length is not None:
         if not length.isdigit() or len(length) > 18:
-            raise ApiError(400, "The Content-Length header is not a number of bytes.")
+            raise ApiError(400, "The Content-Length header is not a number of bytes.",
+                           "Send Content-Length as the body's size in decimal bytes, or "
+                           "leave the header out.")
         if int(length) > limit:
             raise too_large(limit)
     chunks: list[bytes] = []

@@ -24,8 +24,12 @@ if TYPE_CHECKING:
 __all__ = ["NAME", "Service", "authorize", "check_name", "guard_read", "resolve_lock",
            "service"]
 
-#: A host or group name: letters, digits, ``.``, ``_``, ``-`` (1-253, a DNS name's bound), as
-#: Slurm and Kubernetes node names are written (a DNS label set plus ``_``).
+#: A host or group name: letters, digits, ``.``, ``_``, ``-``, as Slurm and Kubernetes node
+#: names are written (a DNS label set plus ``_``), 1-253 characters: Kubernetes node names are
+#: DNS subdomain names, which "contain no more than 253 characters"
+#: (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-subdomain-names,
+#: read 2026-12-02); RFC 1035 section 2.3.4 (https://www.rfc-editor.org/rfc/rfc1035#section-2.3.4)
+#: bounds a domain name to 255 octets on the wire.
 NAME = re.compile(r"[A-Za-z0-9._-]{1,253}")
 _LOCK_REF = re.compile(r"(?:sha256:)?[0-9a-f]{12,64}")
 SECURITY: dict[str, Any] = {"security": [{"bearer": []}]}

@@ -86,7 +86,9 @@ def get_lock(request: Request, ref: str) -> Response:
     content_hash = resolve_lock(svc.store, ref)
     data = svc.store.get_lock(content_hash)
     if data is None:
-        raise ApiError(404, f"Lock {content_hash} is no longer stored.")
+        raise ApiError(404, f"Lock {content_hash} is no longer stored.",
+                       "List the stored locks at /api/v1/locks, or push it again with "
+                       "`pin lock push FILE`.")
     return Response(data, media_type="application/toml",
                     headers={"ETag": f'"{content_hash}"'})
 
@@ -128,7 +130,9 @@ def lock_summary(request: Request, ref: str) -> Response:
     content_hash = resolve_lock(svc.store, ref)
     info = next((i for i in svc.store.list_locks() if i.content_hash == content_hash), None)
     if info is None:
-        raise ApiError(404, f"Lock {content_hash} is no longer stored.")
+        raise ApiError(404, f"Lock {content_hash} is no longer stored.",
+                       "List the stored locks at /api/v1/locks, or push it again with "
+                       "`pin lock push FILE`.")
     fleet = svc.store.fleet_summary(content_hash)
     counts = {**{r: fleet.hosts.get(r, 0) for r in ("match", "drift", "unknown")},
               "top_reasons": [r.model_dump(mode="json") for r in fleet.top_reasons]}

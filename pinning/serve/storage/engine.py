@@ -13,6 +13,11 @@ process, and only a power loss or operating-system crash can roll back the last 
 setting or journal mode", https://www.sqlite.org/pragma.html#pragma_synchronous, read
 2026-12-01), while a commit no longer waits for an fsync. ``postgresql://`` URLs use
 psycopg 3.
+
+Two ``pin serve`` processes may share one SQLite file only on one host with the file on a
+local file system: WAL mode keeps its index in shared memory, so "WAL does not work over a
+network filesystem" (https://www.sqlite.org/wal.html, read 2026-12-01). For processes on
+several hosts, or a database on NFS or another network file system, use PostgreSQL.
 """
 
 from __future__ import annotations

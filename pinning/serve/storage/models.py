@@ -30,7 +30,8 @@ from pinning.serve.storage.records import GPU_LEN, HASH_LEN, NAME_LEN, RESULTS
 SCOPES = ("report", "publish", "admin")
 
 # Deterministic constraint names, so migrations name the same objects on every database
-# (https://docs.sqlalchemy.org/en/20/core/constraints.html#configuring-constraint-naming-conventions).
+# (https://docs.sqlalchemy.org/en/20/core/constraints.html#configuring-constraint-naming-conventions,
+# read 2026-12-02).
 NAMING = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",

@@ -60,6 +60,9 @@ class NewReport:
             if value is not None and not 0 < len(value) <= most:
                 return f"{label} {value[:40]!r} must be 1 to {most} characters"
         texts = (self.host, self.group, self.gpu, self.reason, *self.reasons)
+        # PostgreSQL's text types: "the character with code zero (sometimes called NUL)
+        # cannot be stored" (https://www.postgresql.org/docs/15/datatype-character.html,
+        # read 2026-12-02).
         if any(t is not None and "\x00" in t for t in texts):
             return "a NUL character in a name, GPU or reason (PostgreSQL stores none)"
         return None

@@ -267,3 +267,44 @@ def test_cost_posts_the_report_it_writes_and_a_failure_is_13(service: FakeServic
     assert f"reported to {service.url}: cost verdict #1" in done.stderr
     done = pin("cost", *args, "--report-to", service.url, env=_env())
     assert done.returncode == 13 and "HTTP 401" in done.stderr
+
+
+# --- names, token sources and hints (the messages name where things came from) ------------
+
+def test_names_follow_the_services_rule(service: FakeService, frozen_lock: Path) -> None:
+    for bad in ("..", "a" * 254, "a/b"):
+        done = pin("lock", "push", str(frozen_lock), "--to", service.url, "--assign-host", bad,
+                   env=_env(PIN_TOKEN=GOOD))
+        assert done.returncode == 2, done.stderr
+        assert "use 1-253 letters, digits, '.', '_' or '-', not dots alone" in done.stderr
+    assert service.seen == []  # nothing sent
+    done = pin("lock", "push", str(frozen_lock), "--to", service.url, "--assign-host", "a" * 253,
+               "--assign-group", "n-1.example", env=_env(PIN_TOKEN=GOOD))
+    assert done.returncode == 0, done.stderr
+    assert service.seen[-1].path == "/api/v1/assignments/groups/n-1.example"
+
+
+def test_a_refused_token_and_a_timeout_name_the_configuration(service: FakeService,
+                                                               frozen_lock: Path,
+                                                               tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("pin_revoked\n")
+    token.chmod(0o600)
+    conf = tmp_path / "pin.toml"
+    conf.write_text(f'[report]\ntoken-file = "{token}"\ntimeout-s = 0.5\n')
+    done = pin("lock", "push", str(frozen_lock), "--to", service.url,
+               env=_env(PIN_CONFIG=str(conf)))
+    assert done.returncode == 13, done.stderr
+    assert (f"The token sent (from [report] token-file {token} in {conf} ($PIN_CONFIG)) is "
+            "not one the service knows") in " ".join(done.stderr.split())
+    assert "pin_revoked" not in done.stderr
+    done = pin("lock", "push", str(frozen_lock), "--to", service.url, "--token-file", str(token),
+               env=_env())
+    assert f"(from --token-file {token})" in " ".join(done.stderr.split())
+    token.write_text(f"{GOOD}\n")
+    service.delay_s = 2.0
+    done = pin("lock", "push", str(frozen_lock), "--to", service.url,
+               env=_env(PIN_CONFIG=str(conf)))
+    assert done.returncode == 13, done.stderr
+    assert (f"raise [report] timeout-s in {conf} ($PIN_CONFIG)."
+            in " ".join(done.stderr.split()))

@@ -37,7 +37,8 @@ def test_without_a_token_no_authorization_header_is_sent(service: FakeService) -
     assert "authorization" not in service.seen[-1].headers
     assert "HTTP 401 unauthorized" in err.value.message
     assert "A valid bearer token is needed" in err.value.message
-    assert err.value.hint == "Create one with pin serve token create."
+    assert err.value.hint is not None
+    assert err.value.hint.startswith("Create one with pin serve token create. No token was sent")
     assert err.value.exit_code == 13
 
 
@@ -57,7 +58,9 @@ def test_each_refusal_quotes_the_services_message_and_hint(service: FakeService,
     msg = err.value.message
     assert msg.startswith(f"{service.url} refused POST /api/v1/cost-verdicts: HTTP {status} "
                           f"{code}: Because {code}.")
-    assert err.value.hint == f"Do the {code} thing."
+    assert err.value.hint is not None
+    assert err.value.hint == f"Do the {code} thing." or (
+        status in (401, 403) and err.value.hint.startswith(f"Do the {code} thing. The token "))
     assert GOOD not in err.value.render()
 
 
@@ -69,10 +72,32 @@ def test_a_401_without_a_hint_says_how_to_give_a_token(service: FakeService) -> 
 
 
 def test_a_bound_report_token_is_refused_for_another_host(service: FakeService) -> None:
-    client = ServiceClient(service.url, BOUND)
+    client = ServiceClient(service.url, BOUND, token_source="$PIN_TOKEN")
     assert client.post_report("other", SNAPSHOT, lock="sha256:" + "d" * 64)["host"] == "other"
-    with pytest.raises(ServiceError, match="HTTP 403 forbidden"):
+    with pytest.raises(ServiceError, match="HTTP 403 forbidden") as err:
         client.post_report("gpu01", SNAPSHOT, lock="sha256:" + "d" * 64)
+    hint = err.value.hint or ""
+    assert "The token sent (from $PIN_TOKEN) lacks the scope" in hint
+    assert "pin serve token create --scope report|publish" in hint
+    assert "--db/--config" in hint and "--report-host NAME" in hint and "short host name" in hint
+    assert BOUND not in err.value.render() and "\n" not in hint
+
+
+def test_a_401_names_where_the_rejected_token_came_from(service: FakeService) -> None:
+    client = ServiceClient(service.url, "pin_revoked", token_source="--token-file /etc/t")
+    with pytest.raises(ServiceError, match="HTTP 401") as err:
+        client.post_audit(b"{}")
+    hint = err.value.hint or ""
+    assert "The token sent (from --token-file /etc/t) is not one the service knows" in hint
+    assert "scope" not in hint and "pin_revoked" not in err.value.render()
+
+
+def test_a_refused_token_without_a_known_source_is_still_explained(
+        service: FakeService) -> None:
+    service.force = service.error(403, "forbidden", "Publish scope needed.")
+    with pytest.raises(ServiceError) as err:
+        ServiceClient(service.url, GOOD).post_audit(b"{}")
+    assert (err.value.hint or "").startswith("The token sent lacks the scope this needs")
 
 
 def test_a_garbage_error_body_is_quoted_bounded_without_control_characters(
@@ -117,6 +142,14 @@ def test_a_slow_service_times_out_naming_the_url(service: FakeService) -> None:
         ServiceClient(service.url, GOOD, timeout_s=0.3).health()
     assert err.value.message == (f"{service.url} did not answer GET /api/v1/health within "
                                  "0.3 s.")
+    assert err.value.hint is not None
+    assert err.value.hint.endswith("raise [report] timeout-s in the site configuration "
+                                   "(--config FILE where the command has it, else $PIN_CONFIG, "
+                                   "else /etc/pin/config.toml).")
+    client = ServiceClient(service.url, GOOD, timeout_s=0.3, config="/srv/pin.toml")
+    with pytest.raises(ServiceError) as err:
+        client.health()
+    assert (err.value.hint or "").endswith("raise [report] timeout-s in /srv/pin.toml.")
 
 
 def test_a_closed_port_is_named_with_credentials_masked() -> None:
@@ -126,6 +159,10 @@ def test_a_closed_port_is_named_with_credentials_masked() -> None:
     msg = err.value.message
     assert msg == (f"Cannot reach the pin service at http://***@127.0.0.1:{port} "
                    "(GET /api/v1/health): Connection refused.")
+    hint = err.value.hint or ""
+    assert "pin serve is running and listening where the URL says" in hint
+    assert "binds 127.0.0.1 unless given --host ADDRESS or [serve] host" in hint
+    assert f"try http://***@127.0.0.1:{port}/api/v1/health" in hint
     assert "hunter2" not in err.value.render()
 
 

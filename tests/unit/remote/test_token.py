@@ -98,3 +98,13 @@ def test_a_file_others_may_read_is_warned_about(tmp_path: Path, mode: int,
     if warned:
         assert lines == [f"pin: warning: token file {path} is accessible by others (mode "
                          f"{mode:04o}); chmod 600 {path}"]
+
+
+def test_a_config_token_names_the_configuration_file_it_came_from(tmp_path: Path) -> None:
+    conf = _file(tmp_path / "tok", "pin_conf\n")
+    got = resolve_token(None, {}, lambda: conf, config="/etc/pin/config.toml")
+    assert got is not None
+    assert got.source == f"[report] token-file {conf} in /etc/pin/config.toml"
+    assert "pin_conf" not in repr(got)
+    with pytest.raises(UsageError, match=r"in /x\.toml: cannot be read"):
+        resolve_token(None, {}, lambda: tmp_path / "missing", config="/x.toml")

@@ -80,7 +80,7 @@ def env(store_url: str) -> Iterator[Env]:
 def error(r: Any, status: int, code: str) -> str:
     assert r.status_code == status, r.text
     body = r.json()["error"]
-    assert body["status"] == status and body["code"] == code and body["hint"] is not None
+    assert body["status"] == status and body["code"] == code and body["hint"].strip()
     assert "Traceback" not in r.text
     return str(body["message"])
 

@@ -352,6 +352,23 @@ def test_migration_and_models_agree(store_url: str) -> None:
         engine.dispose()
 
 
+def test_database_of_a_newer_pin_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "pin.db"
+    url = f"sqlite:///{path}"
+    Store(url).close()
+    with sqlite3.connect(path) as conn:  # as a newer pin's migration would leave it
+        conn.execute("UPDATE alembic_version SET version_num = '0099_future'")
+    for opening in (lambda: Store(url), lambda: upgrade(url)):
+        with pytest.raises(UsageError, match="migrated by a newer pin") as newer:
+            opening()
+        assert newer.value.exit_code == 2
+        assert "revision 0099_future, this pin knows up to 0001" in newer.value.message
+        assert "pin version or newer" in (newer.value.hint or "")
+    with sqlite3.connect(path) as conn:  # left as it was
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            ("0099_future",)]
+
+
 def test_sqlite_is_in_wal_mode(tmp_path: Path) -> None:
     path = tmp_path / "pin.db"
     Store(f"sqlite:///{path}").close()
