@@ -22,6 +22,7 @@ from urllib.parse import quote, urlsplit
 
 from pinning import __version__
 from pinning.errors import ServiceError, UsageError
+from pinning.util.text import redact
 
 if TYPE_CHECKING:
     import requests
@@ -54,16 +55,10 @@ _JSON_TYPE = "application/json"
 
 def service_label(url: str) -> str:
     """``url`` for messages: the ``USER:PASSWORD@`` of its authority replaced by ``***@``
-    (``https://***@host/``); works on text ``urlsplit`` refuses. Pure; never raises.
+    (``https://***@host/``, :func:`pinning.util.text.redact` with ``mask="***"``); works on
+    text ``urlsplit`` refuses. Pure; never raises.
     """
-    head, sep, rest = url.partition("//")
-    if not sep:
-        return url
-    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    authority = rest[:end]
-    if "@" not in authority:
-        return url
-    return f"{head}//***@{authority.rpartition('@')[2]}{rest[end:]}"
+    return redact(url, mask="***")
 
 
 def is_name(value: str) -> bool:

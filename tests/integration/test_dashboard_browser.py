@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,36 +24,17 @@ from typing import Any
 
 import pytest
 
+from tests.support.browser import chromium
 from tests.support.hosts import HostCopy
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 SHOT = Path(__file__).resolve().parents[2] / "docs" / "dashboard.png"
 HOST = "mi300x-node-03"
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true but {reason} (.ci/run installs Debian's chromium; "
-                    "`make install` installs playwright)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not (Path(CHROMIUM).is_file() and shutil.which(CHROMIUM)):
-        _unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is not installed")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 def _post(url: str, path: str, body: bytes, token: str) -> Any:

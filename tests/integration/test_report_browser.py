@@ -10,43 +10,20 @@ makes a missing browser a failure (.ci/run installs Debian's ``chromium``).
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.browser import chromium
 from tests.unit.cost.test_report import HOSTILE, full_args, make_inputs, run
-
-CHROMIUM = "/usr/bin/chromium"
-#: Headless, no sandbox (tests run as root in CI containers), no GPU, no background traffic.
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true but {reason} (.ci/run installs Debian's chromium; "
-                    "`make install` installs playwright)")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not (Path(CHROMIUM).is_file() and shutil.which(CHROMIUM)):
-        _unavailable(f"{CHROMIUM} is missing (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the playwright package is not installed")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium() as b:
+        yield b
 
 
 def _load(browser: Any, page_file: Path) -> tuple[Any, list[str], list[str], list[str]]:

@@ -14,7 +14,7 @@ from pinning.serve.errors import ApiError
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-__all__ = ["JSON_TYPES", "TOML_TYPES", "body_doc", "read_body", "too_large"]
+__all__ = ["JSON_TYPES", "TOML_TYPES", "body_doc", "check_headers", "read_body", "too_large"]
 
 #: Content-Types of JSON bodies (snapshots, results, audits, cost verdicts).
 JSON_TYPES = ("application/json",)
@@ -30,28 +30,37 @@ def too_large(limit: int) -> ApiError:
                     "configuration.")
 
 
+def check_headers(content_type: str | None, content_length: str | None, limit: int,
+                  types: tuple[str, ...]) -> None:
+    """Check a request's ``Content-Type`` and ``Content-Length`` header values (``None``: not
+    sent) before its body is read: a type (without its parameters) not in ``types`` is refused
+    with 415 (none given is accepted), a length that is not ASCII decimal digits (at most 18)
+    with 400, a length over ``limit`` bytes with 413. Raises :class:`ApiError`.
+    """
+    if content_type is not None:
+        base = content_type.split(";", 1)[0].strip().lower()
+        if base not in types:
+            raise ApiError(415, f"Content-Type {base[:80]!r} is not accepted here; send "
+                                f"{' or '.join(types)}.",
+                           f"Set the header Content-Type: {types[0]}.")
+    if content_length is not None:
+        if not (content_length.isascii() and content_length.isdigit()) \
+                or len(content_length) > 18:
+            raise ApiError(400, "The Content-Length header is not a number of bytes.",
+                           "Send Content-Length as the body's size in decimal bytes, or "
+                           "leave the header out.")
+        if int(content_length) > limit:
+            raise too_large(limit)
+
+
 async def read_body(request: Request, limit: int, types: tuple[str, ...]) -> bytes:
     """The body of ``request``, at most ``limit`` bytes. A ``Content-Type`` (without its
     parameters) not in ``types`` is refused with 415 (none given is accepted); a body over
     ``limit`` with 413, by ``Content-Length`` first; a malformed ``Content-Length`` with
     400. Raises :class:`ApiError`.
     """
-    headers = request.headers
-    ctype = headers.get("content-type")
-    if ctype is not None:
-        base = ctype.split(";", 1)[0].strip().lower()
-        if base not in types:
-            raise ApiError(415, f"Content-Type {base[:80]!r} is not accepted here; send "
-                                f"{' or '.join(types)}.",
-                           f"Set the header Content-Type: {types[0]}.")
-    length = headers.get("content-length")
-    if length is not None:
-        if not length.isdigit() or len(length) > 18:
-            raise ApiError(400, "The Content-Length header is not a number of bytes.",
-                           "Send Content-Length as the body's size in decimal bytes, or "
-                           "leave the header out.")
-        if int(length) > limit:
-            raise too_large(limit)
+    check_headers(request.headers.get("content-type"), request.headers.get("content-length"),
+                  limit, types)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():

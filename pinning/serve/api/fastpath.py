@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from pinning.errors import PinError
-from pinning.serve.api.body import JSON_TYPES
+from pinning.serve.api.body import JSON_TYPES, check_headers, too_large
 from pinning.serve.errors import (
     ApiError,
     error_response,
@@ -127,23 +127,10 @@ async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) 
     """The request body, as :func:`pinning.serve.api.body.read_body` reads it (415 / 400 /
     413 in that order; never more than ``limit`` bytes held).
     """
-    from pinning.serve.api.body import too_large
-
     ctype = headers.get(b"content-type")
-    if ctype is not None:
-        base = ctype.decode("latin-1").split(";", 1)[0].strip().lower()
-        if base not in JSON_TYPES:
-            raise ApiError(415, f"Content-Type {base[:80]!r} is not accepted here; send "
-                                f"{' or '.join(JSON_TYPES)}.",
-                           f"Set the header Content-Type: {JSON_TYPES[0]}.")
     length = headers.get(b"content-length")
-    if length is not None:
-        if not length.isdigit() or len(length) > 18:
-            raise ApiError(400, "The Content-Length header is not a number of bytes.",
-                           "Send Content-Length as the body's size in decimal bytes, or "
-                           "leave the header out.")
-        if int(length) > limit:
-            raise too_large(limit)
+    check_headers(None if ctype is None else ctype.decode("latin-1"),
+                  None if length is None else length.decode("latin-1"), limit, JSON_TYPES)
     chunks: list[bytes] = []
     size = 0
     while True:

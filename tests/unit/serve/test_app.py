@@ -19,21 +19,11 @@ from pinning.serve.app import create_app
 from pinning.serve.config import ServeConfig
 from pinning.serve.storage import Store
 from tests.support.paths import ROOT
-from tests.support.serve import drifting, mi300x_lock_bytes, mi300x_snapshot, snapshot_bytes
+from tests.support.serve import drifting, snapshot_bytes
 
 OTHER_LOCK = (ROOT / "lockfiles" / "h200-pytorch-2.13.0.lock").read_bytes()
 JSON = {"content-type": "application/json"}
 TOML = {"content-type": "application/toml"}
-
-
-@pytest.fixture(scope="module")
-def lock_bytes() -> bytes:
-    return mi300x_lock_bytes()
-
-
-@pytest.fixture(scope="module")
-def snapshot() -> dict[str, Any]:
-    return mi300x_snapshot()
 
 
 @pytest.fixture(scope="module")

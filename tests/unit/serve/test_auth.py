@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from pinning.serve.auth import CACHE_TTL_S, Authenticator, Need
 from pinning.serve.errors import ApiError
 from pinning.serve.storage import Store
 from pinning.serve.storage.records import TokenInfo
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    s = Store(store_url)
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 class Clock:

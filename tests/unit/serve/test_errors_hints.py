@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,18 +97,30 @@ def served(tmp_path: Path) -> Iterator[tuple[Store, TestClient, dict[str, str]]]
         store.close()
 
 
+def _post_with_broken_tokens(
+        served: tuple[Store, TestClient, dict[str, str]], path: str,
+        error: Callable[[Store], Exception], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> Any:
+    """POST ``{}`` to ``path`` as admin while the store's token lookup raises
+    ``error(store)``, capturing pin.serve's ERROR log; the answer.
+    """
+    store, client, admin = served
+
+    def broken(secret: str) -> None:
+        raise error(store)
+
+    monkeypatch.setattr(store, "token_info", broken)
+    with caplog.at_level(logging.ERROR, logger="pin.serve"):
+        return client.post(path, content=b"{}", headers={**admin, **JSON})
+
+
 @pytest.mark.parametrize("path", ["/api/v1/locks", "/api/v1/hosts/node-1/reports"])
 def test_database_failure_answers_503_without_the_operators_hint(
         served: tuple[Store, TestClient, dict[str, str]], path: str,
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    store, client, admin = served
-
-    def broken(secret: str) -> None:
-        raise database_error(store.url, OSError("unable to open database file"))
-
-    monkeypatch.setattr(store, "token_info", broken)
-    with caplog.at_level(logging.ERROR, logger="pin.serve"):
-        r = client.post(path, content=b"{}", headers={**admin, **JSON})
+    r = _post_with_broken_tokens(
+        served, path, lambda store: database_error(store.url, OSError(
+            "unable to open database file")), monkeypatch, caplog)
     assert r.status_code == 503, r.text
     body = r.json()["error"]
     assert (body["message"], body["hint"]) == UNAVAILABLE
@@ -120,14 +132,8 @@ def test_database_failure_answers_503_without_the_operators_hint(
 def test_unexpected_error_answers_500_and_logs_the_traceback(
         served: tuple[Store, TestClient, dict[str, str]], path: str,
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    store, client, admin = served
-
-    def broken(secret: str) -> None:
-        raise RuntimeError("the token table is odd")
-
-    monkeypatch.setattr(store, "token_info", broken)
-    with caplog.at_level(logging.ERROR, logger="pin.serve"):
-        r = client.post(path, content=b"{}", headers={**admin, **JSON})
+    r = _post_with_broken_tokens(served, path, lambda _: RuntimeError("the token table is odd"),
+                                 monkeypatch, caplog)
     assert r.status_code == 500, r.text
     assert "Traceback" not in r.text and "odd" not in r.text
     assert any(rec.name == "pin.serve" and rec.exc_info for rec in caplog.records)

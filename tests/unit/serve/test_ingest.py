@@ -8,7 +8,7 @@ import copy
 import json
 import random
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -29,15 +29,6 @@ from tests.support.locks import frozen_mi300x, lock_for
 from tests.support.paths import ROOT
 
 LOCK_A = (ROOT / "lockfiles" / "h200-pytorch-2.13.0.lock").read_bytes()
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    s = Store(store_url)
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 class Gated:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator
 
-import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -14,15 +12,6 @@ from pinning.serve.metrics import StoreCollector, render, short_digest
 from pinning.serve.storage import Store
 from pinning.serve.storage.records import NewReport
 from tests.support.serve import drifting, mi300x_lock_bytes, mi300x_snapshot, snapshot_bytes
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    s = Store(store_url)
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:

@@ -16,18 +16,8 @@ import pytest
 from pinning.serve.ingest import BatchWriter
 from pinning.serve.storage.engine import redact
 from pinning.serve.storage.records import NewReport
-from tests.support.serve import drifting, mi300x_lock_bytes, mi300x_snapshot, snapshot_bytes
+from tests.support.serve import drifting, snapshot_bytes
 from tests.unit.serve.test_app import JSON, TOML, Env, _env
-
-
-@pytest.fixture(scope="module")
-def lock_bytes() -> bytes:
-    return mi300x_lock_bytes()
-
-
-@pytest.fixture(scope="module")
-def snapshot() -> dict[str, Any]:
-    return mi300x_snapshot()
 
 
 @pytest.fixture

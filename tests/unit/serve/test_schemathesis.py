@@ -24,7 +24,6 @@ from pinning.serve.app import create_app
 from pinning.serve.config import ServeConfig
 from pinning.serve.storage import Store
 from tests.support.postgres import Postgres
-from tests.support.serve import mi300x_lock_bytes, mi300x_snapshot
 
 HOST, GROUP = "n1", "rack-1"
 C = schemathesis.checks
@@ -36,16 +35,6 @@ CHECKS = [C.not_a_server_error, C.status_code_conformance, C.content_type_confor
 #: check needs one, so a request without it (or with a wrong one) is refused. With reads
 #: open (the default) a read without a token is answered by design.
 AUTH_CHECKS = [C.ignored_auth, C.missing_required_header, C.negative_data_rejection]
-
-
-@pytest.fixture(scope="module")
-def lock_bytes() -> bytes:
-    return mi300x_lock_bytes()
-
-
-@pytest.fixture(scope="module")
-def snapshot() -> dict[str, Any]:
-    return mi300x_snapshot()
 
 
 @dataclass
