@@ -60,16 +60,36 @@ def serve(ctx: click.Context, db: str | None, host: str | None, port: int | None
     Start here:
       pin serve                                  # SQLite in pin's data folder, port 8470
       pin serve token create --scope publish     # a token for pin lock push
-      pin serve --db postgresql://pin@db/pin --host 0.0.0.0
+      pin serve --db postgresql://pin@db/pin      # a team: behind your TLS proxy
 
     Prints `pin serve: listening on http://HOST:PORT (database URL)` when ready; SIGTERM
-    or Ctrl-C stops it after storing every report it acknowledged.
+    or Ctrl-C stops it after storing every report it acknowledged. It speaks plain HTTP:
+    on an address other than loopback it warns that tokens would cross the network in
+    clear text (put a TLS proxy in front).
     """
     if ctx.invoked_subcommand is not None:
         return
     from pinning.serve.server import run
 
-    run(_settings(config, db=db, host=host, port=port))
+    settings = _settings(config, db=db, host=host, port=port)
+    if not _loopback(settings.host):
+        click.echo(f"pin: warning: listening on {settings.host}, not loopback: pin serve "
+                   "speaks plain HTTP, so bearer tokens and reports would cross the network "
+                   "in clear text. Put a TLS proxy in front and listen on 127.0.0.1.",
+                   err=True)
+    run(settings)
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (an address or name) is a loopback address (``localhost`` too)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 @serve.group("token")

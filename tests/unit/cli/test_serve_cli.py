@@ -128,3 +128,12 @@ def test_pin_serve_process(tmp_path: Path) -> None:
         assert [r.result for r in store.host_history("node-1")] == ["match"]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(("host", "loopback"), [
+    ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True),
+    ("localhost", True), ("0.0.0.0", False), ("10.0.0.5", False), ("pin.example", False)])
+def test_only_loopback_addresses_are_quiet(host: str, loopback: bool) -> None:
+    from pinning.cli.serve import _loopback
+
+    assert _loopback(host) is loopback
