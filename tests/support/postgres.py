@@ -71,8 +71,13 @@ def available() -> str | None:
     return None
 
 
-def start_postgres() -> Postgres:
-    """Initialise and start a private server; ``RuntimeError`` saying why it could not."""
+def start_postgres(*, durable: bool = False) -> Postgres:
+    """Initialise and start a private server; ``RuntimeError`` saying why it could not.
+
+    Tests run it without flushing to disk (``fsync``, ``synchronous_commit`` and
+    ``full_page_writes`` off: faster, and a test never survives a power loss);
+    ``durable`` keeps PostgreSQL's defaults, as ``bench/bench_serve.py`` measures.
+    """
     why = available()
     if why:
         raise RuntimeError(why)
@@ -87,8 +92,9 @@ def start_postgres() -> Postgres:
     try:
         _run([*prefix, str(BIN / "initdb"), "-D", str(data), "-U", USER, "--auth=trust",
               "-E", "UTF8", "--no-sync", "--no-instructions"])
-        options = (f"-h 127.0.0.1 -p {port} -k {root} -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off")
+        options = f"-h 127.0.0.1 -p {port} -k {root}"
+        if not durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         _run([*prefix, str(BIN / "pg_ctl"), "-D", str(data), "-o", options, "-l",
               str(root / "log"), "-w", "-t", "60", "start"])
     except RuntimeError:

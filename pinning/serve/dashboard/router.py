@@ -16,7 +16,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from pinning import __version__
-from pinning.serve.dashboard.fleet import MAX_LIMIT, Filters, render_fleet, render_host
+from pinning.serve.dashboard.fleet import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    Filters,
+    render_fleet,
+    render_host,
+)
 from pinning.serve.dashboard.locks import cost_decision, render_lock, render_locks
 from pinning.serve.dashboard.page import CSP, STATUSES, frame, message, not_found
 from pinning.util.text import ascii_int
@@ -92,7 +98,7 @@ def _filters(request: Request) -> Filters:
         raise _Refused(400, "Bad request", f"The query parameter status={status!r} is not "
                        f"one of {', '.join(STATUSES)}.", "Pick a status in the form.")
     return Filters(lock=text("lock"), status=status, gpu=text("gpu"), group=text("group"),
-                   limit=number("limit", MAX_LIMIT, 1, MAX_LIMIT),
+                   limit=number("limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
                    offset=number("offset", 0, 0, 10**9))
 
 
