@@ -173,15 +173,17 @@ class Verifiers:
         return self.check_gpu(lock_hash, snapshot, where)[0]
 
     def check_gpu(self, lock_hash: str, snapshot: bytes, where: str, *,
-                  node_only: bool = False) -> tuple[Outcome, str | None]:
+                  node_only: bool = False,
+                  digest: bytes | None = None) -> tuple[Outcome, str | None]:
         """:meth:`check`, and the first GPU's name (:func:`gpu_of`), parsing the snapshot
         once; equal bytes are verified once per lock and scope (remembered by their
-        sha256). ``node_only``: judged as ``pin verify --node-only`` judges.
+        sha256; ``digest``: that sha256 when the caller has it already). ``node_only``:
+        judged as ``pin verify --node-only`` judges.
         """
         from pinning.probe.snapshot import parse_snapshot
 
         entry = self._entry(lock_hash)
-        key = hashlib.sha256(snapshot).digest() + (b"n" if node_only else b"")
+        key = (digest or hashlib.sha256(snapshot).digest()) + (b"n" if node_only else b"")
         with entry.guard:
             hit = entry.seen.get(key)
             if hit is None:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
 
 from pinning.errors import SignatureError, UsageError
@@ -30,6 +30,8 @@ from pinning.serve.errors import ApiError, responses
 if TYPE_CHECKING:
     from pinning.accept.result import AcceptanceResult
     from pinning.serve.api.context import Service
+
+M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["router"]
 
@@ -122,6 +124,22 @@ async def post_acceptance(request: Request) -> Response:
                           "signature_verified": verified}, 201)
 
 
+async def _upload(request: Request, lock: str | None, model: type[M], what: str,
+                  command: str) -> tuple[Service, bytes, str | None, M]:
+    """An audit or cost upload (scope publish): the service, the exact body bytes, the
+    stored lock ``?lock=`` names (``None``: none named) and the body validated as ``model``
+    (``pin COMMAND --format json`` output, report or envelope). Raises :class:`ApiError`.
+    """
+    svc = authorize(request, "publish")
+    data = await read_body(request, svc.config.max_body_bytes, JSON_TYPES)
+    lock_hash = resolve_lock(svc.store, lock) if lock is not None else None
+    doc = _json(data, what, command)
+    try:
+        return svc, data, lock_hash, model.model_validate(doc)
+    except ValidationError as exc:
+        raise _invalid(f"pin {what}", f"{command} --format json", exc, doc) from exc
+
+
 @router.post("/audits", response_model=AuditAck, status_code=201, tags=["artefacts"],
              summary="Upload a porting audit (pin audit --format json)",
              responses=_POST_ERRORS, openapi_extra={**SECURITY, **body_doc(
@@ -131,14 +149,8 @@ async def post_audit(request: Request,
     """Store a porting audit, about the stored lock ``?lock=`` when given; scope publish."""
     from pinning.audit.bill import AuditReport
 
-    svc = authorize(request, "publish")
-    data = await read_body(request, svc.config.max_body_bytes, JSON_TYPES)
-    lock_hash = resolve_lock(svc.store, lock) if lock is not None else None
-    doc = _json(data, "audit report", "audit")
-    try:
-        report = AuditReport.model_validate(doc)
-    except ValidationError as exc:
-        raise _invalid("pin audit report", "audit --format json", exc, doc) from exc
+    svc, data, lock_hash, report = await _upload(request, lock, AuditReport,
+                                                 "audit report", "audit")
     totals = {str(k): int(v) for k, v in report.totals.items()}
     rid = svc.store.add_audit(data, totals, lock_hash=lock_hash)
     return json_response({"id": rid, "totals": totals}, 201)
@@ -153,14 +165,7 @@ async def post_cost(request: Request,
     """Store a cost verdict, about the stored lock ``?lock=`` when given; scope publish."""
     from pinning.cost.model import CostReport
 
-    svc = authorize(request, "publish")
-    data = await read_body(request, svc.config.max_body_bytes, JSON_TYPES)
-    lock_hash = resolve_lock(svc.store, lock) if lock is not None else None
-    doc = _json(data, "cost report", "cost")
-    try:
-        CostReport.model_validate(doc)
-    except ValidationError as exc:
-        raise _invalid("pin cost report", "cost --format json", exc, doc) from exc
+    svc, data, lock_hash, _ = await _upload(request, lock, CostReport, "cost report", "cost")
     rid = svc.store.add_cost_verdict(data, lock_hash=lock_hash)
     return json_response({"id": rid}, 201)
 

@@ -119,8 +119,8 @@ class ReportFastPath:
         authorization = None if raw is None else raw.decode("latin-1")
         svc.auth.require(authorization, "report", host)  # before the body is read
         data = await _read_body(receive, headers, svc.config.max_body_bytes)
-        return await ingest_report(svc, host, query.get("group"), query.get("lock"),
-                                   authorization, data, scope=query.get("scope", "full"))
+        return await ingest_report(svc, host, query.get("group"), query.get("lock"), data,
+                                   scope=query.get("scope", "full"))
 
 
 async def _read_body(receive: Receive, headers: dict[bytes, bytes], limit: int) -> bytes:

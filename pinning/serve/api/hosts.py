@@ -21,10 +21,10 @@ from pinning.errors import LockfileError, ProbeError
 from pinning.serve.api.body import JSON_TYPES, body_doc, read_body
 from pinning.serve.api.context import (
     SECURITY,
+    authorize,
     check_name,
     guard_read,
     resolve_lock,
-    service,
 )
 from pinning.serve.api.models import (
     FleetSummaryOut,
@@ -79,22 +79,19 @@ async def post_report(request: Request, host: str,
     before FastAPI routes it, with the same :func:`ingest_report`; this route documents it
     (OpenAPI) and serves an app built without that middleware.
     """
-    headers = request.headers
-    body = await read_body(request, service(request).config.max_body_bytes, JSON_TYPES)
-    ack = await ingest_report(service(request), host, group, lock,
-                              headers.get("authorization"), body, scope=scope)
-    return json_response(ack, 201)
-
+    svc = authorize(request, "report", host)  # before the body is read
+    body = await read_body(request, svc.config.max_body_bytes, JSON_TYPES)
+    return json_response(await ingest_report(svc, host, group, lock, body, scope=scope), 201)
 
 
 async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None,
-                        authorization: str | None, data: bytes, *,
-                        scope: str = "full") -> dict[str, Any]:
-    """Authorise, verify and store one report of ``host`` (its snapshot bytes ``data``,
-    already read within the size limit); the acknowledgement (the 201 body), returned only
+                        data: bytes, *, scope: str = "full") -> dict[str, Any]:
+    """Verify and store one report of ``host`` (its snapshot bytes ``data``, read within
+    the size limit once the caller checked the token allows reporting as ``host``); the
+    acknowledgement (the 201 body), returned only
     once the report is committed. ``group`` places a host that has none yet; a known host
     keeps the group of its first report (:mod:`pinning.serve.assign`). Raises
-    :class:`ApiError` (401/403 token, 422 name, snapshot or scope, 404/409 lock).
+    :class:`ApiError` (422 name, snapshot or scope, 404/409 lock).
     """
     from pinning.serve.storage.records import NewReport
 
@@ -102,15 +99,15 @@ async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None
         raise ApiError(422, f"Invalid request: query.scope: {scope[:20]!r} is not full or "
                             "node.", "Send ?scope=node (pin verify --node-only) or leave it "
                                      "out.")
-    svc.auth.require(authorization, "report", host)
     check_name("Host", host)
     if group is not None:
         check_name("Group", group)
     group = svc.assignments.group_of(host, group)  # a known host keeps its own group
     lock_hash = _pick_lock(svc, host, group, lock)
+    digest = hashlib.sha256(data)
     try:
         out, gpu = svc.verifiers.check_gpu(lock_hash, data, f"of host {host}",
-                                           node_only=scope == "node")
+                                           node_only=scope == "node", digest=digest.digest())
     except ProbeError as exc:
         raise ApiError.of(422, exc) from exc
     except LockfileError as exc:  # a stored lock that no longer reads (never expected)
@@ -118,7 +115,7 @@ async def ingest_report(svc: Any, host: str, group: str | None, lock: str | None
     received = dt.datetime.now(dt.UTC)
     report = NewReport(host=host, lock_hash=lock_hash, result=out.result, group=group,
                        reason=out.reason, reasons=out.reasons,
-                       snapshot_hash="sha256:" + hashlib.sha256(data).hexdigest(),
+                       snapshot_hash="sha256:" + digest.hexdigest(),
                        gpu=gpu, body=data)
     report_id = await svc.writer.write(report)
     svc.assignments.joined(host, group)
