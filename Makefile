@@ -106,6 +106,7 @@ bench: install wheelhouse vllmenv
 	$(BIN)/python bench/bench_probe.py
 	$(BIN)/python bench/bench_fleet.py
 	$(BIN)/python bench/bench_serve.py
+	$(BIN)/python bench/bench_slow_clients.py
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_lock_write.py

@@ -158,18 +158,26 @@ def in_chromium(url: str, token: str, rows_wanted: int) -> float | None:
     return statistics.median(times)
 
 
+def inputs(tmp: Path, count: int) -> tuple[Path, Path]:
+    """In ``tmp``: the lock frozen from the recorded MI300X host and ``count`` generated
+    snapshots as ``name<TAB>snapshot`` lines (bench/serveload.py's input).
+    """
+    lock = tmp / "pin.lock"
+    pin("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.7", "--rocm", "7.1.1",
+        "-o", str(lock))
+    pin("freeze", str(lock), "--root", str(HOST / "root"), "--replay",
+        str(HOST / "commands.toml"))
+    hosts = tmp / "hosts.tsv"
+    with hosts.open("w") as f:
+        for name, text in generate(base_snapshot(), count, envelopes=0.0):
+            f.write(f"{name}\t{text}\n")
+    return lock, hosts
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        lock = tmp / "pin.lock"
-        pin("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.7", "--rocm", "7.1.1",
-            "-o", str(lock))
-        pin("freeze", str(lock), "--root", str(HOST / "root"), "--replay",
-            str(HOST / "commands.toml"))
-        hosts = tmp / "hosts.tsv"
-        with hosts.open("w") as f:
-            for name, text in generate(base_snapshot(), HOSTS, envelopes=0.0):
-                f.write(f"{name}\t{text}\n")
+        lock, hosts = inputs(tmp, HOSTS)
         figures = {"SQLite": bench_db("SQLite", f"sqlite:///{tmp / 'pin.db'}", lock, hosts,
                                       tmp)}
         server = start_postgres(durable=True)  # fsync and synchronous commit on

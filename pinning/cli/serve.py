@@ -115,16 +115,28 @@ def _token_json(info: Any) -> dict[str, Any]:
 @click.option("--host", "host_name", metavar="NAME",
               help="Bind a report token to one host name: it may post only that host's "
                    "reports.")
+@click.option("--out", "out", metavar="FILE", callback=path_given,
+              help="Write the secret to FILE, created 0600 (an existing FILE must already be "
+                   "0600), instead of standard output.")
 @_db_option
 @_config_option
 @format_option
-def token_create(scope: str, host_name: str | None, db: str | None, config: str | None,
-                 fmt: str) -> None:
+def token_create(scope: str, host_name: str | None, out: str | None, db: str | None,
+                 config: str | None, fmt: str) -> None:
     """Create a token and print its secret, once (only its sha256 is stored).
 
-    Text: the secret alone on standard output, its id and a warning on standard error.
-    JSON: {"id", "scope", "host", "secret"}.
+    \b
+    pin serve token create --scope report --host gpu-01 --out gpu-01.token
+    pin verify pin.lock --report-to URL --token-file gpu-01.token
+
+    Text: the secret alone on standard output (or in --out FILE, private to its user: a
+    shell redirection would leave it readable by others), its id and a warning on standard
+    error. JSON: {"id", "scope", "host", "secret"}; with --out, "secret-file" instead of
+    "secret".
     """
+    if out is not None:
+        _check_secret_file(out)
+        _refuse_database(out, _settings(config, db=db).db)
     from pinning.serve.api.context import check_name
     from pinning.serve.errors import ApiError
 
@@ -143,13 +155,79 @@ def token_create(scope: str, host_name: str | None, db: str | None, config: str 
         token_id, secret = store.create_token(scope, host_name)
     finally:
         store.close()
+    if out is not None:
+        _write_secret(out, secret)
     if fmt == "json":
-        emit({"id": token_id, "scope": scope, "host": host_name, "secret": secret})
+        where = {"secret-file": out} if out is not None else {"secret": secret}
+        emit({"id": token_id, "scope": scope, "host": host_name, **where})
+        return
+    bound = f" bound to host {host_name}" if host_name else ""
+    if out is not None:
+        click.echo(f"Created token {token_id} (scope {scope}{bound}); its secret is in {out} "
+                   "(mode 0600), shown nowhere else.", err=True)
         return
     click.echo(secret)
-    bound = f" bound to host {host_name}" if host_name else ""
     click.echo(f"Created token {token_id} (scope {scope}{bound}). The secret above is shown "
-               "this once; keep it in a file only its user can read.", err=True)
+               "this once; keep it in a file only its user can read (--out FILE writes one).",
+               err=True)
+
+
+def _check_secret_file(out: str) -> None:
+    """Refuse (``UsageError``, exit 2) ``--out`` naming standard output, or something other
+    than a missing file or a regular file of mode 0600 (group or others could read it).
+    """
+    import os
+    import stat
+
+    from pinning.cli.options import cli_path
+
+    hint = "Name a new file, or `chmod 600` the existing one first."
+    if out == "-":
+        raise UsageError("--out - would print the secret; drop --out to print it.")
+    try:
+        st = os.stat(cli_path(out))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UsageError(f"--out {out}: {exc.strerror or exc}.", hint=hint) from exc
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"--out {out} is not a regular file; pin writes the secret only "
+                         "to a file of its own.", hint=hint)
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o077:
+        raise UsageError(f"--out {out} exists with mode {mode:04o}: others could read the "
+                         "secret written there.", hint=hint)
+
+
+def _refuse_database(out: str, db: str | None) -> None:
+    """Refuse (``UsageError``, exit 2) ``--out`` naming the SQLite file of ``db`` (a URL;
+    ``None``: the default file), which the secret would replace.
+    """
+    from pathlib import Path
+
+    from pinning.cli.options import cli_path
+    from pinning.serve.storage.engine import default_url, parse_url
+    from pinning.util.samefile import refuse_overwrite
+
+    url = parse_url(db or default_url())
+    if url.drivername.startswith("sqlite") and url.database:
+        refuse_overwrite(cli_path(out), [("--db", Path(url.database))], option="--out",
+                         command="pin serve token create")
+
+
+def _write_secret(out: str, secret: str) -> None:
+    """Write ``secret`` and a newline to ``out`` atomically, mode 0600 (the file's own mode,
+    checked by :func:`_check_secret_file`, when it exists). ``UsageError`` when it cannot.
+    """
+    from pinning.cli.options import cli_path
+    from pinning.util.files import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(cli_path(out), (secret + "\n").encode(), new_mode=0o600)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write the secret ({exc.strerror or exc}); "
+                         "the token was created: revoke it with `pin serve token revoke`.",
+                         hint="Name a writable file.") from exc
 
 
 @token.command("list")

@@ -2,7 +2,10 @@
 token checker, the batch writer and the verifiers into FastAPI, with the JSON API under
 ``/api/v1`` (:mod:`pinning.serve.api`), ``/metrics``, ``/openapi.json`` and the dashboard
 (:mod:`pinning.serve.dashboard`) at ``/``. There is no ``/docs`` page: Swagger UI loads
-its scripts from a CDN.
+its scripts from a CDN. Every route follows the read policy: under ``reads = "token"``,
+``/openapi.json`` and ``/metrics`` need a token as the API's reads do; writes check the
+token before anything of the request is read (:class:`~pinning.serve.api.context.
+AuthFirstRoute`).
 
 Use it in process (``with TestClient(create_app(store, config)) as client``) or through
 :func:`pinning.serve.server.run`. Leaving the app's lifespan stores every queued report
@@ -79,7 +82,7 @@ def create_app(store: Store, config: ServeConfig | None = None, *,
             svc.writer.close()
 
     app = FastAPI(title="pin serve", version=__version__, description=API_DESCRIPTION,
-                  docs_url=None, redoc_url=None, lifespan=lifespan)
+                  docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.pin = svc
     errors.install(app)
     app.add_middleware(ReportFastPath)
@@ -120,6 +123,14 @@ def create_app(store: Store, config: ServeConfig | None = None, *,
 
         guard_read(request)
         return Response(render(collector), media_type=CONTENT_TYPE)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi_document(request: Request) -> Response:
+        """The OpenAPI document (a read: token-guarded under ``reads = "token"``)."""
+        from pinning.serve.api.context import guard_read
+
+        guard_read(request)
+        return json_response(app.openapi())
 
     _include_dashboard(app, svc)
     _add_security_scheme(app)

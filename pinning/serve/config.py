@@ -12,6 +12,13 @@ file's folder. Example::
     reads = "token"                               # "open" (default) or "token"
     max-body-bytes = 4194304                      # request bodies, bytes (default 4 MiB)
     acceptance-keys = ["keys/team.pub"]           # PEM public keys of signed results
+    header-timeout = 10        # seconds to receive a request's headers (then 408, closed)
+    body-timeout = 60          # seconds to receive its body once the headers are in
+    keep-alive = 5             # seconds an idle connection is kept between requests
+    max-connections = 1024     # open connections; past it the oldest idle one is closed
+
+The last four bound slow and idle clients (:mod:`pinning.serve.transport`); the defaults
+are pin's own choice.
 
 Flags given on the command line (``--db``, ``--host``, ``--port``) win over the file.
 """
@@ -38,7 +45,8 @@ DEFAULT_HOST = "127.0.0.1"
 #: Request bodies larger than this many bytes are refused with 413 (4 MiB).
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
-_KEYS = "[serve] db, host, port, reads, max-body-bytes, acceptance-keys"
+_KEYS = ("[serve] db, host, port, reads, max-body-bytes, acceptance-keys, header-timeout, "
+         "body-timeout, keep-alive, max-connections")
 _HINT = (f"Fix the named key in the configuration file (keys: {_KEYS}), or point --config / "
          "PIN_CONFIG at another file.")
 
@@ -48,7 +56,9 @@ class ServeConfig(Strict):
     and ``port`` where to listen (port 0: any free port), ``reads`` ``open`` (GET needs no
     token) or ``token`` (any valid token may read), ``max_body_bytes`` the largest request
     body accepted (bytes), ``acceptance_keys`` PEM public keys that signed acceptance
-    results are verified with (absolute once loaded).
+    results are verified with (absolute once loaded); ``header_timeout``, ``body_timeout``
+    and ``keep_alive`` in seconds and ``max_connections`` bound slow and idle clients
+    (:class:`pinning.serve.transport.Limits`).
     """
 
     db: str | None = Field(default=None, min_length=1)
@@ -57,6 +67,10 @@ class ServeConfig(Strict):
     reads: Literal["open", "token"] = "open"
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY, ge=1024, le=1 << 30, strict=True)
     acceptance_keys: tuple[Path, ...] = ()
+    header_timeout: float = Field(default=10.0, gt=0, le=3600)
+    body_timeout: float = Field(default=60.0, gt=0, le=3600)
+    keep_alive: int = Field(default=5, ge=1, le=3600, strict=True)
+    max_connections: int = Field(default=1024, ge=16, le=1_000_000, strict=True)
 
 
 def load_serve_config(path: Path, *, named: bool = True) -> ServeConfig:

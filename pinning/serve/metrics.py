@@ -7,7 +7,10 @@ store at every scrape, in its own registry (no global state):
 
 - ``pin_hosts{status,lock}`` gauge: hosts whose latest report has ``status`` for the lock
   whose short digest (the first 12 hex digits) is ``lock``;
-- ``pin_drift_reasons{fact}`` gauge: drifting hosts per fact word;
+- ``pin_drift_reasons{fact}`` gauge: drifting hosts per drifting fact's name
+  (``firmware.mec``, ``rocm.version``: never a value read from a host, and no GPU index,
+  so a new firmware value makes no new series; at most :data:`MAX_FACT_SERIES` names, the
+  rest counted under ``other``);
 - ``pin_host_last_report_age_seconds{host}`` gauge: seconds since each host's latest report;
 - ``pin_last_report_age_seconds`` gauge: the largest of those (0 with no host);
 - ``pin_reports_total`` counter: reports this server acknowledged since it started.
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CONTENT_TYPE", "StoreCollector", "render"]
 
+#: The most ``pin_drift_reasons`` series one scrape gives (the most common facts first).
+MAX_FACT_SERIES = 64
 #: The Content-Type of the text exposition format 0.0.4.
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -56,7 +61,7 @@ class StoreCollector:
         yield hosts
         reasons = GaugeMetricFamily("pin_drift_reasons", "Drifting hosts per fact of their "
                                     "latest report.", labels=["fact"])
-        for fact, n in self.store.drift_by_fact().items():
+        for fact, n in fact_counts(self.store.drift_by_fact()).items():
             reasons.add_metric([fact], n)
         yield reasons
         now = self.clock()
@@ -73,6 +78,19 @@ class StoreCollector:
                                 value=oldest)
         yield CounterMetricFamily("pin_reports", "Host reports acknowledged by this server "
                                   "since it started.", value=self.reports())
+
+
+def fact_counts(by_fact: dict[str, int]) -> dict[str, int]:
+    """``by_fact`` (drifting hosts per fact name, :meth:`Store.drift_by_fact`) cut to at
+    most :data:`MAX_FACT_SERIES` names (most hosts first, then by name), the rest summed
+    as ``other`` (a host there may count more than once).
+    """
+    ranked = sorted(by_fact.items(), key=lambda kv: (-kv[1], kv[0]))
+    kept = dict(ranked[:MAX_FACT_SERIES])
+    rest = sum(n for _, n in ranked[MAX_FACT_SERIES:])
+    if rest:
+        kept["other"] = kept.get("other", 0) + rest
+    return dict(sorted(kept.items()))
 
 
 def render(collector: StoreCollector) -> bytes:

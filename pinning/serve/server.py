@@ -8,6 +8,8 @@ When the server is ready, one line goes to standard output, flushed::
 (the database URL without its password). SIGTERM or SIGINT stops it gracefully: no new
 connection is accepted, requests in flight finish, the batch writer stores every queued
 report (the app's lifespan end), and :func:`run` returns; a second SIGINT forces the exit.
+Slow and idle clients are shed by :mod:`pinning.serve.transport` (header and body deadlines,
+keep-alive, a bound on open connections).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from pinning.errors import UsageError
 
 if TYPE_CHECKING:
     from pinning.serve.config import ServeConfig
+    from pinning.serve.transport import Limits
 
-__all__ = ["bind", "listening_line", "run"]
+__all__ = ["bind", "limits", "listening_line", "run"]
 
 #: The listen backlog (pending connections) of pin's socket: pin's own choice (not measured),
 #: meant to leave room for many nodes connecting at once.
@@ -99,15 +102,17 @@ def run(config: ServeConfig, *, out: IO[str] | None = None) -> None:
 
     from pinning.serve.app import create_app
     from pinning.serve.storage import Store
+    from pinning.serve.transport import protocol_class
 
     store = Store(config.db)
     try:
         sock = bind(config.host, config.port)
         try:
             app = create_app(store, config)
-            uv = uvicorn.Config(app, loop="uvloop", http="httptools", lifespan="on",
+            protocol, _ = protocol_class(limits(config))
+            uv = uvicorn.Config(app, loop="uvloop", http=protocol, lifespan="on",
                                 log_level="warning", access_log=False, server_header=False,
-                                proxy_headers=False,
+                                proxy_headers=False, timeout_keep_alive=config.keep_alive,
                                 timeout_graceful_shutdown=30)
             server = _server_class()(uv)
             line = listening_line(sock, store.url)
@@ -118,6 +123,23 @@ def run(config: ServeConfig, *, out: IO[str] | None = None) -> None:
             sock.close()
     finally:
         store.close()
+
+
+def limits(config: ServeConfig) -> Limits:
+    """The slow-client bounds of ``config`` (:mod:`pinning.serve.transport`), with the
+    process's descriptor limit lifted for them (fewer connections when the hard limit is
+    lower than they need: then a warning on standard error).
+    """
+    from pinning.serve.transport import Limits, raise_fd_limit
+
+    allowed = raise_fd_limit(config.max_connections)
+    if allowed < config.max_connections:
+        print(f"pin: warning: [serve] max-connections = {config.max_connections}, but this "
+              f"process may open few enough files (ulimit -n) for {allowed} only; serving "
+              f"at most {allowed}. Raise the hard limit (LimitNOFILE= in a systemd unit) to "
+              "allow more.", file=sys.stderr, flush=True)
+    return Limits(header_timeout_s=config.header_timeout, body_timeout_s=config.body_timeout,
+                  keep_alive_s=config.keep_alive, max_connections=allowed)
 
 
 def _settle_gc() -> None:

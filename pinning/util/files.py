@@ -54,7 +54,7 @@ def is_stdio(path: Path | str) -> bool:
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, if_unchanged: bytes | None = None,
-                       wait: float = LOCK_WAIT_S) -> None:
+                       wait: float = LOCK_WAIT_S, new_mode: int = 0o644) -> None:
     """Write ``data`` to ``path`` so that nothing is destroyed and nothing is torn.
 
     What ``path`` names decides how:
@@ -70,7 +70,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, if_unchanged: bytes | None = 
     * a regular file or nothing: a temporary file in the target's folder, written and
       fsynced, then renamed over the target, so a reader (or a writer killed with SIGKILL
       at any moment) leaves the old file or the new one, never a torn one. An existing
-      file keeps its permission bits; a new one gets 0644.
+      file keeps its permission bits; a new one gets ``new_mode`` (0644; 0600 for a
+      secret: the temporary file is 0600 while it is written).
 
     A regular write holds the target's advisory lock (:func:`target_lock`), so writers of
     one target take turns; under it, temporary files that killed writers left next to the
@@ -90,7 +91,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, if_unchanged: bytes | None = 
         _write_stream(target, data, if_unchanged=if_unchanged)
         return
     with target_lock(target, wait=wait):
-        mode = _writable_mode(target)
+        mode = _writable_mode(target, new_mode)
         if if_unchanged is not None and not _holds(target, if_unchanged):
             raise TargetChanged(f"{path} changed since it was read")
         remove_orphans(target)
@@ -131,15 +132,16 @@ def _is_stream(target: Path) -> bool:
     return stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)
 
 
-def _writable_mode(target: Path) -> int:
-    """The permission bits the new file gets: those of the regular file ``target``, 0644 for
-    a new one. ``OSError`` naming ``target`` when it is a directory, a block device or a
-    socket (or a stream that replaced a regular file since it was looked at).
+def _writable_mode(target: Path, new_mode: int = 0o644) -> int:
+    """The permission bits the new file gets: those of the regular file ``target``,
+    ``new_mode`` for a new one. ``OSError`` naming ``target`` when it is a directory, a
+    block device or a socket (or a stream that replaced a regular file since it was looked
+    at).
     """
     try:
         st = os.stat(target)
     except FileNotFoundError:
-        return 0o644
+        return new_mode
     if stat.S_ISREG(st.st_mode):
         return stat.S_IMODE(st.st_mode)
     if stat.S_ISDIR(st.st_mode):
@@ -481,18 +483,16 @@ def decode_utf8(raw: bytes, error: type[PinError], *, label: str,
 def json_lines(text: str, error: type[PinError], *, label: str,
                hint: str | None = None) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed value)`` for every non-blank line of ``text`` (JSON lines),
-    numbered from 1. Raises ``error`` naming ``label`` and the line when one is not JSON or
-    nested too deeply to parse.
+    numbered from 1. Raises ``error`` naming ``label`` and the line when one is not JSON,
+    is nested too deeply or holds a number too long to read
+    (:func:`pinning.util.jsonread.load_json`).
     """
-    import json
+    from pinning.util.jsonread import load_json
 
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            yield n, json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise error(f"{label} line {n}: not JSON ({exc}).", hint=hint) from exc
+        yield n, load_json(line, error, label=f"{label} line {n}", hint=hint)
 
 
 def read_toml(

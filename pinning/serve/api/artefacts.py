@@ -13,7 +13,6 @@ nothing stored); with no key configured it is stored unverified, as a plain one 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,7 +22,13 @@ from starlette.responses import Response
 
 from pinning.errors import SignatureError, UsageError
 from pinning.serve.api.body import JSON_TYPES, body_doc, read_body
-from pinning.serve.api.context import SECURITY, authorize, guard_read, resolve_lock
+from pinning.serve.api.context import (
+    SECURITY,
+    AuthFirstRoute,
+    needs,
+    resolve_lock,
+    service,
+)
 from pinning.serve.api.models import AcceptanceAck, AuditAck, CostAck, json_response
 from pinning.serve.errors import ApiError, responses
 
@@ -35,7 +40,7 @@ M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(prefix="/api/v1", route_class=AuthFirstRoute)
 _HASH = re.compile(r"sha256:[0-9a-f]{64}")
 _POST_ERRORS = responses(400, 401, 403, 404, 409, 413, 415, 422)
 _KINDS = {"acceptance": "acceptance", "audits": "audit", "cost-verdicts": "cost"}
@@ -46,12 +51,12 @@ def _json(data: bytes, what: str, command: str) -> Any:
     ``command``; :class:`ApiError` 422 when it is not JSON.
     """
     from pinning.util.envelope import unwrap
+    from pinning.util.jsonread import load_json
 
     try:
-        return unwrap(json.loads(data), command)
-    except (ValueError, RecursionError) as exc:
-        raise ApiError(422, f"The {what} is not JSON ({exc}).",
-                       f"Send the file `pin {command}` wrote.") from exc
+        return unwrap(load_json(data, UsageError, label=f"The {what}"), command)
+    except UsageError as exc:
+        raise ApiError(422, exc.message, f"Send the file `pin {command}` wrote.") from exc
 
 
 def _invalid(what: str, command: str, exc: ValidationError, doc: Any) -> ApiError:
@@ -65,11 +70,11 @@ def _is_envelope(data: bytes) -> bool:
     """Whether ``data`` (JSON that already parsed) is a DSSE envelope: an object with a
     ``payloadType`` key, however the key is escaped in the text.
     """
-    import json
+    from pinning.util.jsonread import load_json
 
     try:
-        doc = json.loads(data)
-    except ValueError:
+        doc = load_json(data, UsageError, label="The uploaded acceptance result")
+    except UsageError:
         return False
     return isinstance(doc, dict) and "payloadType" in doc
 
@@ -103,11 +108,12 @@ def _open_acceptance(svc: Service, data: bytes) -> tuple[AcceptanceResult, bool]
              openapi_extra={**SECURITY, **body_doc(
                  JSON_TYPES, "The result file `pin accept run -o` writes (the DSSE envelope "
                              "with --sign)")})
+@needs("publish")
 async def post_acceptance(request: Request) -> Response:
     """Store an acceptance result; scope publish. 422 when it is not a valid result, names
     no lock, or is signed and no configured key verifies it.
     """
-    svc = authorize(request, "publish")
+    svc = service(request)
     data = await read_body(request, svc.config.max_body_bytes, JSON_TYPES)
     result, verified = _open_acceptance(svc, data)
     lock_hash = result.subject.lock_content_hash
@@ -126,11 +132,12 @@ async def post_acceptance(request: Request) -> Response:
 
 async def _upload(request: Request, lock: str | None, model: type[M], what: str,
                   command: str) -> tuple[Service, bytes, str | None, M]:
-    """An audit or cost upload (scope publish): the service, the exact body bytes, the
-    stored lock ``?lock=`` names (``None``: none named) and the body validated as ``model``
-    (``pin COMMAND --format json`` output, report or envelope). Raises :class:`ApiError`.
+    """An audit or cost upload (the route checked scope publish): the service, the exact
+    body bytes, the stored lock ``?lock=`` names (``None``: none named) and the body
+    validated as ``model`` (``pin COMMAND --format json`` output, report or envelope).
+    Raises :class:`ApiError`.
     """
-    svc = authorize(request, "publish")
+    svc = service(request)
     data = await read_body(request, svc.config.max_body_bytes, JSON_TYPES)
     lock_hash = resolve_lock(svc.store, lock) if lock is not None else None
     doc = _json(data, what, command)
@@ -144,6 +151,7 @@ async def _upload(request: Request, lock: str | None, model: type[M], what: str,
              summary="Upload a porting audit (pin audit --format json)",
              responses=_POST_ERRORS, openapi_extra={**SECURITY, **body_doc(
                  JSON_TYPES, "`pin audit --format json` output (report or envelope)")})
+@needs("publish")
 async def post_audit(request: Request,
                      lock: str | None = Query(None, max_length=200)) -> Response:
     """Store a porting audit, about the stored lock ``?lock=`` when given; scope publish."""
@@ -160,6 +168,7 @@ async def post_audit(request: Request,
              summary="Upload a cost verdict (pin cost --format json)",
              responses=_POST_ERRORS, openapi_extra={**SECURITY, **body_doc(
                  JSON_TYPES, "`pin cost --format json` output (report or envelope)")})
+@needs("publish")
 async def post_cost(request: Request,
                     lock: str | None = Query(None, max_length=200)) -> Response:
     """Store a cost verdict, about the stored lock ``?lock=`` when given; scope publish."""
@@ -178,7 +187,7 @@ def _getter(path: str, kind: str) -> None:
                     **responses(401, 404, 422)}, openapi_extra=SECURITY,
                 name=f"get_{kind}")
     def get_artefact(request: Request, artefact_id: int) -> Response:
-        svc = guard_read(request)
+        svc = service(request)
         data = (svc.store.get_artefact(kind, artefact_id)
                 if 0 < artefact_id < 1 << 31 else None)
         if data is None:

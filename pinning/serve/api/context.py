@@ -6,8 +6,11 @@ route modules share (read guard, lock references, names).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastapi.routing import APIRoute
 
 from pinning.serve.auth import READ, Authenticator, Need
 from pinning.serve.errors import ApiError
@@ -15,14 +18,15 @@ from pinning.serve.errors import ApiError
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePublicKey
     from starlette.requests import Request
+    from starlette.responses import Response
 
     from pinning.serve.assign import AssignmentCache
     from pinning.serve.config import ServeConfig
     from pinning.serve.ingest import BatchWriter, Verifiers
     from pinning.serve.storage.store import Store
 
-__all__ = ["NAME", "Service", "authorize", "check_name", "guard_read", "resolve_lock",
-           "service"]
+__all__ = ["NAME", "AuthFirstRoute", "Service", "authorize", "check_name", "guard_read",
+           "needs", "resolve_lock", "service"]
 
 #: A host or group name: letters, digits, ``.``, ``_``, ``-``, as Slurm and Kubernetes node
 #: names are written (a DNS label set plus ``_``), 1-253 characters: Kubernetes node names are
@@ -75,6 +79,52 @@ def guard_read(request: Request) -> Service:
     if svc.config.reads == "token":
         svc.auth.require(request.headers.get("authorization"), READ)
     return svc
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def needs(need: Need, *, host: str | None = None) -> Callable[[F], F]:
+    """Mark a route's endpoint as needing a token of scope ``need``, for the host its path
+    parameter ``host`` names (a host-bound report token). Put it under the ``@router``
+    line; :class:`AuthFirstRoute` checks it before anything else of the request is read.
+    """
+    def mark(endpoint: F) -> F:
+        endpoint.__pin_need__ = (need, host)  # type: ignore[attr-defined]
+        return endpoint
+    return mark
+
+
+class AuthFirstRoute(APIRoute):
+    """A FastAPI route that checks the bearer token before FastAPI reads or validates the
+    query, the headers or the body, so a request without a valid token gets 401 (or 403),
+    never 422 or 413. The need is the endpoint's :func:`needs` mark; an endpoint without
+    one is a read (a token only under ``reads = "token"``). A route of another method than
+    GET or HEAD without a mark is a programming error (``TypeError`` when it is declared):
+    no write can be left open by omission.
+    """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        self.pin_need: tuple[Need, str | None] = getattr(endpoint, "__pin_need__", (READ, None))
+        methods = {m.upper() for m in kwargs.get("methods") or ("GET",)}
+        if self.pin_need[0] == READ and methods - {"GET", "HEAD"}:
+            raise TypeError(f"{path}: a write route needs @needs(scope)")
+        super().__init__(path, endpoint, **kwargs)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """FastAPI's handler, behind the token check of the class docstring."""
+        handler = super().get_route_handler()
+        need, host_param = self.pin_need
+
+        async def guarded(request: Request) -> Response:
+            if need == READ:
+                guard_read(request)
+            else:
+                host = request.path_params.get(host_param) if host_param else None
+                authorize(request, need, host)
+            return await handler(request)
+
+        return guarded
 
 
 def check_name(kind: str, value: str) -> str:

@@ -8,7 +8,8 @@ project's 2-CPU machine), the FastAPI route took 1,044 reports/s (p99 78 ms), th
 (https://asgi.readthedocs.io/en/latest/specs/www.html, read 2026-12-01) that answers exactly
 that method and path itself, with the same checks as the FastAPI route
 (:func:`pinning.serve.api.hosts.post_report`, which still documents it in OpenAPI): the
-token first (401 / 403, before any of the body is read), the Content-Type (415), the
+token first (401 / 403, before the query or any of the body is read), the query (422), the
+Content-Type (415), the
 Content-Length and the streamed size against ``[serve]
 max-body-bytes`` (400 / 413), then :func:`~pinning.serve.api.hosts.ingest_report`. Every
 other request goes on to FastAPI untouched. Errors have the one error shape
@@ -104,6 +105,12 @@ class ReportFastPath:
         from pinning.serve.api.hosts import ingest_report
 
         svc = scope["app"].state.pin
+        headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name.lower(), value)
+        raw = headers.get(b"authorization")
+        authorization = None if raw is None else raw.decode("latin-1")
+        svc.auth.require(authorization, "report", host)  # before the query and the body
         query: dict[str, str] = {}
         for key, value in parse_qsl(scope["query_string"].decode("latin-1")):
             if key in MAX_QUERY:
@@ -112,12 +119,6 @@ class ReportFastPath:
                                         f"{MAX_QUERY[key]} characters.",
                                    "See /openapi.json for the parameters this path takes.")
                 query.setdefault(key, value)
-        headers: dict[bytes, bytes] = {}
-        for name, value in scope["headers"]:
-            headers.setdefault(name.lower(), value)
-        raw = headers.get(b"authorization")
-        authorization = None if raw is None else raw.decode("latin-1")
-        svc.auth.require(authorization, "report", host)  # before the body is read
         data = await _read_body(receive, headers, svc.config.max_body_bytes)
         return await ingest_report(svc, host, query.get("group"), query.get("lock"), data,
                                    scope=query.get("scope", "full"))

@@ -21,10 +21,11 @@ from pinning.errors import LockfileError, ProbeError
 from pinning.serve.api.body import JSON_TYPES, body_doc, read_body
 from pinning.serve.api.context import (
     SECURITY,
-    authorize,
+    AuthFirstRoute,
     check_name,
-    guard_read,
+    needs,
     resolve_lock,
+    service,
 )
 from pinning.serve.api.models import (
     FleetSummaryOut,
@@ -37,7 +38,7 @@ from pinning.serve.errors import ApiError, responses
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(prefix="/api/v1", route_class=AuthFirstRoute)
 #: What a report is judged on: everything the lock pins, or the node beneath its containers.
 Scope = Literal["full", "node"]
 _SNAPSHOT = body_doc(JSON_TYPES, "The host snapshot as `pin probe -o FILE` writes it (or its "
@@ -64,6 +65,7 @@ def _pick_lock(svc: Any, host: str, group: str | None, lock: str | None) -> str:
              tags=["hosts"], summary="Post a host's snapshot; get match or drift",
              responses=responses(400, 401, 403, 404, 409, 413, 415, 422, 503),
              openapi_extra={**SECURITY, **_SNAPSHOT})
+@needs("report", host="host")
 async def post_report(request: Request, host: str,
                       group: str | None = Query(None, max_length=255),
                       lock: str | None = Query(None, max_length=200),
@@ -79,7 +81,7 @@ async def post_report(request: Request, host: str,
     before FastAPI routes it, with the same :func:`ingest_report`; this route documents it
     (OpenAPI) and serves an app built without that middleware.
     """
-    svc = authorize(request, "report", host)  # before the body is read
+    svc = service(request)  # the token was checked before the body is read
     body = await read_body(request, svc.config.max_body_bytes, JSON_TYPES)
     return json_response(await ingest_report(svc, host, group, lock, body, scope=scope), 201)
 
@@ -140,7 +142,7 @@ def list_hosts(request: Request, lock: str | None = Query(None, max_length=200),
     """One page of hosts by name with their latest report, filtered by lock (hash or
     prefix), result, GPU name and group; ``total`` counts every host matching.
     """
-    svc = guard_read(request)
+    svc = service(request)
     lock_hash = resolve_lock(svc.store, lock) if lock is not None else None
     filters: dict[str, Any] = {"lock": lock_hash, "status": status, "gpu": gpu, "group": group}
     found = svc.store.latest_reports(**filters, limit=limit, offset=offset)
@@ -156,7 +158,7 @@ def get_host(request: Request, host: str,
     """``host``'s latest report and its last ``limit`` reports, newest first; 404 when it
     never reported.
     """
-    svc = guard_read(request)
+    svc = service(request)
     status = svc.store.host_status(host)
     if status is None:
         raise ApiError(404, f"Host {host[:80]!r} has never reported.",
@@ -174,7 +176,7 @@ def fleet_summary(request: Request,
     """One entry per lock that hosts' latest reports name (only ``lock`` when given), and
     the number of hosts that reported.
     """
-    svc = guard_read(request)
+    svc = service(request)
     lock_hash = resolve_lock(svc.store, lock) if lock is not None else None
     locks = [{"lock_hash": s.lock_hash, **{r: s.hosts.get(r, 0)
                                           for r in ("match", "drift", "unknown")},

@@ -13,10 +13,11 @@ from pinning.errors import LockfileError
 from pinning.serve.api.body import TOML_TYPES, body_doc, read_body
 from pinning.serve.api.context import (
     SECURITY,
-    authorize,
+    AuthFirstRoute,
     check_name,
-    guard_read,
+    needs,
     resolve_lock,
+    service,
 )
 from pinning.serve.api.models import (
     AssignBody,
@@ -33,7 +34,7 @@ from pinning.serve.errors import ApiError, responses
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(prefix="/api/v1", route_class=AuthFirstRoute)
 _READ_ERRORS = (401, 404, 409)
 _LIMIT = 100
 
@@ -43,12 +44,13 @@ _LIMIT = 100
              responses={200: {"model": LockStored, "description": "Already stored"},
                         **responses(400, 401, 403, 413, 415, 422)},
              openapi_extra={**SECURITY, **body_doc(TOML_TYPES, "The lockfile's exact bytes")})
+@needs("publish")
 async def post_lock(request: Request) -> Response:
     """Store a lock; 201 when new, 200 when its content hash was already stored (the first
     bytes are kept). 422 with the lockfile error's paragraph when the bytes are not a valid
     lock. Scope publish.
     """
-    svc = authorize(request, "publish")
+    svc = service(request)
     data = await read_body(request, svc.config.max_body_bytes, TOML_TYPES)
     from pinning.lockfile.io import parse_lock_bytes
 
@@ -68,7 +70,7 @@ async def post_lock(request: Request) -> Response:
             responses=responses(401), openapi_extra=SECURITY)
 def list_locks(request: Request) -> Response:
     """Every stored lock without its bytes, newest first."""
-    svc = guard_read(request)
+    svc = service(request)
     return json_response({"locks": [i.model_dump(mode="json")
                                     for i in svc.store.list_locks()]})
 
@@ -82,7 +84,7 @@ def get_lock(request: Request, ref: str) -> Response:
     """The stored bytes of the lock ``ref`` (``sha256:<64 hex>`` or a unique prefix of >= 12
     hex digits), with its hash as ETag; 404 unknown, 409 ambiguous prefix.
     """
-    svc = guard_read(request)
+    svc = service(request)
     content_hash = resolve_lock(svc.store, ref)
     data = svc.store.get_lock(content_hash)
     if data is None:
@@ -103,7 +105,7 @@ def diff_locks(request: Request, ref: str, other: str) -> Response:
     from pinning.lockfile.diff import diff_locks as diff
     from pinning.lockfile.io import parse_lock_bytes
 
-    svc = guard_read(request)
+    svc = service(request)
     locks = []
     for name in (ref, other):
         content_hash = resolve_lock(svc.store, name)
@@ -126,7 +128,7 @@ def lock_summary(request: Request, ref: str) -> Response:
     """The lock, its hosts by result and top drift reasons, and its newest acceptance
     results, audits and cost verdicts (at most 100 each).
     """
-    svc = guard_read(request)
+    svc = service(request)
     content_hash = resolve_lock(svc.store, ref)
     info = next((i for i in svc.store.list_locks() if i.content_hash == content_hash), None)
     if info is None:
@@ -148,7 +150,7 @@ def lock_summary(request: Request, ref: str) -> Response:
             openapi_extra=SECURITY)
 def get_assignments(request: Request) -> Response:
     """``{"hosts": {name: hash}, "groups": {name: hash}}``."""
-    svc = guard_read(request)
+    svc = service(request)
     hosts, groups = svc.store.assignments()
     return json_response({"hosts": hosts, "groups": groups})
 
@@ -159,9 +161,10 @@ _ASSIGN_ERRORS = responses(401, 403, 404, 409, 422)
 @router.put("/assignments/hosts/{host}", response_model=HostAssignment, tags=["assignments"],
             summary="Assign a stored lock to a host", responses=_ASSIGN_ERRORS,
             openapi_extra=SECURITY)
+@needs("publish")
 def assign_host(request: Request, host: str, body: AssignBody) -> Response:
     """Verify ``host``'s reports against the stored lock ``body.lock``. Scope publish."""
-    svc = authorize(request, "publish")
+    svc = service(request)
     check_name("Host", host)
     content_hash = resolve_lock(svc.store, body.lock)
     svc.store.assign_host(host, content_hash)
@@ -172,11 +175,12 @@ def assign_host(request: Request, host: str, body: AssignBody) -> Response:
 @router.put("/assignments/groups/{group}", response_model=GroupAssignment,
             tags=["assignments"], summary="Assign a stored lock to a host group",
             responses=_ASSIGN_ERRORS, openapi_extra=SECURITY)
+@needs("publish")
 def assign_group(request: Request, group: str, body: AssignBody) -> Response:
     """Verify the reports of ``group``'s hosts (without their own assignment) against the
     stored lock ``body.lock``. Scope publish.
     """
-    svc = authorize(request, "publish")
+    svc = service(request)
     check_name("Group", group)
     content_hash = resolve_lock(svc.store, body.lock)
     svc.store.assign_group(group, content_hash)
@@ -187,9 +191,10 @@ def assign_group(request: Request, group: str, body: AssignBody) -> Response:
 @router.delete("/assignments/hosts/{host}", status_code=204, response_class=Response,
                tags=["assignments"], summary="Remove a host's own assignment",
                responses=responses(401, 403, 422), openapi_extra=SECURITY)
+@needs("publish")
 def unassign_host(request: Request, host: str) -> Response:
     """Remove ``host``'s own assignment (its group's applies again). Scope publish."""
-    svc = authorize(request, "publish")
+    svc = service(request)
     svc.store.assign_host(check_name("Host", host), None)
     svc.assignments.invalidate()
     return Response(status_code=204)
@@ -198,9 +203,10 @@ def unassign_host(request: Request, host: str) -> Response:
 @router.delete("/assignments/groups/{group}", status_code=204, response_class=Response,
                tags=["assignments"], summary="Remove a group's assignment",
                responses=responses(401, 403, 422), openapi_extra=SECURITY)
+@needs("publish")
 def unassign_group(request: Request, group: str) -> Response:
     """Remove ``group``'s assignment. Scope publish."""
-    svc = authorize(request, "publish")
+    svc = service(request)
     svc.store.assign_group(check_name("Group", group), None)
     svc.assignments.invalidate()
     return Response(status_code=204)

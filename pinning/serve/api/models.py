@@ -160,7 +160,7 @@ class Assignments(_Out):
 class ReportAck(_Out):
     """A stored (committed) host report and its verdict: ``scope`` what was judged
     (``full``, or ``node`` as ``pin verify --node-only``), ``reason`` the short line
-    (``pin: ...``, drift only), ``reasons`` one fact word per drifting finding.
+    (``pin: ...``, drift only), ``reasons`` the drift words, each once.
     """
 
     id: int

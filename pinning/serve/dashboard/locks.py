@@ -6,11 +6,12 @@ Pure functions of store records (escaped with :func:`~pinning.serve.dashboard.pa
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pinning.errors import UsageError
 from pinning.serve.dashboard.page import STATUSES, age, badge, lock_url, query, short, t, when
+from pinning.util.jsonread import load_json
 
 if TYPE_CHECKING:
     from pinning.serve.storage.records import ArtefactInfo, FleetSummary, LockInfo
@@ -64,8 +65,8 @@ def cost_decision(body: bytes | None) -> str | None:
     if body is None:
         return None
     try:
-        doc = json.loads(body)
-    except ValueError:
+        doc = load_json(body, UsageError, label="A stored cost verdict")
+    except UsageError:
         return None
     if isinstance(doc, dict) and isinstance(doc.get("result"), dict):
         doc = doc["result"]

@@ -31,7 +31,7 @@ class NewReport:
     """A host report to store (:meth:`~pinning.serve.storage.store.Store.add_reports`):
     ``host`` and its ``group`` (kept from the host's first report), the ``lock_hash`` it was
     verified against, ``result`` (``match``, ``drift`` or ``unknown``), the short ``reason``
-    line (``pin: ...``, drift only), ``reasons`` (one fact word per drifting finding), the
+    line (``pin: ...``, drift only), ``reasons`` (the drift words, each once), the
     snapshot's ``sha256:`` hash, the first GPU's name and the exact ``body`` bytes posted.
     A plain dataclass, not a model: the ingest path builds a thousand a second.
     """
