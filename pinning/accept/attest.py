@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 import re
 from pathlib import Path
@@ -29,6 +28,7 @@ from pinning.errors import SignatureError, UsageError
 from pinning.sign.cosign import STATEMENT_V1, ImageVerification, attest_image, statement
 from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope
 from pinning.util.digests import canonical_json
+from pinning.util.jsonread import load_json
 from pinning.util.models import validation_summary
 from pinning.util.text import printable
 
@@ -41,6 +41,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 GATES_SUBJECT = "pin-accept-gates"
 SIGN_HINT = ("Run the gates against the image and lock with `pin accept run --sign` "
              "(it attaches the signed result to the image).")
+_HINT = "Pass the result file pin accept run or pin accept judge wrote."
 
 
 def _hex(value: str | None) -> str | None:
@@ -150,8 +151,8 @@ def _predicate(body: bytes, payload_type: str, label: str) -> tuple[Any, list[An
         raise UsageError(f"{label}: the DSSE payload type is {printable(payload_type)!r}, not "
                          f"{IN_TOTO!r}.")
     try:
-        doc = _loads(body)
-    except (ValueError, RecursionError) as exc:
+        doc = _loads(body, f"{label}: the signed statement")
+    except ValueError as exc:
         raise UsageError(f"{label}: the signed statement is not JSON ({exc}).") from exc
     if not isinstance(doc, dict) or doc.get("_type") != STATEMENT_V1:
         got = doc.get("_type") if isinstance(doc, dict) else type(doc).__name__
@@ -170,12 +171,13 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _loads(data: bytes | str) -> Any:
-    """Strict JSON: ``json.loads`` without its extensions ``NaN``/``Infinity`` and without
-    numbers too large for a float (``1e999`` would become infinity); ``ValueError`` or
-    ``RecursionError`` otherwise.
+def _loads(data: bytes | str, label: str) -> Any:
+    """Strict JSON: the bounded parse (:func:`~pinning.util.jsonread.load_json`; its
+    :class:`UsageError` names ``label``) without JSON's ``NaN``/``Infinity`` and numbers too
+    large for a float (``1e999`` would become infinity): ``ValueError``.
     """
-    return json.loads(data, parse_constant=_reject_constant, parse_float=_finite_float)
+    return load_json(data, UsageError, label=label, hint=_HINT,
+                     parse_constant=_reject_constant, parse_float=_finite_float)
 
 
 def _finite_float(text: str) -> float:
@@ -241,11 +243,9 @@ def open_signed_result(data: bytes, key: ec.EllipticCurvePublicKey | None, *,
     (exit 2) naming ``label`` (the file as the user gave it).
     """
     try:
-        doc = _loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{label}: not JSON ({exc}).",
-                         hint="Pass the result file pin accept run or pin accept judge wrote."
-                         ) from exc
+        doc = _loads(data, label)
+    except ValueError as exc:  # NaN, Infinity, 1e999
+        raise UsageError(f"{label}: not JSON ({exc}).", hint=_HINT) from exc
     if not _is_envelope(doc):
         if key is not None:
             raise SignatureError(f"{label} is a plain acceptance result, not a signed one (no "

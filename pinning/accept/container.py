@@ -21,7 +21,6 @@ the engine fails); when the engine cannot start ``ARGV[0]`` it exits 127 (not fo
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
@@ -122,14 +121,15 @@ def read_spec(path: Path) -> ContainerSpec:
     Raises :class:`~pinning.errors.UsageError` (exit 2) naming the file and the field when
     it is unreadable, not JSON or not a valid spec.
     """
+    from pinning.util.jsonread import load_json
+
     try:
-        data = json.loads(path.read_bytes())
+        raw = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"Container spec {path}: cannot read it ({exc.strerror or exc}).",
                          hint="Pass the spec file pin wrote (--spec FILE).") from exc
-    except ValueError as exc:
-        raise UsageError(f"Container spec {path} is not JSON: {exc}.",
-                         hint="Pass the spec file pin wrote (--spec FILE).") from exc
+    data = load_json(raw, UsageError, label=f"Container spec {path}",
+                     hint="Pass the spec file pin wrote (--spec FILE).")
     try:
         return ContainerSpec.model_validate(data)
     except ValidationError as exc:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pinning.accept.config import ImportGate
 from pinning.accept.train import TrainCheck, _kill_group, _tail
 from pinning.errors import UsageError
+from pinning.util.jsonread import load_json
 from pinning.util.models import Strict
 from pinning.util.text import printable
 
@@ -311,8 +312,8 @@ def _read_report(path: Path) -> tuple[_Report | None, str]:
         return None, "printed no report (its standard output was empty)"
     last = lines[-1].decode("utf-8", "replace")
     try:
-        obj = json.loads(last)
-    except ValueError:
+        obj = load_json(last, UsageError, label="the report")
+    except UsageError:
         return None, f"printed no JSON report; last line: {printable(last[:120], newlines=False)!r}"
     try:
         return _Report.model_validate(obj), ""
@@ -334,8 +335,8 @@ def _last_stage(path: Path) -> str | None:
     for raw in data.splitlines():
         if raw.startswith(b"{\"info\": {\"stage\""):
             try:
-                obj = json.loads(raw)
-            except ValueError:
+                obj = load_json(raw, UsageError, label="a stage line")
+            except UsageError:
                 continue
             stage = obj.get("info", {}).get("stage") if isinstance(obj, dict) else None
             if isinstance(stage, str):

@@ -76,6 +76,7 @@ from pinning.accept.judge import percentile
 from pinning.accept.results import LatencyStats, PerRequest, ReadResult, ServeSummary, Throughput
 from pinning.accept.workload import Prompt
 from pinning.errors import UsageError
+from pinning.util.jsonread import load_json
 
 __all__ = ["Api", "LoadRun", "RequestRecord", "TokenBasis", "check_endpoint",
            "poisson_schedule", "redact_endpoint", "run_load", "run_point", "thirds"]
@@ -216,7 +217,7 @@ class _Stream:
             self.done = True
             return
         try:
-            obj = json.loads(payload)
+            obj = load_json(payload, UsageError, label="an event")
             err = obj.get("error")
             if err is not None or obj.get("object") == "error":
                 self.error = "error event: " + _message(err if err is not None else obj)
@@ -243,7 +244,7 @@ class _Stream:
             if usage:
                 self.usage_tokens = _whole(usage.get("completion_tokens"))
                 self.prompt_tokens = _whole(usage.get("prompt_tokens"))
-        except (ValueError, AttributeError, TypeError, IndexError, KeyError):
+        except (UsageError, ValueError, AttributeError, TypeError, IndexError, KeyError):
             self.error = f"unexpected event: {payload[:_BODY_HEAD]!r}"
 
 

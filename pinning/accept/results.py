@@ -153,12 +153,14 @@ def read_results(path: Path) -> list[ReadResult]:
 
 def _parse(text: str, label: str) -> list[dict[str, Any]]:
     """The JSON object of ``text``, or one per non-blank line (JSON lines)."""
+    from pinning.util.jsonread import load_json
+
     try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        whole = None
-    except RecursionError as exc:
-        raise UsageError(f"{label}: JSON nested too deeply.", hint=_HINT) from exc
+        whole = load_json(text, UsageError, label=label, hint=_HINT)
+    except UsageError as err:
+        if not isinstance(err.__cause__, json.JSONDecodeError):
+            raise  # too deep, a number too long: the lines would not read either
+        whole = None  # perhaps JSON lines
     if isinstance(whole, dict):
         return [whole]
     if whole is not None:

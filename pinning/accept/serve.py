@@ -18,7 +18,6 @@ printed (:func:`pinning.accept.loadgen.redact_endpoint`).
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
@@ -298,6 +297,7 @@ def score_check(q: ServeQuality, config_dir: Path) -> tuple[float | None, Check]
     key when the file or the value is missing or not a finite number.
     """
     from pinning.util.files import read_regular_bytes
+    from pinning.util.jsonread import load_json
 
     assert q.score_file is not None
     if q.score_min is None or not q.score_task or not q.score_metric:
@@ -309,10 +309,7 @@ def score_check(q: ServeQuality, config_dir: Path) -> tuple[float | None, Check]
             "results.TASK.METRIC a number.")
     raw = read_regular_bytes(_resolve(q.score_file, config_dir), UsageError, label=label,
                              hint=hint, limit=256 * 1024 * 1024)
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{label}: not JSON ({exc}).", hint=hint) from exc
+    doc = load_json(raw, UsageError, label=label, hint=hint)
     value = None
     if isinstance(doc, dict) and isinstance(doc.get("results"), dict):
         task = doc["results"].get(q.score_task)

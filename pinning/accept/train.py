@@ -17,7 +17,6 @@ reason (its exit status and the tail of its standard error), never an exception.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
@@ -29,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from pinning.accept.config import TrainGate
+from pinning.errors import UsageError
+from pinning.util.jsonread import load_json
 from pinning.util.models import Strict
 from pinning.util.text import printable
 
@@ -331,8 +332,8 @@ def _step(line: str) -> tuple[int, float, int, float] | None:
     if not line.startswith("{"):
         return None
     try:
-        obj = json.loads(line)
-    except ValueError:
+        obj = load_json(line, UsageError, label="a step line")
+    except UsageError:
         return None
     if not isinstance(obj, dict):
         return None
@@ -359,8 +360,8 @@ def _read_info(proc: _Proc, path: Path) -> None:
     for raw in head.splitlines()[:20]:
         if raw.startswith(b"{\"info\""):
             try:
-                obj = json.loads(raw)
-            except ValueError:
+                obj = load_json(raw, UsageError, label="an info line")
+            except UsageError:
                 continue
             info = obj.get("info") if isinstance(obj, dict) else None
             if isinstance(info, dict):

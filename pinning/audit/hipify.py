@@ -435,10 +435,14 @@ def load_data(path: Path) -> _Data:
     validated; rows are checked when looked up). Raises MatrixError (exit 3) when it is
     unreadable, not JSON, or not of :data:`FORMAT`.
     """
+    from pinning.util.jsonread import load_json
+
     try:
-        raw = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise _bad_data(path, f"cannot read the HIPIFY data ({exc})") from None
+    raw = load_json(data, MatrixError, label=str(path),
+                    hint=f"Reinstall pin, or regenerate the file: {_REGENERATE}")
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise _bad_data(path, f"not a HIPIFY data file of format {FORMAT}")
     tables, rows = raw.get("tables"), raw.get("rows")

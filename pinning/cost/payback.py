@@ -13,7 +13,6 @@ the team's hours per finding (the ``pin audit --effort`` file, read by
 
 from __future__ import annotations
 
-import json
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -40,16 +39,15 @@ def read_audit(path: Path) -> AuditReport:
     from pydantic import ValidationError
 
     from pinning.util.files import decode_utf8, read_regular_bytes
+    from pinning.util.jsonread import load_json
     from pinning.util.models import error_location
     from pinning.util.text import printable
 
     label = f"Audit {path}"
     raw = read_regular_bytes(Path(path), UsageError, label=label, hint=_AUDIT_HINT,
                              limit=256 * 1024 * 1024)
-    try:
-        doc = json.loads(decode_utf8(raw, UsageError, label=label, hint=_AUDIT_HINT))
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{label}: not JSON ({exc}).", hint=_AUDIT_HINT) from exc
+    doc = load_json(decode_utf8(raw, UsageError, label=label, hint=_AUDIT_HINT), UsageError,
+                    label=label, hint=_AUDIT_HINT)
     if isinstance(doc, dict) and "result" in doc and "command" in doc:
         command = doc.get("command")
         if command != "audit":

@@ -40,6 +40,7 @@ from pinning.oci.documents import LOCK_LABEL, ImageDocs, LayerBlob, image_docs
 from pinning.oci.reference import parse, parse_pinned
 from pinning.util.digests import canonical_digest, sha256_digest
 from pinning.util.files import sha256_file
+from pinning.util.jsonread import load_json
 from pinning.util.progress import NULL_PROGRESS, Progress, Task
 from pinning.util.text import control_chars, is_word
 from pinning.util.versions import normalize_name
@@ -327,10 +328,7 @@ def base_config(config: bytes) -> BaseConfig:
     top-level ``architecture``. Raises :class:`BuildError` (exit 8) when it is not such a
     document.
     """
-    try:
-        doc = json.loads(config)
-    except ValueError as exc:
-        raise BuildError(f"The base image's config is not JSON ({exc}).") from exc
+    doc = load_json(config, BuildError, label="The base image's config")
     if not isinstance(doc, dict):
         raise BuildError("The base image's config is not a JSON object.")
     inner = doc.get("config") or {}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from pinning.oci.documents import LOCK_LABEL, ImageDocs
 from pinning.oci.reference import ImageRef, parse_pinned
 from pinning.oci.registry import Registry, fetch_docs
 from pinning.util.digests import sha256_hex
+from pinning.util.jsonread import load_json
 from pinning.util.progress import NULL_PROGRESS, Progress
 
 
@@ -88,10 +88,11 @@ def already_built(registry: Registry, lock: Lockfile, repo: str, plan_hash: str)
     if registry.manifest_digest(repo, digest) != digest:
         return False
     try:
-        manifest = json.loads(registry.get_manifest(repo, digest))
-        config = json.loads(registry.get_blob(repo, manifest["config"]["digest"]))
+        manifest = load_json(registry.get_manifest(repo, digest), BuildError, label=digest)
+        config = load_json(registry.get_blob(repo, manifest["config"]["digest"]), BuildError,
+                           label=f"the config of {digest}")
         label = config.get("config", {}).get("Labels", {}).get(LOCK_LABEL)
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (BuildError, ValueError, KeyError, TypeError, AttributeError):
         return False
     return bool(label == plan_hash)
 
@@ -133,7 +134,8 @@ def diff_images(a: ImageDocs, b: ImageDocs) -> list[str]:
             return lines[:60]
     if len(a.layers) != len(b.layers):
         return [f"layer count differs: {len(a.layers)} vs {len(b.layers)}"]
-    ca, cb = json.loads(a.config), json.loads(b.config)
+    ca = load_json(a.config, BuildError, label=f"the config of {a.digest}")
+    cb = load_json(b.config, BuildError, label=f"the config of {b.digest}")
     lines = ["layers are identical; the image config differs:"]
     for key in sorted(set(_flatten(ca)) | set(_flatten(cb))):
         va, vb = _flatten(ca).get(key), _flatten(cb).get(key)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import shutil
 import subprocess
@@ -38,6 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pinning.errors import BuildError
+from pinning.util.jsonread import load_json
 
 DOCKER_HUB_KEY = "https://index.docker.io/v1/"
 """The config key of Docker Hub's credentials (moby ``registry.IndexServer``; moby/moby v28.3.0,
@@ -142,14 +142,9 @@ def load_config(path: Path | None = None) -> dict[str, Any] | None:
     if len(raw) > MAX_CONFIG_BYTES:
         raise BuildError(f"Docker config {path}: larger than {MAX_CONFIG_BYTES} bytes.",
                          hint="Point DOCKER_CONFIG at a folder with a real config.json.")
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, and
-        # arrays or objects nested deeper than the parser's recursion limit
-        raise BuildError(f"Docker config {path}: not valid JSON (line "
-                         f"{getattr(exc, 'lineno', '?')}).",
-                         hint="Fix the file (`docker login` rewrites it), or point "
-                              "DOCKER_CONFIG at another folder.") from None
+    doc = load_json(raw, BuildError, label=f"Docker config {path}",  # never quotes the file
+                    hint="Fix the file (`docker login` rewrites it), or point DOCKER_CONFIG "
+                         "at another folder.")
     if not isinstance(doc, dict):
         raise BuildError(f"Docker config {path}: the top level is not a JSON object.",
                          hint="Fix the file, or point DOCKER_CONFIG at another folder.")
@@ -233,8 +228,8 @@ def _from_helper(name: str, key: str) -> Credentials | None:
                          hint=f"Run it by hand to see why: echo {key} | {program} get; "
                               f"or run `docker login {key_host(key)}` again.")
     try:
-        answer = json.loads(out)
-    except ValueError:
+        answer = load_json(out, BuildError, label=where)
+    except BuildError:
         raise BuildError(f"{where} printed something that is not JSON for {key}.",
                          hint='Check the helper: `get` must print {"Username": ..., '
                               '"Secret": ...}.') from None

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import ssl
 import threading
@@ -55,6 +54,7 @@ from pinning.oci import auth
 from pinning.oci.documents import MEDIA_LAYER_GZIP, MEDIA_MANIFEST, ImageDocs, LayerBlob
 from pinning.oci.reference import is_loopback, parse_pinned, split_host
 from pinning.util.digests import sha256_digest
+from pinning.util.jsonread import load_json
 from pinning.util.progress import NULL_PROGRESS, Progress, Task
 
 if TYPE_CHECKING:
@@ -408,8 +408,8 @@ def _with_digest(location: str, digest: str) -> str:
 def _media_type_of(manifest: bytes) -> str:
     """The ``mediaType`` a manifest declares, else the OCI image manifest type."""
     try:
-        doc = json.loads(manifest)
-    except (ValueError, RecursionError):
+        doc = load_json(manifest, BuildError, label="the manifest")
+    except BuildError:
         return MEDIA_MANIFEST
     value = doc.get("mediaType") if isinstance(doc, dict) else None
     return value if isinstance(value, str) and value else MEDIA_MANIFEST
@@ -439,8 +439,12 @@ def _token_of(resp: requests.Response, where: str) -> str:
     import requests
 
     try:
-        doc = json.loads(_read_body(resp, MAX_TOKEN_BYTES, where))
-    except (ValueError, RecursionError, requests.RequestException):
+        body = _read_body(resp, MAX_TOKEN_BYTES, where)
+    except requests.RequestException:
+        body = b""
+    try:
+        doc = load_json(body, BuildError, label=where)
+    except BuildError:  # not JSON: no token, said below
         doc = None
     token = doc.get("token") or doc.get("access_token") if isinstance(doc, dict) else None
     if not isinstance(token, str) or not token:
@@ -1233,17 +1237,18 @@ def fetch_docs(registry_url: str, ref: str, *, layers: bool = True,
     with Registry(registry_url, ca_cert=ca_cert) as reg:
         try:
             manifest, media = reg.fetch_manifest(repo, digest)
-            doc = json.loads(manifest)
+            doc = load_json(manifest, BuildError, label=f"Registry {reg.base}: {ref}")
             if media in INDEX_TYPES or (isinstance(doc, dict) and "manifests" in doc
                                         and "layers" not in doc):
                 entry = _platform_entry(doc, platform, ref)
                 manifest, media = reg.fetch_manifest(repo, _descriptor(entry)[0])
-                doc = json.loads(manifest)
+                doc = load_json(manifest, BuildError, label=f"Registry {reg.base}: {ref}")
                 if media in INDEX_TYPES:
                     raise ValueError(f"the {platform} entry is itself an index")
             config_digest = _descriptor(doc["config"])[0]
             config = reg.get_blob(repo, config_digest)
-            diff_ids = json.loads(config)["rootfs"]["diff_ids"]
+            diff_ids = load_json(config, BuildError, label=f"Registry {reg.base}: the "
+                                 f"config of {ref}")["rootfs"]["diff_ids"]
             descriptors = [_descriptor(d) for d in doc["layers"]]
             if not isinstance(diff_ids, list) or len(diff_ids) != len(descriptors):
                 raise ValueError("the config's diff_ids do not match the manifest's layers")

@@ -8,7 +8,6 @@ pciutils/pciids@c1c1254:pci.ids, NVIDIA's nvidia-smi documentation.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -18,6 +17,7 @@ from pinning.probe.formats.amd_smi_gpu import AmdSmiStatic, GpuFirmware
 from pinning.probe.formats.rocminfo import RocminfoAgent
 from pinning.probe.models import AmdFacts, GpuFacts, NvidiaFacts, Reading
 from pinning.probe.root import HostRoot, run_tool
+from pinning.util.jsonread import load_json
 from pinning.util.proc import Runner
 from pinning.util.text import ascii_int
 
@@ -379,9 +379,9 @@ def probe_nvidia_software(host: HostRoot, smi_driver: str | None) -> NvidiaFacts
     raw = host.read("/usr/local/cuda/version.json")
     if raw:
         try:
-            value = json.loads(raw)["cuda"]["version"]
+            value = load_json(raw, PinError, label="version.json")["cuda"]["version"]
             toolkit = Reading.of(str(value), "/usr/local/cuda/version.json")
-        except (ValueError, KeyError, TypeError, RecursionError):
+        except (PinError, KeyError, TypeError):
             toolkit = Reading.missing("/usr/local/cuda/version.json has no cuda.version")
     else:
         line = host.read_line("/usr/local/cuda/version.txt")

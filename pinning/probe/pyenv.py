@@ -6,7 +6,6 @@ distribution.
 from __future__ import annotations
 
 import ast
-import json
 import re
 import sysconfig
 from collections.abc import Mapping, Sequence
@@ -15,6 +14,7 @@ from pinning.errors import UsageError
 from pinning.matrix.names import TRITON_DISTRIBUTIONS
 from pinning.probe.models import Distribution, PythonFacts, TorchBuild, TritonDist
 from pinning.probe.root import HostRoot
+from pinning.util.jsonread import load_json
 from pinning.util.models import DIST_NAME_PATTERN
 from pinning.util.text import is_word
 from pinning.util.versions import normalize_name
@@ -181,9 +181,9 @@ def _read_distribution(
     raw = host.read(f"{info}/direct_url.json")
     if raw:
         try:
-            url = json.loads(raw).get("url")
+            url = load_json(raw, UsageError, label="direct_url.json").get("url")
             direct_url = str(url) if url else None
-        except (ValueError, AttributeError, RecursionError):
+        except (UsageError, AttributeError):
             direct_url = None
     record = host.read(f"{info}/RECORD") or ""
     return name, version, installer, direct_url, record

@@ -13,6 +13,7 @@ from pinning.errors import ProbeError, UsageError
 from pinning.probe.models import HostFacts, canonical_json
 from pinning.util.envelope import unwrap
 from pinning.util.files import atomic_write_bytes, is_stdio, read_regular_bytes, read_stdin_bytes
+from pinning.util.jsonread import load_json
 from pinning.util.models import validation_summary
 from pinning.util.text import json_safe
 from pinning.util.versions import MAX_NUMBER_DIGITS, MAX_VERSION_CHARS, version_fields_problem
@@ -94,20 +95,11 @@ def parse_snapshot(data_bytes: bytes, where: str) -> HostFacts:
     except UnicodeDecodeError as exc:
         raise ProbeError(f"Host snapshot {where}: not UTF-8 ({exc}).", hint=hint) from exc
     try:
-        data = json.loads(raw, object_pairs_hook=_unique_keys)
+        data = load_json(raw, ProbeError, label=f"Host snapshot {where}", hint=hint,
+                         object_pairs_hook=_unique_keys)
     except _DuplicateKey as exc:
         raise ProbeError(f"Host snapshot {where}: key {exc.args[0]!r} appears twice in one "
                          "object; a snapshot names each field once.", hint=hint) from exc
-    except json.JSONDecodeError as exc:
-        raise ProbeError(
-            f"Host snapshot {where}: not JSON (line {exc.lineno}, column {exc.colno}: "
-            f"{exc.msg}).", hint=hint,
-        ) from exc
-    except RecursionError as exc:
-        raise ProbeError(f"Host snapshot {where}: JSON nested too deeply.", hint=hint) from exc
-    except ValueError as exc:  # a number int() refuses (over 4,300 digits)
-        raise ProbeError(f"Host snapshot {where}: a number too long to read.",
-                         hint=hint) from exc
     data = unwrap(data, "probe")  # `pin probe --format json > FILE` wrote the envelope
     problem = None if _bytes_within_bounds(data_bytes) or _versions_within_bounds(data) else \
         version_fields_problem(data, SNAPSHOT_VERSION_FIELDS)
@@ -115,6 +107,10 @@ def parse_snapshot(data_bytes: bytes, where: str) -> HostFacts:
         raise ProbeError(f"Host snapshot {where}: {problem}.", hint=hint)
     try:
         facts = HostFacts.model_validate(data, strict=True)
+        if "gpus" not in data:  # valid, so an object; pin probe always writes the field
+            raise ProbeError(f"Host snapshot {where}: gpus: field required (the GPUs the probe "
+                             "saw, `[]` for none; without it the host would read as one with "
+                             "no GPU).", hint=hint)
         # Its hash must be computable (no lone surrogates). Text decoded from UTF-8 holds
         # none, so only a JSON escape (\udXXX) can bring one in.
         if "\\u" in raw:

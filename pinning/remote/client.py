@@ -22,6 +22,7 @@ from urllib.parse import quote, urlsplit
 
 from pinning import __version__
 from pinning.errors import ServiceError, UsageError
+from pinning.util.jsonread import load_json
 from pinning.util.text import redact
 
 if TYPE_CHECKING:
@@ -236,9 +237,10 @@ class ServiceClient:
     def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         raw = self._request(method, path, **kwargs)
         try:
-            answer = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise self._bad_answer(method, path, f"not JSON: {_clean(self._hide(raw))!r}") \
+            answer = load_json(raw, ServiceError, label="the answer")
+        except ServiceError as exc:  # not JSON, too deep, a number too long, not UTF-8
+            what = exc.message.removeprefix("the answer: ").rstrip(".")
+            raise self._bad_answer(method, path, f"{what}: {_clean(self._hide(raw))!r}") \
                 from exc
         if not isinstance(answer, dict):
             raise self._bad_answer(method, path, "not a JSON object")
@@ -375,8 +377,8 @@ def _read_bounded(resp: requests.Response) -> bytes:
 def _error_body(raw: bytes) -> dict[str, Any] | None:
     """The ``error`` object of the service's JSON error body, else ``None``."""
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        data = load_json(raw, ServiceError, label="the error body")
+    except ServiceError:  # not the service's JSON error body: quoted as it is
         return None
     err = data.get("error") if isinstance(data, dict) else None
     return err if isinstance(err, dict) else None

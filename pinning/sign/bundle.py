@@ -69,7 +69,6 @@ when the registry fails.
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -84,6 +83,7 @@ from pinning.oci.documents import MEDIA_MANIFEST
 from pinning.sign.cosign import STATEMENT_V1, statement
 from pinning.sign.crypto import IN_TOTO, open_envelope, pae, sign
 from pinning.util.digests import canonical_json, sha256_digest, sha256_hex
+from pinning.util.jsonread import load_json
 
 BUNDLE_MEDIA = "application/vnd.dev.sigstore.bundle.v0.3+json"
 SIGN_PREDICATE = "https://sigstore.dev/cosign/sign/v1"
@@ -216,11 +216,7 @@ def bundle_hint(data: bytes) -> str:
     it has none). Raises :class:`SignatureError` for bytes that are not a v0.3 bundle
     signed with a key (not JSON, another media type, a certificate instead of a key).
     """
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise SignatureError(f"the bundle is not JSON ({type(exc).__name__})") from exc
-    doc = _object(doc, "top level")
+    doc = _object(load_json(data, SignatureError, label="the bundle"), "top level")
     if doc.get("mediaType") != BUNDLE_MEDIA:
         raise SignatureError(f"the bundle's mediaType is {doc.get('mediaType')!r}, not "
                              f"{BUNDLE_MEDIA!r}")
@@ -242,7 +238,7 @@ def open_bundle(key: ec.EllipticCurvePublicKey, data: bytes, digest: str) -> Bun
     :class:`SignatureError` with the first reason it is not that.
     """
     hint = bundle_hint(data)
-    envelope_doc = json.loads(data)["dsseEnvelope"]
+    envelope_doc = load_json(data, SignatureError, label="the bundle")["dsseEnvelope"]
     envelope = open_envelope(key, canonical_json(envelope_doc))
     if envelope.payload_type != IN_TOTO:
         raise SignatureError(f"the bundle's payload type is {envelope.payload_type!r}, not "
@@ -286,7 +282,7 @@ def index_entry(manifest: bytes) -> dict[str, Any]:
     """The descriptor of a referrer ``manifest`` in a referrers index: media type, digest,
     size, its ``artifactType`` and its annotations (as a registry's referrers API gives them).
     """
-    doc = json.loads(manifest)
+    doc = load_json(manifest, SignatureError, label="the referrer manifest")
     entry: dict[str, Any] = {"mediaType": doc.get("mediaType", MEDIA_MANIFEST),
                              "digest": sha256_digest(manifest), "size": len(manifest),
                              "artifactType": doc.get("artifactType", BUNDLE_MEDIA)}
@@ -300,10 +296,7 @@ def index_entries(raw: bytes, where: str) -> list[dict[str, Any]]:
     messages): a JSON object whose ``manifests``, when present, is a list of objects.
     Raises :class:`SignatureError` for anything else.
     """
-    try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise SignatureError(f"{where} is not JSON ({type(exc).__name__}).", hint=HINT) from exc
+    doc = load_json(raw, SignatureError, label=where, hint=HINT)
     if not isinstance(doc, dict):
         raise SignatureError(f"{where} is a JSON {type(doc).__name__}, not an index.", hint=HINT)
     manifests = doc.get("manifests", [])
@@ -322,7 +315,8 @@ def merged_index(existing: bytes | None, entry: dict[str, Any], where: str) -> b
     manifests: list[dict[str, Any]] = []
     if existing is not None:
         manifests = index_entries(existing, where)
-        doc = {**json.loads(existing), "schemaVersion": 2, "mediaType": MEDIA_INDEX}
+        doc = {**load_json(existing, SignatureError, label=where), "schemaVersion": 2,
+               "mediaType": MEDIA_INDEX}
     if all(m.get("digest") != entry["digest"] for m in manifests):
         manifests.append(entry)
     doc["manifests"] = manifests
@@ -397,9 +391,10 @@ def _subject(registry: BundleRegistry, repo: str, digest: str) -> tuple[dict[str
     if sha256_digest(manifest) != digest:
         raise SignatureError(f"The registry answered other bytes for manifest {digest}.")
     try:
-        doc = json.loads(manifest)
+        doc = load_json(manifest, BuildError, label=f"manifest {digest}")
         media_type = str(doc.get("mediaType") or MEDIA_MANIFEST)
-        config = json.loads(registry.get_blob(repo, str(doc["config"]["digest"])))
+        config = load_json(registry.get_blob(repo, str(doc["config"]["digest"])), BuildError,
+                           label=f"the config of {digest}")
         created = config.get("created")
     except (ValueError, KeyError, TypeError, AttributeError, BuildError):
         media_type, created = MEDIA_MANIFEST, None
@@ -485,7 +480,7 @@ def read_bundle(registry: BundleRegistry, repo: str, entry: dict[str, Any],
     if sha256_digest(raw) != ref:
         raise SignatureError(f"manifest {ref} came back with other bytes")
     try:
-        doc = json.loads(raw)
+        doc = load_json(raw, SignatureError, label=f"bundle manifest {ref}")
         if doc.get("artifactType") != BUNDLE_MEDIA and \
                 doc.get("config", {}).get("mediaType") != BUNDLE_MEDIA:
             raise SignatureError(f"manifest {ref} is not a Sigstore bundle "

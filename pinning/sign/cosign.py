@@ -9,7 +9,6 @@ Verification works on the exact bytes fetched (:mod:`pinning.sign.crypto`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from pinning.oci.reference import ImageRef, parse_pinned
 from pinning.oci.registry import Registry
 from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope, sign, verify
 from pinning.util.digests import canonical_json, sha256_digest, sha256_hex
+from pinning.util.jsonread import load_json
 
 SIMPLE_SIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
 DSSE_MEDIA = "application/vnd.dsse.envelope.v1+json"
@@ -89,12 +89,8 @@ def manifest_layers(raw: bytes, where: str) -> list[dict[str, Any]]:
         return SignatureError(f"{where} is not a valid signature manifest: {reason}.",
                               hint="Delete the tag in the registry and sign the image again.")
 
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-        raise bad(f"not JSON ({exc})") from exc
-    except RecursionError as exc:
-        raise bad("JSON nested too deeply") from exc
+    doc = load_json(raw, SignatureError, label=f"{where} is not a valid signature manifest",
+                    hint="Delete the tag in the registry and sign the image again.")
     if not isinstance(doc, dict):
         raise bad(f"the manifest is a JSON {type(doc).__name__}, not an object")
     layers = doc.get("layers", [])
@@ -244,10 +240,8 @@ def parse_payload(payload: bytes, reference: str) -> str:
             raise SignatureError("the signed payload repeats a key")
         return dict(pairs)
 
-    try:
-        doc = json.loads(payload, object_pairs_hook=no_duplicates)
-    except ValueError as exc:
-        raise SignatureError(f"the signed payload is not JSON ({exc})") from exc
+    doc = load_json(payload, SignatureError, label="the signed payload",
+                    object_pairs_hook=no_duplicates)
 
     def exact(obj: Any, keys: set[str], where: str) -> dict[str, Any]:
         if not isinstance(obj, dict) or set(obj) != keys:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from pinning.errors import SignatureError, UsageError
 from pinning.util.digests import canonical_json
 from pinning.util.files import MAX_KEY_BYTES, read_regular_bytes
+from pinning.util.jsonread import load_json
 
 PASSWORD_ENV = "PIN_KEY_PASSWORD"
 IN_TOTO = "application/vnd.in-toto+json"
@@ -172,10 +172,7 @@ class Envelope:
 
     def json(self) -> Any:
         """The body parsed as JSON; :class:`SignatureError` when it is not."""
-        try:
-            return json.loads(self.body)
-        except ValueError as exc:
-            raise SignatureError("The attestation body is not JSON.") from exc
+        return load_json(self.body, SignatureError, label="The attestation body")
 
 
 def open_envelope(key: ec.EllipticCurvePublicKey, data: bytes) -> Envelope:
@@ -184,7 +181,7 @@ def open_envelope(key: ec.EllipticCurvePublicKey, data: bytes) -> Envelope:
     signature verifies.
     """
     try:
-        doc = json.loads(data)
+        doc = load_json(data, SignatureError, label="Malformed DSSE envelope")
         body = b64decode(str(doc["payload"]), "the envelope payload")
         payload_type = str(doc["payloadType"])
         sigs = [str(s["sig"]) for s in doc["signatures"]]

@@ -21,7 +21,6 @@ required, :class:`~pinning.errors.BuildError` (exit 8) when the registry fails.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from pinning.sign.cosign import (
 from pinning.sign.crypto import PASSWORD_ENV, private_key_from, read_key_file
 from pinning.util.digests import sha256_hex
 from pinning.util.files import read_regular_bytes
+from pinning.util.jsonread import load_json
 
 # Asks the user for the key passphrase; the argument says whether to ask twice (confirm).
 Ask = Callable[[bool], str]
@@ -222,8 +222,10 @@ def image_label(registry: Registry, repo: str, digest: str) -> str | None:
     is not readable JSON of the expected shape.
     """
     try:
-        manifest = json.loads(registry.get_manifest(repo, digest))
-        config = json.loads(registry.get_blob(repo, manifest["config"]["digest"]))
+        manifest = load_json(registry.get_manifest(repo, digest), SignatureError,
+                             label=f"The manifest of {digest}")
+        config = load_json(registry.get_blob(repo, manifest["config"]["digest"]),
+                           SignatureError, label=f"The image config of {digest}")
         labels = (config.get("config") or {}).get("Labels") or {}
         label = labels.get(LOCK_LABEL) if isinstance(labels, dict) else None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -5,7 +5,6 @@ maps it to exit 0 (match) or 6 (drift).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -217,12 +216,13 @@ def audit_device_strings(path: Path) -> list[str]:
     cannot be read or is not such a report.
     """
     from pinning.util.files import read_regular_bytes
+    from pinning.util.jsonread import load_json
 
     raw = read_regular_bytes(path, UsageError, label=f"--audit {path}", limit=64 * 1024 * 1024)
     try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        data = None
+        data = load_json(raw, UsageError, label=f"--audit {path}")
+    except UsageError:
+        data = None  # said below: not a pin audit JSON report
     data = unwrap(data, "audit")  # `pin audit --format json > FILE` wrote the envelope
     findings = data.get("findings") if isinstance(data, dict) else None
     if isinstance(findings, list):

@@ -11,7 +11,6 @@ Acceptance results may be plain or signed (a DSSE envelope): see
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
@@ -23,6 +22,7 @@ from pinning.audit.bill import AuditReport
 from pinning.cost.model import CostReport
 from pinning.errors import UsageError
 from pinning.lockfile.models import Lockfile
+from pinning.util.jsonread import load_json
 from pinning.util.models import validation_summary
 from pinning.verify.report import VerifyReport
 
@@ -97,10 +97,7 @@ def read_document(path: Path, model: type[M], *, label: str, hint: str) -> Loade
     not validate (naming the first fields); ``hint`` says what to pass instead.
     """
     data = _read(path, label, hint)
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{label}: not JSON ({exc}).", hint=hint) from exc
+    doc = load_json(data, UsageError, label=label, hint=hint)
     if isinstance(doc, dict) and {"pin", "command", "ok", "result"} <= doc.keys():
         if doc["result"] is None:
             raise UsageError(f"{label}: a `pin {doc.get('command')}` envelope with no result "
@@ -164,7 +161,7 @@ def read_accept(path: Path, key_path: Path | None = None) -> AcceptInput:
 
         key = load_public(key_path)
     result, verified = open_signed_result(data, key, label=label)
-    doc = json.loads(data)  # valid JSON: open_signed_result parsed it
+    doc = load_json(data, UsageError, label=label)  # valid: open_signed_result parsed it
     signed = isinstance(doc, dict) and "payloadType" in doc
     signature: Signature = "verified" if verified else ("not-verified" if signed
                                                         else "unsigned")

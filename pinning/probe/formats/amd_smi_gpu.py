@@ -8,7 +8,6 @@ is pure and tolerant: unknown lines are ignored, missing fields are ``None``;
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -16,6 +15,7 @@ from pydantic import Field
 
 from pinning.errors import FormatError
 from pinning.probe.formats.common import norm_pci_id
+from pinning.util.jsonread import load_json
 from pinning.util.models import Strict
 
 __all__ = [
@@ -46,8 +46,8 @@ def _load_json(text: str) -> Any:
     if not stripped or stripped[0] not in "[{":
         return None
     try:
-        return json.loads(stripped)
-    except (ValueError, RecursionError):
+        return load_json(stripped, FormatError, label="amd-smi --json")
+    except FormatError:
         return None
 
 

@@ -38,18 +38,18 @@ def test_o_naming_an_input_is_refused_and_the_input_kept(tmp_path: Path) -> None
     gates = _train_gates(tmp_path, FAST)
     before = gates.read_bytes()
     done = pin("accept", "run", str(gates), "-o", str(gates))
-    assert done.returncode == 2 and "is the gates file" in done.stderr
+    assert done.returncode == 2 and f"inputs of pin accept run: ACCEPT.TOML {gates}" in done.stderr
     assert gates.read_bytes() == before
     copy = tmp_path / "c1.json"
     copy.write_bytes(VLLM_C1.read_bytes())
     done = pin("accept", "judge", str(TEMPLATE), "--from", str(copy), "-o",
                str(tmp_path / "." / "c1.json"))
-    assert done.returncode == 2 and "is the result file 1" in done.stderr
+    assert done.returncode == 2 and f"inputs of pin accept judge: --from {copy}" in done.stderr
     assert copy.read_bytes() == VLLM_C1.read_bytes()
     key = tmp_path / "k.key"
     key.write_text("not a key, but mine")
     done = pin("accept", "run", str(gates), "--sign", str(key), "-o", str(key))
-    assert done.returncode == 2 and "is the signing key" in done.stderr
+    assert done.returncode == 2 and f"inputs of pin accept run: --sign {key}" in done.stderr
     assert key.read_text() == "not a key, but mine"
 
 

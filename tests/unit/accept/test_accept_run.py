@@ -218,7 +218,8 @@ def test_reference_records_greedy_outputs_the_quality_gate_then_passes(
                      "exact-match-min = 1.0\n")
     assert pin("accept", "run", str(gates), env=_env(tmp_path)).returncode == 0
     refused = pin("accept", "reference", str(gates), "-o", str(gates), env=_env(tmp_path))
-    assert refused.returncode == 2 and "is the gates file" in refused.stderr
+    assert refused.returncode == 2
+    assert f"is one of the inputs of pin accept reference: ACCEPT.TOML {gates}" in refused.stderr
     with SseServer(SseConfig(fail_every=1)) as bad:
         failing = _gates(tmp_path, bad.url)
         done = pin("accept", "reference", str(failing), "-o", str(tmp_path / "x.jsonl"),

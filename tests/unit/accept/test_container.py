@@ -134,7 +134,7 @@ def test_unreadable_or_non_json_spec_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read it"):
         read_spec(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(UsageError, match="is not JSON"):
+    with pytest.raises(UsageError, match="bad.json: not JSON"):
         read_spec(tmp_path / "bad.json")
 
 

@@ -174,9 +174,10 @@ def test_no_config_file_means_no_credentials(monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.parametrize("text,needle", [
-    ('{"auths": {"r.example": {"auth": "c2VjcmV0LXBhc3N3b3Jk"', "not valid JSON (line 1)"),
-    ("[" * 200_000 + "]" * 200_000, "not valid JSON"),  # deeper than the parser's recursion
-    ('{"auths": ' + "[" * 200_000, "not valid JSON"),
+    ('{"auths": {"r.example": {"auth": "c2VjcmV0LXBhc3N3b3Jk"', "not JSON (line 1, column 56: "),
+    ("[" * 200_000 + "]" * 200_000, "JSON nested too deeply"),  # past the parser's recursion
+    ('{"auths": ' + "[" * 200_000, "JSON nested too deeply"),
+    ('{"auths": ' + "1" * 5_000 + "}", "a number too long to read"),
     ("[1, 2]", "top level is not a JSON object"),
     ('{"auths": []}', '"auths" is not an object'),
     ('{"auths": {"r.example": "x"}}', "is not an object"),

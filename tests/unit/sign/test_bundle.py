@@ -137,7 +137,7 @@ def test_merged_index_new_append_keep_and_once() -> None:
 
 
 @pytest.mark.parametrize("raw,reason", [
-    (b"\xff{", "is not JSON"),
+    (b"\xff{", ": not JSON"),
     (b"[1]", "is a JSON list, not an index"),
     (b'{"manifests":5}', "`manifests` is not a list of descriptors"),
     (b'{"manifests":[1]}', "`manifests` is not a list of descriptors"),
@@ -344,7 +344,7 @@ def test_malformed_bundles(change: Any, reason: str) -> None:
 def test_bundle_blob_that_is_not_json() -> None:
     reg, digest, ref = _signed()
     _replace_bundle(reg, digest, ref, b"\x00not json")
-    _refused(reg, digest, "the bundle is not JSON")
+    _refused(reg, digest, "the bundle: not JSON")
 
 
 def test_a_statement_of_another_payload_type_is_refused() -> None:
