@@ -23,7 +23,8 @@ def read_lock_model(model: Model, *, cache: str | None = None, path: str | None 
     ``lock_file``, the lock it comes from, else from the current folder). The lock file and
     pin's digest cache file are left out of a folder's files. Digests are remembered in
     pin's cache (:func:`~pinning.probe.modelfiles.default_cache_file`). Never raises for
-    what is on disk.
+    what is on disk, but :class:`~pinning.errors.DriftError` (exit 6) naming a file that
+    changed while hashed, twice: nothing is written then.
     """
     import os
 

@@ -69,7 +69,9 @@ class SnapshotInput:
 @dataclass(frozen=True)
 class Outcome:
     """What a host's findings come to: ``result`` (``match`` / ``drift``), the short
-    ``reason`` line (drift only), one word per drifting finding (``reasons``), the drifting
+    ``reason`` line (drift only; its ``(+N more)`` counts facts), the distinct words of the
+    drifting findings (``reasons``, first-seen order: a fact that both differs from the
+    lock and lies outside what the matrix validated gives one word, not two), the drifting
     facts' dotted paths (``facts``) and the status counts.
     """
 
@@ -162,7 +164,7 @@ class FleetVerifier:
             counts[f.status] = counts.get(f.status, 0) + 1
         return Outcome(result="drift" if drift else "match",
                        reason=short_reason(drift) if drift else None,
-                       reasons=tuple(drift_word(f) for f in drift),
+                       reasons=tuple(dict.fromkeys(drift_word(f) for f in drift)),
                        facts=tuple(dict.fromkeys(f.fact for f in drift)),
                        counts=tuple(sorted(counts.items())))
 

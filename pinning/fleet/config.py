@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,9 @@ from pinning.util.models import Strict
 from pinning.util.text import printable
 
 __all__ = ["DEFAULT_DEADLINE_S", "DEFAULT_PATH", "DEFAULT_REPORT_TIMEOUT_S", "DEFAULT_TIMEOUT_S",
-           "ENV_VAR", "ConfigError", "FleetConfig", "PinConfig", "ReportConfig", "SlurmConfig",
-           "config_path", "key_name", "load_config", "read_config"]
+           "ENV_VAR", "NODE_NAME_MAX", "ConfigError", "FleetConfig", "PinConfig", "ReportConfig",
+           "SlurmConfig", "config_path", "key_name", "load_config", "node_name_problem",
+           "read_config"]
 
 #: Where pin looks for its site configuration when neither ``--config`` nor
 #: ``$PIN_CONFIG`` names one.
@@ -65,6 +67,21 @@ DEFAULT_DEADLINE_S = 50.0
 #: Default bound on one report to a pin service, in seconds (a choice of pin's: the report is
 #: best effort and must leave the prolog's deadline time for its real work).
 DEFAULT_REPORT_TIMEOUT_S = 10.0
+
+#: The longest node name pin passes to Slurm, in characters: a host name's bound (RFC 1123,
+#: 2.1, "Host software MUST handle host names of up to 63 characters and SHOULD handle host
+#: names of up to 255 characters").
+NODE_NAME_MAX = 255
+
+# Slurm's node names are host names: "Typically this would be the string that
+# "/bin/hostname -s" returns. It may also be the fully qualified domain name [...] or any
+# valid domain name associated with the host" (slurm.conf(5), NodeName,
+# https://slurm.schedmd.com/slurm.conf.html#OPT_NodeName, and `man slurm.conf` of 22.05.8,
+# read 2026-12-01): letters, digits, "-" and "." (RFC 952 / RFC 1123: a label starts with a
+# letter or digit), and "_", which slurm.conf accepts too. "," and "[...]" are hostlist
+# syntax ("alpha,beta,gamma", "linux[0-64,128]", same page) naming several nodes: refused,
+# so one node's check can never drain others. One character class: linear.
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 _KEYS = ("[fleet] locks, default-lock, root, replay, site-packages, timeout-s; [slurm] scontrol, "
          "slurm-conf, node-name, resume, drain-in-prolog, deadline-s; [report] url, token-file, "
@@ -135,10 +152,38 @@ class SlurmConfig(Strict):
 
     scontrol: str = Field(default="scontrol", min_length=1)
     slurm_conf: Path | None = None
-    node_name: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,255}$")
+    node_name: str | None = None
     resume: bool = Field(default=True, strict=True)
     drain_in_prolog: bool = Field(default=True, strict=True)
     deadline_s: float = Field(default=DEFAULT_DEADLINE_S, gt=0, le=3600, strict=True)
+
+    @field_validator("node_name")
+    @classmethod
+    def _node_name(cls, value: str | None) -> str | None:
+        why = node_name_problem(value) if value is not None else None
+        if why:
+            raise ValueError(f"{value!r} is not a Slurm node name: {why}")
+        return value
+
+
+def node_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a node name pin hands to Slurm (one clause: empty, too long,
+    starts with ``-`` so scontrol would read it as an option, holds a blank or control
+    character, or another character than letters, digits, ``.``, ``_`` and ``-`` or does
+    not start with a letter or digit), else ``None``. Pure.
+    """
+    if not name:
+        return "it is empty"
+    if len(name) > NODE_NAME_MAX:
+        return f"it is longer than {NODE_NAME_MAX} characters"
+    if name.startswith("-"):
+        return "it starts with '-', which scontrol would read as an option"
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        return "it holds a blank or a control character"
+    if not _NODE_NAME.fullmatch(name):
+        return ("a node name is a host name: letters, digits, '.', '_' and '-', starting "
+                "with a letter or digit (',' and '[...]' name several nodes)")
+    return None
 
 
 class ReportConfig(Strict):

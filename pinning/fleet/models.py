@@ -29,7 +29,8 @@ class FleetHost(Strict):
     ``--strict`` a warning, as ``pin verify`` judges) or ``unreadable`` (the snapshot could
     not be read or is not a valid snapshot; ``reason`` says why, naming the file and line).
     For a drifting host ``reason`` is the short line ``pin: <fact> <want>!=<have> (+N more)``
-    and ``reasons`` has one word per drifting finding, in report order. ``counts`` maps each
+    (``N``: the other facts that drifted, not findings) and ``reasons`` has the drifting
+    findings' words, each once, in report order. ``counts`` maps each
     finding status to how many findings have it (empty when unreadable).
     """
 

@@ -7,7 +7,9 @@ pin's drains from others' (Nebius's Slurm operator gives each kind of drain its 
 prefix for this: https://github.com/nebius/soperator/pull/1904, 2025-12-05, "HC drains and
 compute maintenance drains may interfere with each other since they have the same drain
 prefix"). It names the first drifting fact as
-``<fact>[<gpu>] <want>!=<have>``, then ``(+N more)`` when more facts drifted.
+``<fact>[<gpu>] <want>!=<have>``, then ``(+N more)`` when more facts drifted: ``N`` counts
+distinct facts (dotted paths), not findings, so a fact that drifted on eight GPUs, or that
+both differs from the lock and lies outside what the matrix validated, counts once.
 """
 
 from __future__ import annotations
@@ -53,17 +55,26 @@ def drift_word(finding: Finding) -> str:
             f"{_word(finding.expected, 'unknown')}!={_word(finding.actual, have_empty)}")
 
 
+def other_facts(drift: Sequence[Finding]) -> int:
+    """How many facts (distinct ``fact`` dotted paths, whatever the GPU) drifted besides
+    that of the first finding of ``drift``; 0 for none. Pure.
+    """
+    return len({f.fact for f in drift} - {drift[0].fact}) if drift else 0
+
+
 def short_reason(drift: Sequence[Finding], limit: int = DEFAULT_LIMIT) -> str:
     """The reason line for ``drift`` (the findings that make a host drift, in report
-    order): ``pin: <fact> <want>!=<have>`` plus `` (+N more)``, at most ``limit``
+    order): ``pin: <fact> <want>!=<have>`` for the first, plus `` (+N more)`` with ``N``
+    the other drifting facts (:func:`other_facts`: facts, not findings), at most ``limit``
     characters (the first word is cut with ``~`` when it alone is too long).
-    ``pin: no drift`` when ``drift`` is empty. Pure; ASCII only.
+    ``pin: no drift`` when ``drift`` is empty. Pure; ASCII only. Raises ``ValueError`` for
+    a ``limit`` below 21 (a bug in the caller).
     """
     if limit < len(PREFIX) + 16:
         raise ValueError(f"limit {limit} is too small for a reason")
     if not drift:
         return PREFIX + "no drift"
-    more = len(drift) - 1
+    more = other_facts(drift)
     tail = f" (+{more} more)" if more else ""
     head = PREFIX + drift_word(drift[0])
     room = limit - len(tail)

@@ -41,22 +41,30 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pinning.errors import LockfileError, MatrixError, PinError, ProbeError, UsageError
 from pinning.fleet.reason import PREFIX
+from pinning.fleet.slurm_argv import (
+    check_node_name,
+    drain_argv,
+    node_name,
+    resume_argv,
+    show_argv,
+    slurm_conf,
+)
 
 if TYPE_CHECKING:
-    from pinning.fleet.config import SlurmConfig
     from pinning.guards.view import Finding
     from pinning.util.proc import CommandResult, Runner
 
 __all__ = ["ERROR_PREFIX", "FEATURE_PREFIX", "REASON_LIMIT", "Deadline", "Node", "NodeState",
-           "NodeStateUnknown", "ProbeTimeout", "SlurmCommandError", "bounded", "drain_argv",
-           "drift_reason", "error_reason", "lock_feature", "node_name", "parse_node",
-           "pin_features", "reason_lock", "resume_argv", "slurm_conf"]
+           "NodeStateUnknown", "ProbeTimeout", "SlurmCommandError", "bounded", "check_node_name",
+           "drain_argv", "drift_reason", "error_reason", "lock_feature", "node_name",
+           "parse_node", "pin_features", "reason_lock", "resume_argv", "show_argv",
+           "slurm_conf"]
 
 #: Every feature pin answers for starts with this.
 FEATURE_PREFIX = "pin_"
@@ -73,14 +81,11 @@ REASON_LIMIT = 128
 #: A setup error's drain reason starts with this (after the lock's drift reasons, the other
 #: kind pin writes).
 ERROR_PREFIX = PREFIX + "error: "
-#: Where Slurm reads its configuration when ``SLURM_CONF`` is unset (Debian's build).
-DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 
 # A feature name between constraint operators: & | , [ ] ( ) * ! and blanks (the operators
 # of `sbatch --constraint`, man sbatch 22.05). One character class: linear.
 _FEATURE = re.compile(r"[^&|,\[\]()*!\s]+")
 _PIN_FEATURE = re.compile(r"^pin_[0-9a-f]{12}$")
-_NODE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 # "Reason=text [user@2026-12-01T21:18:32]": the tail scontrol adds to a reason.
 _REASON_TAIL = re.compile(r" \[[^\[\]\s]{1,200}\]$")
 _STATE = re.compile(r"(?:^| )State=(\S+)")
@@ -122,27 +127,6 @@ def pin_features(constraints: str) -> list[str]:
         if _PIN_FEATURE.match(name) and name not in out:
             out.append(name)
     return out
-
-
-def node_name(slurm: SlurmConfig, environ: Mapping[str, str], hostname: str) -> str:
-    """The node's Slurm name: ``[slurm] node-name``, else ``$SLURMD_NODENAME``, else the
-    short ``hostname``. Raises :class:`~pinning.errors.UsageError` (exit 2) for a name that
-    is not letters, digits, ``.``, ``_`` and ``-``.
-    """
-    name = slurm.node_name or environ.get("SLURMD_NODENAME") or hostname.split(".")[0]
-    if not _NODE_NAME.match(name):
-        raise UsageError(f"Node name {name!r} is not a Slurm node name.",
-                         hint="Set [slurm] node-name in pin's configuration.")
-    return name
-
-
-def slurm_conf(slurm: SlurmConfig, environ: Mapping[str, str]) -> str:
-    """The ``SLURM_CONF`` scontrol gets: ``[slurm] slurm-conf``, else ``$SLURM_CONF`` (slurmd
-    gives the prolog its own), else ``/etc/slurm/slurm.conf``. Pure.
-    """
-    if slurm.slurm_conf is not None:
-        return str(slurm.slurm_conf)
-    return environ.get("SLURM_CONF") or DEFAULT_SLURM_CONF
 
 
 def _one_line(text: str) -> str:
@@ -291,16 +275,6 @@ def parse_node(text: str) -> NodeState | None:
     return None
 
 
-def drain_argv(scontrol: str, node: str, reason: str) -> list[str]:
-    """``scontrol update NodeName=<node> State=DRAIN Reason=<reason>`` as argv (no shell)."""
-    return [scontrol, "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
-
-
-def resume_argv(scontrol: str, node: str) -> list[str]:
-    """``scontrol update NodeName=<node> State=RESUME`` as argv."""
-    return [scontrol, "update", f"NodeName={node}", "State=RESUME"]
-
-
 Action = Literal["none", "drained", "already-drained", "left", "resumed", "kept",
                  "drain-failed", "resume-failed", "state-unknown"]
 
@@ -319,7 +293,9 @@ class NodeStateUnknown(SlurmCommandError):
 class Node:
     """One Slurm node reached through ``runner`` with ``scontrol``; each call bounded by
     :data:`SCONTROL_TIMEOUT_S` and by what ``deadline`` has left. After a drain that failed
-    (or timed out) this node object refuses to try again: one drain attempt per run.
+    (or timed out) this node object refuses to try again: one drain attempt per run. Made
+    only with a ``name`` Slurm can take (:func:`check_node_name`: else ``UsageError``,
+    exit 2, and no scontrol call).
     """
 
     runner: Runner
@@ -327,6 +303,9 @@ class Node:
     name: str
     deadline: Deadline | None = None
     drain_failed: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        check_node_name(self.name)  # UsageError (exit 2) before any scontrol call
 
     def _run(self, argv: Sequence[str]) -> CommandResult:
         timeout, verb = SCONTROL_TIMEOUT_S, "show" if argv[1] == "-o" else argv[1]
@@ -352,10 +331,10 @@ class Node:
         when scontrol fails, times out or shows no ``State=``.
         """
         try:
-            done = self._run([self.scontrol, "-o", "show", "node", self.name])
+            done = self._run(show_argv(self.scontrol, self.name))
             now = parse_node(done.stdout)
-            detail = f"`scontrol -o show node {self.name}` showed no State=" if now is None \
-                else ""
+            detail = ("" if now is not None
+                      else f"`scontrol -o show node {self.name}` showed no State=")
         except SlurmCommandError as exc:
             now, detail = None, exc.message.rstrip(".")
         if now is None:

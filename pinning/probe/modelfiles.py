@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from pinning.errors import ProbeError
 from pinning.lockfile.models import ModelFile
 from pinning.probe.root import HostRoot
+from pinning.util.digests import HashObject, stable_file_digests
 from pinning.util.files import read_regular_bytes
 
 ProblemKind = Literal["missing", "incomplete", "blob-mismatch", "unreadable", "not-a-file"]
@@ -293,23 +294,18 @@ def _git_blob_prefix(size: int) -> bytes:
     return b"blob %d\0" % size
 
 
-def _hash_fd(fd: int, size: int, git: bool) -> tuple[int, str, str | None]:
-    """(bytes read, sha256, git blob sha1 when ``git``) of the open file ``fd`` of ``size``
-    bytes, read in 1 MiB pieces into one buffer. The git header uses ``size``: a file that
-    changed length while read mismatches, as it should.
+def _hashes_for(st: os.stat_result, git: bool) -> list[HashObject]:
+    """The hash objects for one file of stat ``st``: sha256, and the git blob sha1 (its
+    header uses the size before reading: a file that changed length while read mismatches,
+    as it should) when ``git``. Raises :class:`NotRegularFile` for a FIFO, device, folder
+    (nothing is read then).
     """
-    sha = hashlib.sha256()
-    sha1 = hashlib.sha1(_git_blob_prefix(size), usedforsecurity=False) if git else None
-    buf = bytearray(_READ)
-    view = memoryview(buf)
-    total = 0
-    with open(fd, "rb", buffering=0, closefd=False) as f:
-        while n := f.readinto(buf):
-            sha.update(view[:n])
-            if sha1 is not None:
-                sha1.update(view[:n])
-            total += n
-    return total, sha.hexdigest(), (sha1.hexdigest() if sha1 is not None else None)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(errno.EINVAL, f"{_kind(st.st_mode)}, not a regular file")
+    if not git:
+        return [hashlib.sha256()]
+    return [hashlib.sha256(), hashlib.sha1(_git_blob_prefix(st.st_size),
+                                           usedforsecurity=False)]
 
 
 class Hasher:
@@ -348,7 +344,8 @@ class Hasher:
 
     def digest_many(self, paths: list[Path]) -> dict[Path, tuple[int, str] | OSError]:
         """``{path: (size, sha256 hex)}`` for each regular file (an ``OSError`` value for one
-        that cannot be read); saves the cache.
+        that cannot be read); saves the cache. Raises :class:`~pinning.errors.DriftError`
+        (exit 6) for a file that changed while hashed, twice.
         """
         out: dict[Path, tuple[int, str] | OSError] = {}
         for path, got in self._digests(paths, set()).items():
@@ -357,7 +354,10 @@ class Hasher:
 
     def _digests(self, paths: list[Path], git: set[Path]) -> dict[Path, _Digest | OSError]:
         """:class:`_Digest` (with the git blob id for the paths in ``git``) or ``OSError``
-        (:class:`NotRegularFile` for a FIFO, device, folder) per path; saves the cache.
+        (:class:`NotRegularFile` for a FIFO, device, folder) per path; saves the cache (also
+        the digests learnt before a failure). Raises :class:`~pinning.errors.DriftError`
+        (exit 6) for a file that changed while hashed, twice; files not started yet are
+        then not read.
         """
         out: dict[Path, _Digest | OSError] = {}
         todo: list[Path] = []
@@ -367,17 +367,30 @@ class Hasher:
                 todo.append(path)
             else:
                 out[path] = hit
-        if len(todo) > 1 and self.workers > 1:
-            with ThreadPoolExecutor(max_workers=min(self.workers, len(todo))) as pool:
-                results = list(pool.map(lambda p: self._read(p, p in git), todo))
-        else:
-            results = [self._read(p, p in git) for p in todo]
+        try:
+            results = self._read_all(todo, git)
+        finally:
+            self.save()
         out.update(zip(todo, results, strict=True))
         read = [r for r in results if not isinstance(r, OSError)]
         self.bytes_read += sum(r.size for r in read)
         self.files_read += len(read)
-        self.save()
         return out
+
+    def _read_all(self, todo: list[Path], git: set[Path]) -> list[_Digest | OSError]:
+        """:meth:`_read` of each of ``todo``, in ``workers`` threads; on the first error
+        raised, the files not started are cancelled and the error raised.
+        """
+        if len(todo) < 2 or self.workers < 2:
+            return [self._read(p, p in git) for p in todo]
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(todo))) as pool:
+            futures = [pool.submit(self._read, p, p in git) for p in todo]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
 
     def _lookup(self, path: Path, git: bool) -> _Digest | OSError | None:
         """The remembered digest of ``path`` when its stat still matches, an ``OSError``
@@ -398,30 +411,23 @@ class Hasher:
         return _Digest(entry.size, entry.sha256, entry.git_sha1)
 
     def _read(self, path: Path, git: bool) -> _Digest | OSError:
-        """Open ``path`` without blocking, check it is a regular file on the descriptor,
-        hash it and remember the digest when the file did not change while read.
+        """Hash ``path`` (:func:`~pinning.util.digests.stable_file_digests`: opened without
+        blocking, checked to be a regular file on the descriptor, read again once when it
+        changed while read) and remember its digest. Raises
+        :class:`~pinning.errors.DriftError` (exit 6) for a file that changed both times.
         """
         real = os.path.realpath(path)
         try:
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            got = stable_file_digests(real, lambda st: _hashes_for(st, git), label=str(path))
+        except NotRegularFile as exc:
+            return NotRegularFile(exc.errno, exc.strerror, str(path))
         except OSError as exc:
             return exc
-        try:
-            before = os.fstat(fd)
-            if not stat.S_ISREG(before.st_mode):
-                return NotRegularFile(errno.EINVAL, f"{_kind(before.st_mode)}, not a regular "
-                                      "file", str(path))
-            size, sha256, git_sha1 = _hash_fd(fd, before.st_size, git)
-            after = os.fstat(fd)
-        except OSError as exc:
-            return exc
-        finally:
-            os.close(fd)
-        if size == before.st_size and _stat_key(before) == _stat_key(after):
-            entry = _Entry(*_stat_key(before), sha256, git_sha1, time.time())
-            self._entries[real] = entry
-            self._new[real] = entry
-        return _Digest(size, sha256, git_sha1)
+        sha256, git_sha1 = got.hexdigests[0], (got.hexdigests[1] if git else None)
+        entry = _Entry(*_stat_key(got.stat), sha256, git_sha1, time.time())
+        self._entries[real] = entry
+        self._new[real] = entry
+        return _Digest(got.size, sha256, git_sha1)
 
     def save(self) -> None:
         """Write the digests learnt since the last save to ``cache_file`` (merged with what
@@ -551,7 +557,9 @@ def read_hub_model(cache_dir: Path, model_id: str, revision: str, *,
     a link leaving the model's cache folder ``unreadable`` (not followed), any
     ``blobs/*.incomplete`` an ``incomplete`` problem under its ``blobs/`` path. A model or
     revision not in the cache is ``reason`` (naming ``cache_dir``), ``files`` empty.
-    Never raises for what is on disk; ``hasher`` ``None``: a Hasher without a cache file.
+    Never raises for what is on disk, but :class:`~pinning.errors.DriftError` (exit 6) for
+    a file that changed while hashed, twice; ``hasher`` ``None``: a Hasher without a cache
+    file.
 
     ``root``: the root of a recorded host (``pin verify --root``) under which ``cache_dir``
     lies; links (the snapshot's, or an absolute one to ``/<cache>/models--.../blobs/...``)
@@ -713,7 +721,8 @@ def read_model_dir(path: Path, *, hasher: Hasher | None = None, exclude: Iterabl
     under the link's name); a link out of it is ``unreadable`` and not followed; a dangling
     link ``missing``; a FIFO, device, socket or link to a folder ``not-a-file`` (never read,
     never waited on). The walk is iterative and at most :data:`MAX_DEPTH` deep. A folder
-    that is absent or not a folder is ``reason``. Never raises for what is on disk.
+    that is absent or not a folder is ``reason``. Never raises for what is on disk, but
+    :class:`~pinning.errors.DriftError` (exit 6) for a file that changed while hashed, twice.
 
     ``exclude``: files left out entirely (neither listed nor a problem) when their real
     path is one of these paths' real paths, e.g. the lock file written into the model

@@ -71,7 +71,10 @@ def test_not_probed_note_is_kept_within_short_limits() -> None:
 def test_drift_is_a_problem_with_the_short_reason() -> None:
     code, line = npd_result(report(finding(), finding()))
     assert code == PROBLEM == 1
-    assert line == "pin: firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960 (+1 more)"
+    assert line == "pin: firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"  # one fact
+    other = finding().model_copy(update={"fact": "firmware.version"})
+    assert npd_result(report(finding(), finding(), other))[1] == \
+        "pin: firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960 (+1 more)"
 
 
 def test_long_drift_fits_the_configured_length() -> None:

@@ -26,7 +26,7 @@ def test_more_drift_is_counted_and_the_line_bounded() -> None:
                    actual="CP_MEC1=32960, CP_MEC2=32960, RLC=70, SDMA0=26")
     line = short_reason([long, finding(), finding("runtime.version", gpu=None)], limit=80)
     assert len(line) == 80 and line.startswith(PREFIX + "firmware.blocks[0] ")
-    assert line.endswith("~ (+2 more)")
+    assert line.endswith("~ (+1 more)")  # two facts: firmware.blocks (twice), runtime
     assert short_reason([]) == "pin: no drift"
 
 

@@ -84,7 +84,7 @@ class Recorder:
         assert timeout <= 10
         if self.missing:
             return None
-        if list(argv[1:3]) == ["-o", "show"]:
+        if list(argv[1:4]) == ["-o", "--", "show"]:
             if self.show_fails > 0:
                 self.show_fails -= 1
                 return CommandResult(tuple(argv), 1, "", SHOW_FAILED + "\n")
@@ -269,7 +269,7 @@ def test_a_drift_reason_names_the_lock_and_stays_bounded(drifted: HostFacts,
 
     drift = node_drift(verify(frozen, drifted, matrix, lock_name="l", host_name="h"))
     assert drift_reason(A, drift) == f"pin: {A} firmware.blocks[0] CP_MEC1=32959!=CP_MEC1=32960"
-    many = drift * 9
+    many = [f.model_copy(update={"fact": f"{f.fact}{n or ''}"}) for n in range(9) for f in drift]
     long = drift_reason(A, many, limit=60)
     assert long.startswith(f"pin: {A} firmware") and long.endswith(" (+8 more)")
     assert len(long) == 60 and "~" in long
@@ -310,7 +310,7 @@ def test_drain_writes_pins_reason_on_an_in_service_node() -> None:
     rec = Recorder(IDLE)
     assert Node(rec, "/usr/bin/scontrol", "gpu01").drain("pin: a 1!=2") == "drained"
     assert rec.calls == [
-        ["/usr/bin/scontrol", "-o", "show", "node", "gpu01"],
+        ["/usr/bin/scontrol", "-o", "--", "show", "node", "gpu01"],
         ["/usr/bin/scontrol", "update", "NodeName=gpu01", "State=DRAIN", "Reason=pin: a 1!=2"],
     ]
 
@@ -553,7 +553,7 @@ def test_a_failed_state_read_never_overwrites_or_resumes_someone_elses_drain(
     out, err = _run("healthcheck", drifted, matrix, fleet, rec)
     assert isinstance(err, NodeStateUnknown) and err.exit_code == 2
     assert (out.result, out.action) == ("drift", "state-unknown")
-    assert out.slurm_error == (f"Slurm refused: `scontrol -o show node gpu01` exited 1: "
+    assert out.slurm_error == (f"Slurm refused: `scontrol -o -- show node gpu01` exited 1: "
                                f"{SHOW_FAILED}")
     assert outcome_text(out).endswith(f"could not read the node's state: {out.slurm_error}; "
                                       "not drained")
@@ -716,7 +716,7 @@ def _site(tmp_path: Path, host: Path, locks: Path) -> tuple[Path, Path]:
     fake.parent.mkdir()
     fake.write_text("#!/bin/bash\n"
                     f"printf '%s|' \"$@\" >> {log}; echo >> {log}\n"
-                    '[ "$2" = show ] && echo "NodeName=gpu01 State=IDLE"\n'
+                    '[ "$3" = show ] && echo "NodeName=gpu01 State=IDLE"\n'
                     "exit 0\n")
     fake.chmod(0o755)
     config = tmp_path / "config.toml"
@@ -757,7 +757,7 @@ def test_pin_slurm_prolog_features_and_healthcheck(tmp_path: Path, host_copy: Ho
     assert done.returncode == 6, done.stderr
     assert "drifted" in done.stderr and reason in done.stdout
     assert log.read_text().splitlines() == [
-        "-o|show|node|gpu01|", f"update|NodeName=gpu01|State=DRAIN|Reason={reason}|"]
+        "-o|--|show|node|gpu01|", f"update|NodeName=gpu01|State=DRAIN|Reason={reason}|"]
     done = pin("slurm", "healthcheck", "--config", str(config), "--format", "json",
                env=_env(tmp_path))
     out = json_result(done)
