@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import json
 import os
 import tarfile
 import tempfile
@@ -31,6 +30,7 @@ from pinning.oci.auth import engine_auth
 from pinning.oci.documents import ImageDocs
 from pinning.oci.reference import parse_pinned
 from pinning.oci.registry import clip_text, fetch_docs
+from pinning.util.jsonread import load_json
 from pinning.util.progress import NULL_PROGRESS, Progress, Task
 
 
@@ -50,6 +50,13 @@ def engine_client(url: str | None) -> Any:
                          f"{clip_text(str(exc))}", hint="Start dockerd, or pass --engine unix:///path/docker.sock."
                          ) from exc
     return client
+
+
+def build_tag(input_hash: str) -> str:
+    """The engine tag of a build: ``pin-build:`` and 12 hex digits of the plan's
+    ``input_hash`` (``sha256:<hex>``), e.g. ``pin-build:1a2b3c4d5e6f``.
+    """
+    return "pin-build:" + input_hash.removeprefix("sha256:")[:12]
 
 
 def engine_errors() -> tuple[type[BaseException], ...]:
@@ -239,7 +246,8 @@ def export_layers(client: Any, image_id: str, *, skip: Collection[str] = (),
     finally:
         task.done()
     try:
-        manifest = json.loads(held["manifest.json"])
+        manifest = load_json(held["manifest.json"], BuildError,
+                             label=f"docker save of {image_id}: manifest.json")
         paths = [str(p) for p in manifest[0]["Layers"]]
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         raise BuildError(f"docker save of {image_id} has no readable manifest.json") from exc
@@ -380,8 +388,8 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
     base = base_docs(base_ref, platform=engine_platform(pulled), ca_cert=ca_cert)
     with tempfile.TemporaryDirectory(prefix="pin-build-") as tmp:
         ctx = render_context(plan, wheelhouse, Path(tmp))
-        tag = "pin-build:" + plan.input_hash[7:19]
-        image_id = engine_build(client, ctx, tag=tag, nocache=nocache, progress=log)
+        image_id = engine_build(client, ctx, tag=build_tag(plan.input_hash), nocache=nocache,
+                                progress=log)
     layers = export_layers(client, image_id, skip=base_skip(client, image_id, base),
                            progress=progress)
     docs = assemble(plan, layers, base, progress=progress, jobs=jobs)

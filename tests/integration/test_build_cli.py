@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pinning.lockfile.io import read_lock, write_lock
+from tests.integration.test_build import vendor_base
 from tests.support.cli import json_result
 from tests.support.components import WHEELS, BaseImage, Engine, RegistryProc, small_lock
 
@@ -133,6 +134,7 @@ def test_registry_dying_mid_push(dockerd: Engine, registry: RegistryProc, base_i
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     before = lock_file.read_bytes()
+    images, tags = engine_ids(dockerd), pin_tags(dockerd)
     try:
         r = pin("build", str(lock_file), "--base", base_image.ref, "--registry", url,
                 "--wheelhouse", str(WHEELS), "--engine", dockerd.url)
@@ -141,6 +143,9 @@ def test_registry_dying_mid_push(dockerd: Engine, registry: RegistryProc, base_i
         server.server_close()
     assert r.returncode == 8 and "Traceback" not in r.stderr
     assert lock_file.read_bytes() == before
+    # Built, then the push failed: the image and its steps are removed all the same.
+    base = dockerd.client.images.get(base_image.ref).id
+    assert engine_ids(dockerd) - images <= {base} and pin_tags(dockerd) == tags
     # A re-run against a working registry succeeds.
     ok = pin("build", str(lock_file), "--base", base_image.ref, "--registry", registry.url,
              "--wheelhouse", str(WHEELS), "--engine", dockerd.url)
@@ -158,7 +163,85 @@ def test_a_failing_build_step_is_exit_8(dockerd: Engine, registry: RegistryProc,
     lock = tmp_path / "bad.lock"
     write_lock(small_lock(), lock)
     before = lock.read_bytes()
+    images, tags = engine_ids(dockerd), pin_tags(dockerd)
     r = pin("build", str(lock), "--base", base_image.ref, "--registry", registry.url,
             "--wheelhouse", str(wheels), "--engine", dockerd.url)
     assert r.returncode == 8 and "Image build failed at Step" in r.stderr
     assert "Traceback" not in r.stderr and lock.read_bytes() == before
+    # The step images the failed build committed are removed; the base (pulled) stays.
+    base = dockerd.client.images.get(base_image.ref).id
+    assert engine_ids(dockerd) - images <= {base} and pin_tags(dockerd) == tags
+    assert "pin: warning" not in r.stderr
+
+
+def engine_ids(engine: Engine) -> set[str]:
+    """Every image on the engine, intermediate ones included."""
+    return {i.id for i in engine.client.images.list(all=True)}
+
+
+def pin_tags(engine: Engine) -> dict[str, str]:
+    """The engine's pin-build:* tags -> image ID."""
+    return {t: i.id for i in engine.client.images.list(all=True)
+            for t in i.tags if t.startswith("pin-build:")}
+
+
+def unrelated_images(engine: Engine) -> tuple[str, str]:
+    """A user's tagged image and a dangling one (the tag moved on), built by the engine from
+    scratch before pin runs: ``(tagged ID, dangling ID)``."""
+    import io
+    import tarfile
+
+    ids = []
+    for text in (b"one", b"two"):
+        ctx = io.BytesIO()
+        with tarfile.open(fileobj=ctx, mode="w") as tar:
+            for name, data in (("Dockerfile", b"FROM scratch\nCOPY note /note\n"),
+                               ("note", text)):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        ctx.seek(0)
+        image, _ = engine.client.images.build(fileobj=ctx, custom_context=True, rm=True,
+                                              network_mode="none", tag="user/unrelated:1")
+        ids.append(image.id)
+    return ids[1], ids[0]
+
+
+def test_build_and_rebuild_remove_what_they_made_on_the_engine(
+        dockerd: Engine, registry: RegistryProc, base_image: BaseImage, lock_file: Path) -> None:
+    # The engine is shared by the session: compare with what earlier tests left there.
+    mine, old = unrelated_images(dockerd)
+    base_ref = vendor_base(dockerd, registry, base_image)  # not on the engine: pin pulls it
+    before, tags = engine_ids(dockerd), pin_tags(dockerd)
+    assert {mine, old} <= before
+    args = ["--wheelhouse", str(WHEELS), "--engine", dockerd.url]
+    r = pin("build", str(lock_file), "--base", base_ref, "--registry", registry.url, *args)
+    assert r.returncode == 0, r.stderr
+    assert "pin: warning" not in r.stderr and "Kept" not in r.stderr
+    # Nothing that was there is gone (the user's images, tagged or dangling, included); the
+    # vendor base, pulled by digest, stays and is the only image the build added.
+    vendor = dockerd.client.images.get(base_ref.replace(":7.2@", "@"))
+    assert engine_ids(dockerd) == before | {vendor.id} and pin_tags(dockerd) == tags
+    assert dockerd.client.images.get("user/unrelated:1").id == mine
+    before = engine_ids(dockerd)
+    # Two runs from scratch, the last one's image kept to inspect: tagged, with its steps.
+    rb = pin("rebuild", str(lock_file), "--runs", "2", "--keep-image", *args)
+    assert rb.returncode == 0, rb.stdout + rb.stderr
+    assert rb.stdout.count("identical") == 2 and "pin: warning" not in rb.stderr
+    kept = {t: i for t, i in pin_tags(dockerd).items() if tags.get(t) != i}
+    assert len(kept) == 1, kept
+    tag, kept_id = next(iter(kept.items()))
+    assert f"Kept the built image on the engine as {tag} (--keep-image)." in rb.stderr
+    # The first run's images are gone: what is new is the kept image and its parents.
+    chain, image = {kept_id}, dockerd.client.images.get(kept_id)
+    while image.attrs.get("Parent") and image.attrs["Parent"] not in before:
+        chain.add(image.attrs["Parent"])
+        image = dockerd.client.images.get(image.attrs["Parent"])
+    assert engine_ids(dockerd) == before | chain and len(chain) >= 6
+    # A rebuild moves the tag to its own image, removes that, and gives the tag back.
+    again = pin("rebuild", str(lock_file), *args)
+    assert again.returncode == 0 and "pin: warning" not in again.stderr, again.stderr
+    assert pin_tags(dockerd) == {**tags, tag: kept_id}
+    assert engine_ids(dockerd) == before | chain
+    dockerd.client.images.remove(kept_id)  # prunes its parents: the engine as it was
+    assert engine_ids(dockerd) == before and {mine, old} <= before
