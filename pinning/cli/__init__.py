@@ -175,7 +175,9 @@ def main(debug: bool) -> None:
 
 
 def _register_commands() -> None:
-    """Add every command group's commands to ``main`` (each module exposes ``register``)."""
+    """Add every command group's commands to ``main`` (each module exposes ``register``),
+    then guard every command that writes ``-o FILE`` (:func:`~pinning.cli.options.guard_outputs`).
+    """
     from pinning.cli import (
         accept,
         audit,
@@ -195,11 +197,14 @@ def _register_commands() -> None:
         sign,
         slurm,
     )
+    from pinning.cli.options import guard_outputs
 
     for module in (resolve, matrix, lock, host, doctor, registry, image, sign, guard, audit,
                    accept, fleet, slurm, serve, cost, report, completion):
         module.register(main)
     completion.attach_value_completion(main)
+    # No command writes over what it read: -o naming an input is exit 2, before any work.
+    guard_outputs(main)
 
 
 _register_commands()

@@ -18,7 +18,7 @@ from pinning.cli.options import (
     format_option,
     output_path,
     path_given,
-    refuse_inputs,
+    refuse_stdout_twice,
 )
 from pinning.cli.remote import open_service, post_artefact, report_options
 from pinning.errors import AcceptanceFailed, UsageError
@@ -108,9 +108,7 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
     if not sources:
         raise UsageError("pin accept judge needs at least one result file (--from FILE).",
                          hint="e.g. pin accept judge accept.toml --from result.json")
-    refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
-                                 **{f"the result file {i + 1}": src
-                                    for i, src in enumerate(sources)}})
+    refuse_stdout_twice(output, fmt)
     result = judge_files(cli_path(config), [cli_path(s) for s in sources],
                          lock=lock_file)
     _deliver(result, output, fmt)
@@ -189,8 +187,7 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
     if sign_key is not None and output is None:
         raise UsageError("--sign makes a signed envelope: say where it goes with -o FILE "
                          "('-': standard output).")
-    refuse_inputs(output, fmt, {"the gates file": config, "the lock": lock_file,
-                                 "the signing key": sign_key, "the snapshot": snapshot})
+    refuse_stdout_twice(output, fmt)
     key = _signing_key(sign_key) if sign_key is not None else None  # before the gates run
     client = open_service(report_to, token_file, ca_cert) if report_to else None
     request = RunRequest(config=cli_path(config), gates=gates, lock=lock_file,
@@ -288,7 +285,7 @@ def reference(config: str, prompts: str | None, output: str, fmt: str) -> None:
     from pinning.accept.config import read_config
     from pinning.accept.serve import record_reference
 
-    refuse_inputs(output, fmt, {"the gates file": config, "the prompt file": prompts})
+    refuse_stdout_twice(output, fmt, what="reference")
     path = cli_path(config)
     _, cfg = read_config(path)
     if cfg.serve is None:
@@ -382,11 +379,12 @@ def _failure(result: AcceptanceResult) -> str:
 
 def _is_envelope(name: str) -> bool:
     """Whether the file ``name`` holds a DSSE envelope (best effort; False when unreadable)."""
-    import json
+    from pinning.util.jsonread import load_json
 
     try:
-        doc = json.loads(cli_path(name).read_bytes()) if name != "-" else None
-    except (OSError, ValueError, RecursionError):
+        doc = load_json(cli_path(name).read_bytes(), UsageError,
+                        label=name) if name != "-" else None
+    except (OSError, UsageError):
         return False
     return isinstance(doc, dict) and "payloadType" in doc
 

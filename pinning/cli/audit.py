@@ -67,7 +67,7 @@ _FAIL_ON = ("swap", "port", "blocked")
 @report_options("Also post the bill as JSON (the document -o FILE --format json writes, "
                 "whatever --format says) to this pin service; the id it stores it under "
                 "goes to stderr.")
-@click.option("--report-lock", "report_lock", metavar="LOCK",
+@click.option("--report-lock", "report_lock", metavar="LOCK", callback=path_given,
               help="With --report-to: the lock the audit is for (a lock file, or its content "
                    "hash), so the service lists the audit with that lock.")
 def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tuple[str, ...],
@@ -108,7 +108,7 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
         raise UsageError("--index-url is for --requirement; index URLs in requirements files "
                          "and pyproject.toml are read from the files themselves.")
     if output is not None and output != "-":
-        _refuse_overwriting_an_input(output, paths)
+        _refuse_output_in_audited_folder(output, paths)
     client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock, "audit")
     effort = None
     if effort_file:
@@ -149,19 +149,17 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
                                "threshold.")
 
 
-def _refuse_overwriting_an_input(output: str, paths: tuple[str, ...]) -> None:
-    """Raise ``UsageError`` (exit 2) when ``-o`` names a file the audit reads: one of the
-    PATHs, or a file of a kind pin audits inside one of the PATH folders (the bill would
-    replace the project's own file, and be audited next time).
+def _refuse_output_in_audited_folder(output: str, paths: tuple[str, ...]) -> None:
+    """Raise ``UsageError`` (exit 2) when ``-o`` names a file of a kind pin audits inside
+    one of the PATH folders (the bill would replace the project's own file, and be audited
+    next time). ``-o`` naming a PATH itself is refused before, by the rule every command
+    keeps (:func:`pinning.cli.options.guard_outputs`).
     """
     from pinning.audit.run import scanners_for
 
     target = cli_path(output).resolve()
     for typed in paths:
         root = cli_path(typed).resolve()
-        if target == root:
-            raise UsageError(f"-o {output} is one of the inputs ({typed}); the bill would "
-                             "replace it.", hint="Write the bill to another file.")
         if root.is_dir() and target.is_relative_to(root) and scanners_for(target.name):
             raise UsageError(f"-o {output}: a file of a kind pin audits, inside the audited "
                              f"folder {typed}; the bill would replace or join the project's "

@@ -18,7 +18,7 @@ from pinning.cli.options import (
     format_option,
     output_path,
     path_given,
-    refuse_inputs,
+    refuse_stdout_twice,
 )
 from pinning.cli.remote import artefact_target, post_artefact, report_options
 from pinning.errors import UsageError
@@ -103,7 +103,7 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
                    "--format json). It may not name an input.")
 @report_options("Also post the report JSON (the document -o writes) to this pin service; "
                 "the id it stores it under goes to stderr.")
-@click.option("--report-lock", "report_lock", metavar="LOCK",
+@click.option("--report-lock", "report_lock", metavar="LOCK", callback=path_given,
               help="With --report-to: the lock the verdict is for (a lock file, or its "
                    "content hash; default: the last --lock given, the candidate's).")
 @format_option
@@ -143,11 +143,7 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     _one_stdin([("a result", r) for r in results] + [
         ("--prices", prices_file), ("--migration", audit_file), ("--effort", effort_file),
         ("--key", pub_path)] + [("--lock", lock) for lock in locks])
-    refuse_inputs(output, fmt, what="report", inputs={
-        **{f"the result file {i + 1}": r for i, r in enumerate(results)},
-        "the prices file": prices_file, "the audit": audit_file,
-        "the effort file": effort_file, "the public key": pub_path,
-        **{f"the lock {i + 1}": lock for i, lock in enumerate(locks) if lock != _NONE}})
+    refuse_stdout_twice(output, fmt, what="report")
     client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock,
                                         "cost verdict")
     migration = _migration(audit_file, effort_file, labour_usd_per_hour, migration_usd)

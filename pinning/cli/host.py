@@ -14,6 +14,7 @@ from pinning.cli.envelope import emit, note_format
 from pinning.cli.hostread import host_facts
 from pinning.cli.nodecheck import VerifyRun, verify_npd
 from pinning.cli.options import (
+    amends,
     cli_path,
     format_option,
     host_options,
@@ -250,6 +251,7 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
 
 
 @click.command()
+@amends("lock_path")
 @click.argument("lock_path", metavar="LOCK", type=click.Path())
 @host_options
 @click.option("--force", is_flag=True,
@@ -270,6 +272,9 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
     unless --force; exit 5 (nothing written) when LOCK changed while pin was probing
     (another pin command wrote it): re-run. LOCK '-' reads standard input and writes the
     frozen lock to standard output (unless -o); --host '-' reads the snapshot from it.
+
+    -o may not name an input (the snapshot, a recording, an overlay: exit 2, nothing
+    written); -o naming LOCK itself (links followed) is the same in-place update as no -o.
     """
     from pinning.lockfile.io import read_lock_bytes, write_lock
     from pinning.matrix.load import load_matrix

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import ca_cert_option, cli_path, format_option, output_path, path_given
+from pinning.cli.options import (
+    amends,
+    ca_cert_option,
+    cli_path,
+    format_option,
+    output_path,
+    path_given,
+)
 from pinning.cli.progress import end_log_line, log_lines, progress_for, quiet_option
 from pinning.errors import BuildError, DriftError, UsageError
 from pinning.oci.reference import ImageRef
@@ -21,6 +28,7 @@ from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.image.engine import Built
+    from pinning.image.leftovers import Cleanup
     from pinning.lockfile.models import Lockfile
     from pinning.oci.documents import ImageDocs
     from pinning.oci.registry import Registry
@@ -105,12 +113,29 @@ def _check_wheels(lock: Lockfile, wheelhouse: str | None) -> None:
                               "[packages] (an air-gapped site's local copy).")
 
 
+def _report_engine(done: Cleanup) -> None:
+    """Say on stderr what a build left on the engine: the image ``--keep-image`` kept, and
+    each image of the build pin could not remove, with why.
+    """
+    end_log_line()
+    if done.kept:
+        click.echo(printable(f"Kept the built image on the engine as {done.kept} "
+                             "(--keep-image).", newlines=False), err=True)
+    for image_id, why in done.left:
+        click.echo(printable(f"pin: warning: left image {image_id} on the engine: {why}",
+                             newlines=False), err=True)
+
+
+_KEEP_HELP = ("Leave the image built on the engine (tagged pin-build:HASH) and its step "
+              "images there, to run or inspect it; by default pin removes them.")
+
 _WHEELHOUSE_HELP = ("Folder holding the lock's wheels (an air-gapped site's copy; default: "
                     "fetch the wheels `pin lock packages` recorded, by URL and sha256, into "
                     "$PIN_CACHE_DIR/wheels).")
 
 
 @click.command()
+@amends("lock_path")
 @click.argument("lock_path", metavar="LOCK", type=click.Path())
 @click.option("--base", metavar="HOST/REPO@sha256:...",
               help="Base image by digest (pin base build prints one; a vendor base such as "
@@ -132,13 +157,14 @@ _WHEELHOUSE_HELP = ("Folder holding the lock's wheels (an air-gapped site's copy
                    "go to stderr; exit 2 when it cannot be written).")
 @click.option("--sign", "sign_key", metavar="KEY", type=click.Path(),
               help="Sign the image and attest the lock and the build with this private key.")
+@click.option("--keep-image", is_flag=True, help=_KEEP_HELP)
 @ca_cert_option
 @quiet_option
 @format_option
 def build(lock_path: str, base: str | None, wheelhouse: str | None,
           registry_url: str | None, repo: str | None, engine: str | None, no_cache: bool,
-          output: str | None, sign_key: str | None, ca_cert: str | None, quiet: bool,
-          fmt: str) -> None:
+          output: str | None, sign_key: str | None, keep_image: bool, ca_cert: str | None,
+          quiet: bool, fmt: str) -> None:
     """Build the trial image LOCK describes, normalise it, push it, record its digest.
 
     Steps, each with progress on standard error: fetch the wheels the lock records (by URL,
@@ -150,11 +176,22 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
     mounted). The same lock gives the same manifest digest every time. When the lock's image
     is already in the registry with the same inputs, nothing is built.
 
+    Once the lock is updated (or the build failed) pin removes from the engine what this
+    build made there: the image tagged pin-build:HASH and the intermediate image of each
+    step (the engine's build cache for it: the next build of a changed lock starts again
+    from the base). It keeps the base (pulled by digest, a vendor base too), every image
+    that was on the engine before the build, and any image tagged by someone else; a warning
+    names an image it could not remove. --keep-image leaves them all. The pushed image is in
+    the registry, not on the engine.
+
     Exit 8 for a build, engine or registry failure; the lock is only updated after the
     registry holds the image, and not when another command changed it meanwhile (exit 5).
     LOCK '-' reads standard input and writes the updated lock to standard output (unless -o).
+    -o may not name another input (exit 2); -o naming LOCK itself (links followed) is the
+    same in-place update as no -o.
     """
     from pinning.image.engine import build_once, engine_client
+    from pinning.image.leftovers import engine_leftovers
     from pinning.image.plan import plan_build
     from pinning.image.record import already_built, base_of, publish
     from pinning.lockfile.io import read_lock_bytes
@@ -194,13 +231,16 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
                            err=to_stdout)
             return
         client = engine_client(engine)
-        built = build_once(client, lock, base_ref, wheels, nocache=no_cache,
-                           log=log_lines(fmt, quiet=quiet), progress=progress, ca_cert=ca)
-        end_log_line()
-        in_place = not to_stdout and (
-            output is None or dest.resolve() == cli_path(lock_path).resolve())
-        ref = publish(registry, repo, lock, built, dest,
-                      if_unchanged=raw if in_place else None, progress=progress)
+        with engine_leftovers(client, keep=keep_image, report=_report_engine) as made:
+            built = build_once(client, lock, base_ref, wheels, nocache=no_cache,
+                               log=made.watch(log_lines(fmt, quiet=quiet)), progress=progress,
+                               ca_cert=ca)
+            made.image_id = built.image_id
+            end_log_line()
+            in_place = not to_stdout and (
+                output is None or dest.resolve() == cli_path(lock_path).resolve())
+            ref = publish(registry, repo, lock, built, dest,
+                          if_unchanged=raw if in_place else None, progress=progress)
     if key is not None:
         sign_and_attest(ref, key, dest, registry.base, ca_cert=ca)
     if fmt == "json":
@@ -223,19 +263,29 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
 @click.option("--registry", "registry_url", metavar="URL",
               help="Registry holding the lock's image, to name the files that differ "
                    "(default: the one its reference names).")
+@click.option("--keep-image", is_flag=True,
+              help="Leave the last run's image on the engine (tagged pin-build:HASH) and its "
+                   "step images, to run or inspect it; by default pin removes each run's.")
 @ca_cert_option
 @quiet_option
 @format_option
 def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | None,
-            registry_url: str | None, ca_cert: str | None, quiet: bool, fmt: str) -> None:
+            registry_url: str | None, keep_image: bool, ca_cert: str | None, quiet: bool,
+            fmt: str) -> None:
     """Build LOCK's image again from scratch (no engine cache) and prove the manifest digest
     equals the one the lock records; with --runs N, N times.
 
     On a difference exit 6 and print the first differing layer and the files that differ
     (path, size, mode, mtime, content hash), against the registry's copy of the lock's
     image. Exit 8 for build, engine or registry failures.
+
+    After each run pin removes from the engine the image it built (pin-build:HASH) and the
+    intermediate images of its steps, as pin build does; the base and every image that was
+    on the engine before stay. --keep-image leaves the last run's (the one that differed or
+    failed, if any).
     """
     from pinning.image.engine import build_once, engine_client
+    from pinning.image.leftovers import engine_leftovers
     from pinning.image.record import base_of
     from pinning.lockfile.io import read_lock
 
@@ -252,15 +302,20 @@ def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | Non
         wheels = _wheels_dir(lock, wheelhouse, progress)
         client = engine_client(engine)
         for i in range(runs):
-            built = build_once(client, lock, base_ref, wheels, nocache=True,
-                               log=log_lines(fmt, quiet=quiet), progress=progress, ca_cert=ca)
-            end_log_line()
-            digests.append(built.docs.digest)
-            if fmt != "json":
-                mark = "identical" if built.docs.digest == want else "DIFFERENT"
-                click.echo(f"run {i + 1}/{runs}: {built.docs.digest} {mark}")
-            if built.docs.digest != want:
-                _differs(lock_path, lock, want, built, first, digests, registry_url, fmt, ca)
+            with engine_leftovers(client, keep=keep_image, report=_report_engine) as made:
+                built = build_once(client, lock, base_ref, wheels, nocache=True,
+                                   log=made.watch(log_lines(fmt, quiet=quiet)),
+                                   progress=progress, ca_cert=ca)
+                made.image_id = built.image_id
+                end_log_line()
+                digests.append(built.docs.digest)
+                if fmt != "json":
+                    mark = "identical" if built.docs.digest == want else "DIFFERENT"
+                    click.echo(f"run {i + 1}/{runs}: {built.docs.digest} {mark}")
+                if built.docs.digest != want:
+                    _differs(lock_path, lock, want, built, first, digests, registry_url, fmt,
+                             ca)
+                made.keep = keep_image and i == runs - 1  # an identical earlier run goes
             first = first or built.docs
     if fmt == "json":
         emit({"lockfile": lock_path, "expected": want, "digests": digests, "identical": True})

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import format_option, output_path, path_given
+from pinning.cli.options import amends, format_option, output_path, path_given
 from pinning.cli.progress import quiet_option
 from pinning.util.text import printable
 
@@ -195,7 +195,8 @@ def lock_check(ctx: click.Context, path: str, fmt: str) -> None:
 
 
 @lock.command("upgrade")
-@click.argument("path", metavar="LOCK")
+@amends("path")
+@click.argument("path", metavar="LOCK", callback=path_given)
 @click.option("--rocm", metavar="SPEC", help="New ROCm constraint, e.g. 7.2.0 or '>=7.1'.")
 @click.option("--cuda", metavar="SPEC", help="New CUDA constraint, e.g. 13.0.")
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME[SPEC]",
@@ -214,7 +215,8 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
 
     Exit 2 for --rocm with --cuda or a malformed SPEC, 4 when nothing validated fits, 5 for
     an invalid LOCK, or when LOCK changed while pin worked (nothing written), 10 when a
-    guard refuses the lock's [serving] or [[extensions]] on the new stack.
+    guard refuses the lock's [serving] or [[extensions]] on the new stack. -o naming LOCK
+    itself (links followed) is the same in-place rewrite as no -o.
     """
     from pinning.cli.resolve import write_with_summary
     from pinning.errors import UsageError
@@ -253,11 +255,12 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
 
 
 @lock.command("model")
-@click.argument("path", metavar="LOCK")
-@click.option("--cache", metavar="DIR",
+@amends("path")
+@click.argument("path", metavar="LOCK", callback=path_given)
+@click.option("--cache", metavar="DIR", callback=path_given,
               help="The Hugging Face hub cache to read (default: $HF_HUB_CACHE, $HF_HOME/hub "
                    "or ~/.cache/huggingface/hub).")
-@click.option("--path", "folder", metavar="DIR",
+@click.option("--path", "folder", metavar="DIR", callback=path_given,
               help="Read the model's files from this folder instead (a local model, or a "
                    "Hugging Face model downloaded to a folder).")
 @click.option("-o", "--output", callback=output_path, metavar="FILE",
@@ -274,9 +277,11 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
     Files whose bytes are not there (a half-downloaded cache, a blob whose bytes do not
     match its name, an unreadable file) are not pinned: the lock lists them under
     `missing`, and pin exits 6 naming them. Nothing is written, exit 6, when the model is not
-    there at all or a file the lock pinned before is now missing. Exit 5 for an invalid LOCK
+    there at all, a file the lock pinned before is now missing, or a file changed while pin
+    hashed it (read twice: stop the writer and run it again). Exit 5 for an invalid LOCK
     or one without [model] (or LOCK changed while pin read the files), 2 for a bad flag.
     JSON: {"lockfile", "written", "model", "missing", "problems", "content-hash"}.
+    -o naming LOCK itself (links followed) is the same in-place rewrite as no -o.
     """
     from pinning.errors import LockfileError, UsageError
     from pinning.lockfile.io import lock_json, read_lock_bytes, render, write_lock
@@ -375,7 +380,8 @@ def _model_text(model: Model, tree: ModelTree, *, err: bool) -> None:
 
 
 @lock.command("packages")
-@click.argument("path", metavar="LOCK")
+@amends("path")
+@click.argument("path", metavar="LOCK", callback=path_given)
 @click.option("--index", "indexes", multiple=True, metavar="URL",
               help="A simple-API index (repeat: the first is the default index, the others "
                    "are searched first). Default: PyPI plus PyTorch's index of the lock's "
@@ -413,6 +419,8 @@ def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, 
     cannot complete (its reason quoted); 8 when an index cannot be reached or read, or uv
     times out; 5 for an invalid LOCK, or one changed meanwhile.
     JSON: {"lockfile", "written", "python", "requirements", "notes", "wheels"}.
+    -o may not name a -r file (exit 2); -o naming LOCK itself (links followed) is the same
+    in-place rewrite as no -o.
     """
     from pinning.cli.progress import human_bytes, progress_for
     from pinning.cli.render import table_text, terminal_style

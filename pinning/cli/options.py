@@ -6,16 +6,18 @@ Only click and the standard library are imported here, so ``pin --help`` stays f
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from pinning.errors import UsageError
 
-__all__ = ["FORMAT", "ca_cert_option", "cli_path", "format_option", "host_options",
-           "one_stdin", "parse_date", "path_given"]
+__all__ = ["FORMAT", "amends", "ca_cert_option", "cli_path", "file_params", "format_option",
+           "guard_outputs", "host_options", "one_stdin", "parse_date", "path_given",
+           "refuse_stdout_twice"]
 
 FORMAT = click.Choice(["text", "json"])
 """The ``--format`` choice of every command that can print JSON: ``text`` or ``json``."""
@@ -147,35 +149,133 @@ def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def refuse_inputs(output: str | None, fmt: str, inputs: dict[str, str | None], *,
-                  what: str = "result") -> None:
-    """Raise ``UsageError`` (exit 2) when ``-o output`` names one of ``inputs`` (``{"the
-    gates file": path}``: the ``what`` written would replace it), compared as given,
-    resolved and with ``samefile``; or is ``-`` (standard output) together with ``--format
-    json``, which prints its envelope there.
+def refuse_stdout_twice(output: str | None, fmt: str, *, what: str = "result") -> None:
+    """Raise ``UsageError`` (exit 2) when ``-o output`` is ``-`` (standard output) together
+    with ``--format json``, which prints its envelope there (``what`` names what ``-o``
+    writes). That ``-o`` never names an input is :func:`guard_outputs`' rule.
     """
-    if output is None:
-        return
-    if output == "-":
-        if fmt == "json":
-            raise UsageError(f"-o - writes the {what} to standard output and so would "
-                             "--format json.", hint="Drop one of them: with --format json the "
-                                                    "envelope's result is the document.")
-        return
-    import contextlib
-    import os
+    if output == "-" and fmt == "json":
+        raise UsageError(f"-o - writes the {what} to standard output and so would "
+                         "--format json.", hint="Drop one of them: with --format json the "
+                                                "envelope's result is the document.")
 
-    target = cli_path(output)
-    for label, name in inputs.items():
-        if not name or name == "-":
+
+#: Attribute on a command's callback naming the input it rewrites in place (:func:`amends`).
+AMENDS_ATTR = "pin_amends"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def amends(param: str) -> Callable[[_F], _F]:
+    """Mark a command that rewrites its input ``param`` (its LOCK) in place unless ``-o``
+    says otherwise: ``-o`` naming that input's own path (links followed) is the same
+    in-place rewrite, so :func:`guard_outputs` allows it for that one input. Put it
+    directly below the ``@click.command`` line; returns the function unchanged.
+    """
+
+    def mark(func: _F) -> _F:
+        setattr(func, AMENDS_ATTR, param)
+        return func
+
+    return mark
+
+
+def _values(value: Any) -> tuple[Any, ...]:
+    """A parameter's value as a tuple (a repeatable one already is)."""
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _is_path(param: click.Parameter) -> bool:
+    """Whether ``param`` names a path: typed ``click.Path`` or checked by :func:`path_given`."""
+    return isinstance(param.type, click.Path) or param.callback is path_given
+
+
+#: The flags of an option naming a file the command writes (besides :func:`output_path`).
+OUTPUT_FLAGS = frozenset({"-o", "--output", "--out"})
+
+
+def file_params(cmd: click.Command) -> tuple[list[click.Parameter], list[click.Parameter]]:
+    """``(outputs, inputs)`` of ``cmd``: its output options (any option whose callback is
+    :func:`output_path`, or whose flags include one of :data:`OUTPUT_FLAGS`) and every
+    other path parameter (typed ``click.Path`` or checked by :func:`path_given`): the files
+    and folders it reads.
+    """
+    outputs = [p for p in cmd.params if p.callback is output_path or (
+        isinstance(p, click.Option) and OUTPUT_FLAGS & {*p.opts, *p.secondary_opts})]
+    inputs = [p for p in cmd.params if p not in outputs and _is_path(p)]
+    return outputs, inputs
+
+
+def param_label(param: click.Parameter) -> str:
+    """How a message names ``param``: an option's long flag (``--host``), an argument's
+    metavar without brackets or dots (``LOCK``, ``FILE``).
+    """
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    name = param.metavar or (param.name or "").upper()
+    return name.strip("[].") or name
+
+
+def _command_words(ctx: click.Context) -> str:
+    """``pin accept run``: the command being run, its root called ``pin``."""
+    words: list[str] = []
+    while ctx.parent is not None:
+        words.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(["pin", *words])
+
+
+def refuse_writing_over_inputs(cmd: click.Command, values: dict[str, Any]) -> None:
+    """Apply :func:`pinning.util.samefile.refuse_overwrite` to ``cmd`` run with ``values``
+    (parameter name -> value, as click passes them): no output option (``file_params``)
+    may name one of its input files, except the input marked with :func:`amends`. Raises
+    ``UsageError`` (exit 2); ``-`` (standard input or output) is never compared.
+    """
+    from pinning.util.samefile import refuse_overwrite
+
+    outputs, inputs = file_params(cmd)
+    amended = getattr(cmd.callback, AMENDS_ATTR, None)
+    given = [(param_label(p), cli_path(v), p.name == amended) for p in inputs
+             for v in _values(values.get(p.name or "")) if isinstance(v, str) and v.strip()
+             and v != "-"]
+    ctx = click.get_current_context(silent=True)
+    for out in outputs:
+        for target in _values(values.get(out.name or "")):
+            if not isinstance(target, str) or target in ("", "-"):
+                continue
+            flag = "-o" if "-o" in getattr(out, "opts", ()) else param_label(out)
+            refuse_overwrite(cli_path(target), [(label, path) for label, path, _ in given],
+                             option=flag, command=_command_words(ctx) if ctx else "pin",
+                             in_place=next((lb for lb, _, own in given if own), None))
+
+
+def guard_outputs(group: click.Group) -> None:
+    """Make every command under ``group`` (nested groups too) that has an output option
+    check :func:`refuse_writing_over_inputs` before its callback runs, i.e. before any
+    work: so no command, a new one included, writes over what it read. Wraps each such
+    command's callback once; call it after every command is registered.
+    """
+    for cmd in group.commands.values():
+        if isinstance(cmd, click.Group):
+            guard_outputs(cmd)
             continue
-        same = os.path.abspath(target) == os.path.abspath(cli_path(name))
-        with contextlib.suppress(OSError):
-            same = same or target.resolve() == cli_path(name).resolve() or (
-                target.exists() and target.samefile(cli_path(name)))
-        if same:
-            raise UsageError(f"-o {output} is {label} ({name}); the {what} would replace it.",
-                             hint=f"Write the {what} to another file.")
+        callback = cmd.callback
+        if callback is None or getattr(callback, "pin_guarded", False) or not file_params(
+                cmd)[0]:
+            continue
+        cmd.callback = _guarded(cmd, callback)
+
+
+def _guarded(cmd: click.Command, callback: Callable[..., Any]) -> Callable[..., Any]:
+    """``callback`` preceded by :func:`refuse_writing_over_inputs` (attributes kept)."""
+
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        refuse_writing_over_inputs(cmd, kwargs)
+        return callback(*args, **kwargs)
+
+    setattr(run, "pin_guarded", True)  # noqa: B010 - an attribute mypy does not know
+    return run
 
 
 def ca_cert_option(func: Callable[..., Any]) -> Callable[..., Any]:

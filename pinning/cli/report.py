@@ -70,8 +70,6 @@ def report(lock_path: str | None, verify_path: str | None, audit_path: str | Non
     if given.count("-") > 1:
         raise UsageError("More than one input is '-' (standard input); standard input can be "
                          "read once.")
-    if output != "-":
-        _refuse_overwriting_an_input(output, given)
     key = cli_path(key_path) if key_path is not None else None
     inputs = ReportInputs(
         lock=read_lock_input(cli_path(lock_path)) if lock_path is not None else None,
@@ -94,26 +92,6 @@ def report(lock_path: str | None, verify_path: str | None, audit_path: str | Non
         parts += ["cost"] if cost_path is not None else []
         click.echo(f"Wrote {printable(output, newlines=False)} ({fmt}; from "
                    f"{', '.join(parts) or 'no input: every section says not given'}).")
-
-
-def _refuse_overwriting_an_input(output: str, inputs: list[str]) -> None:
-    """Raise ``UsageError`` (exit 2) when ``-o`` names one of the input files (the report
-    would replace what it is made from).
-    """
-    target = cli_path(output)
-    for typed in inputs:
-        if typed == "-":
-            continue
-        path = cli_path(typed)
-        try:
-            same = target.resolve() == path.resolve() or (
-                target.exists() and path.exists() and target.samefile(path))
-        except OSError:
-            same = False
-        if same:
-            raise UsageError(f"-o {output} is one of the inputs ({typed}); the report would "
-                             "replace it.", hint="Write the report to another file, e.g. "
-                                                 "report.html.")
 
 
 def register(group: click.Group) -> None:

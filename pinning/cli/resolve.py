@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import format_option, output_path, parse_date
+from pinning.cli.options import format_option, output_path, parse_date, path_given
 from pinning.cli.render import considered_json, explain_text, lock_summary
 from pinning.errors import UsageError
 from pinning.util.text import printable
@@ -87,7 +87,7 @@ def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
               help="Record the --model without reading its files (pin lock model fills "
                    "them).")
 @click.option("--as-of", metavar="DATE", help="Resolve against the matrix as published then.")
-@click.option("--matrix", "overlays", multiple=True, metavar="FILE",
+@click.option("--matrix", "overlays", multiple=True, metavar="FILE", callback=path_given,
               help="Site overlay with rows your team validated (also PIN_MATRIX).")
 @click.option("-o", "--output", callback=output_path, default="pin.lock", show_default=True,
               metavar="FILE",
