@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from pinning.errors import UsageError
+from pinning.util.jsonread import as_finite
 from pinning.util.models import Strict
 
 __all__ = ["Harness", "LatencyStats", "PerRequest", "ReadResult", "ServeSummary",
@@ -188,15 +189,22 @@ def _num(doc: dict[str, Any], key: str, where: str, *, required: bool = False,
         if required:
             raise UsageError(f"{where}: `{key}` is missing.", hint=_HINT)
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
-            value):
-        raise UsageError(f"{where}: `{key}` must be a finite number, not {value!r:.40}.",
-                         hint=_HINT)
-    if nonneg and value < 0:
-        raise UsageError(f"{where}: `{key}` is {value:.6g}; a latency, duration or "
+    number = as_finite(value)
+    if number is None:
+        raise UsageError(f"{where}: `{key}` must be a finite number, not "
+                         f"{_short(value)}.", hint=_HINT)
+    if nonneg and number < 0:
+        raise UsageError(f"{where}: `{key}` is {number:.6g}; a latency, duration or "
                          "throughput cannot be negative, so the file is not what the "
                          "harness wrote.", hint=_HINT)
-    return float(value)
+    return number
+
+
+def _short(value: object) -> str:
+    """``repr(value)`` cut to 40 characters (a 4,000-digit integer is not quoted whole)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a number "\
+        "too large for a float"
+    return text[:40]
 
 
 def _int(doc: dict[str, Any], key: str, where: str, *, required: bool = False) -> int | None:
@@ -247,14 +255,13 @@ def _floats(doc: dict[str, Any], key: str, where: str) -> list[float] | None:
     value = doc.get(key)
     if value is None:
         return None
-    if not isinstance(value, list) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            for v in value):
-        raise UsageError(f"{where}: `{key}` must be a list of numbers.", hint=_HINT)
-    if any(v < 0 for v in value):
+    numbers = [as_finite(v) for v in value] if isinstance(value, list) else [None]
+    if any(v is None for v in numbers):
+        raise UsageError(f"{where}: `{key}` must be a list of finite numbers.", hint=_HINT)
+    if any(v is not None and v < 0 for v in numbers):
         raise UsageError(f"{where}: `{key}` holds a negative value; per-request times and "
                          "counts cannot be negative.", hint=_HINT)
-    return [float(v) for v in value]
+    return [v for v in numbers if v is not None]
 
 
 def _per_request(doc: dict[str, Any], where: str, *, latencies: bool) -> PerRequest | None:

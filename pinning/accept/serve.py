@@ -18,7 +18,6 @@ printed (:func:`pinning.accept.loadgen.redact_endpoint`).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -297,7 +296,7 @@ def score_check(q: ServeQuality, config_dir: Path) -> tuple[float | None, Check]
     key when the file or the value is missing or not a finite number.
     """
     from pinning.util.files import read_regular_bytes
-    from pinning.util.jsonread import load_json
+    from pinning.util.jsonread import as_finite, load_json
 
     assert q.score_file is not None
     if q.score_min is None or not q.score_task or not q.score_metric:
@@ -314,11 +313,10 @@ def score_check(q: ServeQuality, config_dir: Path) -> tuple[float | None, Check]
     if isinstance(doc, dict) and isinstance(doc.get("results"), dict):
         task = doc["results"].get(q.score_task)
         value = task.get(q.score_metric) if isinstance(task, dict) else None
-    if (value is None or isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value)):
+    score = as_finite(value)
+    if score is None:
         raise UsageError(f"{label}: results.{q.score_task}.{q.score_metric} is not a "
-                         f"number in it ({value!r:.40}).", hint=hint)
-    score = float(value)
+                         f"finite number in it ({type(value).__name__!s}).", hint=hint)
     return score, _check("score-min", score, q.score_min, "", "min", "")
 
 

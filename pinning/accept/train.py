@@ -29,7 +29,7 @@ from typing import Any
 
 from pinning.accept.config import TrainGate
 from pinning.errors import UsageError
-from pinning.util.jsonread import load_json
+from pinning.util.jsonread import as_finite, load_json
 from pinning.util.models import Strict
 from pinning.util.text import printable
 
@@ -341,13 +341,25 @@ def _step(line: str) -> tuple[int, float, int, float] | None:
     tokens, secs = obj.get("tokens", 0), obj.get("step_time_s")
     if not (isinstance(step, int) and not isinstance(step, bool) and step >= 0):
         return None
-    if not all(isinstance(v, int | float) and not isinstance(v, bool)
-               for v in (loss, tokens, secs)):
+    if as_finite(tokens) is None or as_finite(secs) is None:
         return None
-    assert isinstance(loss, int | float) and isinstance(secs, int | float)
-    if not (isinstance(tokens, int) and tokens >= 0 and math.isfinite(secs) and secs >= 0):
+    loss_f, secs_f = _loss_value(loss), as_finite(secs)
+    if loss_f is None or secs_f is None or not (isinstance(tokens, int) and tokens >= 0
+                                                and secs_f >= 0):
         return None
-    return step, float(loss), tokens, float(secs)
+    return step, loss_f, tokens, secs_f
+
+
+def _loss_value(loss: object) -> float | None:
+    """A loss as the harness writes it: a number, NaN or infinite included (a diverged
+    step); ``None`` for anything else, an integer too large for a float too.
+    """
+    if isinstance(loss, bool) or not isinstance(loss, int | float):
+        return None
+    try:
+        return float(loss)
+    except OverflowError:
+        return None
 
 
 def _read_info(proc: _Proc, path: Path) -> None:

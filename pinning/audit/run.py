@@ -284,7 +284,7 @@ def _scan_paths(typed_paths: list[str], ctx: Context, out: _Collector,
 def _scan_environments(request: AuditRequest, ctx: Context, out: _Collector,
                        say: Callable[[str], None]) -> None:
     """Add an installed environment and a ``--requirement`` closure to ``out``."""
-    from pinning.errors import UsageError
+    from pinning.errors import ProbeError, UsageError
 
     if request.site_packages:
         from pinning.audit.installed import scan_site_packages
@@ -300,8 +300,8 @@ def _scan_environments(request: AuditRequest, ctx: Context, out: _Collector,
         from pinning.audit.installed import scan_host_snapshot
         try:
             scan = scan_host_snapshot(Path(request.host), ctx)
-        except Skip as exc:
-            raise UsageError(f"--host {request.host}: {exc.reason}.",
+        except Skip as exc:  # unreadable snapshot: exit 7, as verify and freeze say it
+            raise ProbeError(f"--host {request.host}: {exc.reason.rstrip('.')}.",
                              hint="Write a snapshot with: pin probe -o host.json") from None
         out.add(request.host, scan)
     if request.requirements:
@@ -338,8 +338,9 @@ def audit(request: AuditRequest) -> AuditReport:
     """Audit what ``request`` names and return the bill.
 
     Raises ``UsageError`` (exit 2) for an unknown ``--gpu``, a bad ``--requirement`` or one
-    uv cannot resolve; ``MatrixError`` (exit 3) when pin's own data is invalid; everything
-    wrong with a file inside the inputs is a skipped entry.
+    uv cannot resolve; ``ProbeError`` (exit 7) for a ``--host`` snapshot that cannot be
+    read; ``MatrixError`` (exit 3) when pin's own data is invalid; everything wrong with a
+    file inside the inputs is a skipped entry.
     """
     gpu_name, targets = _gpu_targets(request.gpu)
     ctx = Context(gfx_targets=targets, gpu_name=gpu_name, roots=_roots(request.paths))

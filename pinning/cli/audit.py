@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit, note_format
-from pinning.cli.options import cli_path, output_path, path_given
+from pinning.cli.options import cli_path, output_path, own_folder_rule, path_given
 from pinning.cli.remote import artefact_target, post_artefact, report_options
 from pinning.errors import AuditFailed, UsageError
 from pinning.util.text import printable
@@ -27,6 +27,7 @@ _FAIL_ON = ("swap", "port", "blocked")
 
 
 @click.command()
+@own_folder_rule
 @click.argument("paths", metavar="[PATH]...", nargs=-1, callback=path_given,
                 type=click.Path(exists=True))
 @click.option("-r", "--requirement", "requirements", multiple=True, metavar="SPEC",
@@ -90,9 +91,9 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
     Files that cannot be read are listed as skipped with the reason.
 
     Exit 0 when nothing is at or above --fail-on (default blocked), 11 when something is,
-    2 for bad flags or a --requirement uv cannot resolve. With --report-to URL (a token
-    with the publish scope) the bill is posted after it is written: a report that fails is
-    exit 13 when the audit passed, else only printed (exit 11 stays).
+    2 for bad flags or a --requirement uv cannot resolve, 7 for an unreadable --host
+    snapshot. With --report-to URL (a publish token) the bill is posted once written: a
+    failed report is exit 13 when the audit passed, else only printed (exit 11 stays).
     """
     from pinning.audit.bill import read_effort
     from pinning.audit.model import Verdict

@@ -8,7 +8,7 @@ SDK, requests and cryptography are imported inside the commands so ``pin --help`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -176,13 +176,10 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
     mounted). The same lock gives the same manifest digest every time. When the lock's image
     is already in the registry with the same inputs, nothing is built.
 
-    Once the lock is updated (or the build failed) pin removes from the engine what this
-    build made there: the image tagged pin-build:HASH and the intermediate image of each
-    step (the engine's build cache for it: the next build of a changed lock starts again
-    from the base). It keeps the base (pulled by digest, a vendor base too), every image
-    that was on the engine before the build, and any image tagged by someone else; a warning
-    names an image it could not remove. --keep-image leaves them all. The pushed image is in
-    the registry, not on the engine.
+    Once the lock is updated (or the build failed) pin removes from the engine the image
+    tagged pin-build:HASH and each step's image (its build cache: a changed lock builds
+    again from the base); the base, images that were there before and images others tagged
+    stay (--keep-image: all stay). The pushed image is in the registry.
 
     Exit 8 for a build, engine or registry failure; the lock is only updated after the
     registry holds the image, and not when another command changed it meanwhile (exit 5).
@@ -215,20 +212,8 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
         wheels = _wheels_dir(lock, wheelhouse, progress)
         plan = plan_build(lock, base_ref, wheels)
         if not no_cache and already_built(registry, lock, repo, plan.input_hash):
-            digest = lock.image.digest.value
-            if key is not None:
-                pushed = ImageRef(registry=registry.host, repository=repo, digest=digest)
-                sign_and_attest(str(pushed), key, cli_path(lock_path), registry.base,
-                                ca_cert=ca)
-            if to_stdout:  # the lock, unchanged, is still what the caller asked to see
-                _write_through(raw)
-            if fmt == "json":
-                emit({"lockfile": lock_path, "digest": digest, "built": False,
-                      "signed": key is not None})
-            else:
-                click.echo(f"{lock_path}: image {digest} is already in {registry.host}/{repo}"
-                           "; nothing to build." + (" Signed." if key is not None else ""),
-                           err=to_stdout)
+            _answer_unchanged(lock_path, raw, lock.image.digest.value, registry, repo, key,
+                              ca, to_stdout=to_stdout, fmt=fmt)
             return
         client = engine_client(engine)
         with engine_leftovers(client, keep=keep_image, report=_report_engine) as made:
@@ -251,6 +236,28 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
         click.echo(f"Built and pushed {ref} ({len(built.docs.layers)} layers); recorded in "
                    f"{where}." + (" Signed, with lock and build attestations." if sign_key
                                   else ""), err=to_stdout)
+
+
+def _answer_unchanged(lock_path: str, raw: bytes, digest: str | None, registry: Any, repo: str,
+                      key: Any, ca: Path | None, *, to_stdout: bool, fmt: str) -> None:
+    """The lock's image ``digest`` is already in ``registry``/``repo`` with the same inputs:
+    sign it when ``key`` is given, pass the lock's bytes ``raw`` through to standard
+    output when that is the destination, and say so (text or JSON).
+    """
+    from pinning.sign.policy import sign_and_attest
+
+    if key is not None:
+        pushed = ImageRef(registry=registry.host, repository=repo, digest=digest)
+        sign_and_attest(str(pushed), key, cli_path(lock_path), registry.base, ca_cert=ca)
+    if to_stdout:  # the lock, unchanged, is still what the caller asked to see
+        _write_through(raw)
+    if fmt == "json":
+        emit({"lockfile": lock_path, "digest": digest, "built": False,
+              "signed": key is not None})
+    else:
+        click.echo(f"{lock_path}: image {digest} is already in {registry.host}/{repo}"
+                   "; nothing to build." + (" Signed." if key is not None else ""),
+                   err=to_stdout)
 
 
 @click.command()

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import amends, format_option, output_path, path_given
+from pinning.cli.options import amends, cli_path, format_option, output_path, path_given
 from pinning.cli.progress import quiet_option
 from pinning.util.text import printable
 
@@ -254,6 +254,42 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
     click.echo(f"Wrote {dest}", err=fmt == "json")
 
 
+def _lock_with_model(path: str, cache: str | None, folder: str | None) -> tuple[bytes, Any]:
+    """LOCK's bytes and lock, once its ``[model]`` can be read as the flags say: exit 2
+    for --cache with --path or --cache for a folder model, 5 without a ``[model]``.
+    """
+    from pinning.errors import LockfileError, UsageError
+    from pinning.lockfile.io import read_lock_bytes
+
+    if cache and folder:
+        raise UsageError("--cache and --path exclude each other: the files come from the "
+                         "Hugging Face cache or from a folder.")
+    raw, old = read_lock_bytes(Path(path))
+    if old.model is None:
+        raise LockfileError(f"{path} has no [model] to pin.",
+                            hint="Record one with `pin resolve ... --model ORG/NAME@REVISION` "
+                                 "(or --model PATH for a local folder).")
+    if cache and old.model.path is not None:
+        raise UsageError(f"--cache reads a Hugging Face model; {path}'s model is the folder "
+                         f"{old.model.path} (use --path DIR to read it elsewhere).")
+    return raw, old
+
+
+def _refuse_model_output(output: str | None, model: Model, cache: str | None,
+                         folder: str | None, lock_file: Path) -> None:
+    """``UsageError`` (exit 2) when ``-o`` names an existing file inside the folder the
+    model's files are read from (the weights it hashes), LOCK itself excepted.
+    """
+    from pinning.cli.modelfiles import model_source
+    from pinning.util.samefile import refuse_overwrite, same_file
+
+    if output is None or output == "-" or same_file(cli_path(output), lock_file):
+        return
+    source = model_source(model, cache=cache, path=folder, lock_file=lock_file)
+    refuse_overwrite(cli_path(output), [("the model's files", source)],
+                     command="pin lock model")
+
+
 @lock.command("model")
 @amends("path")
 @click.argument("path", metavar="LOCK", callback=path_given)
@@ -283,23 +319,13 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
     JSON: {"lockfile", "written", "model", "missing", "problems", "content-hash"}.
     -o naming LOCK itself (links followed) is the same in-place rewrite as no -o.
     """
-    from pinning.errors import LockfileError, UsageError
-    from pinning.lockfile.io import lock_json, read_lock_bytes, render, write_lock
+    from pinning.cli.modelfiles import read_lock_model
+    from pinning.lockfile.io import lock_json, render, write_lock
     from pinning.resolve.to_lock import with_model_files
 
-    if cache and folder:
-        raise UsageError("--cache and --path exclude each other: the files come from the "
-                         "Hugging Face cache or from a folder.")
-    raw, old = read_lock_bytes(Path(path))
-    if old.model is None:
-        raise LockfileError(f"{path} has no [model] to pin.",
-                            hint="Record one with `pin resolve ... --model ORG/NAME@REVISION` "
-                                 "(or --model PATH for a local folder).")
-    if cache and old.model.path is not None:
-        raise UsageError(f"--cache reads a Hugging Face model; {path}'s model is the folder "
-                         f"{old.model.path} (use --path DIR to read it elsewhere).")
-    from pinning.cli.modelfiles import read_lock_model
-
+    raw, old = _lock_with_model(path, cache, folder)
+    assert old.model is not None
+    _refuse_model_output(output, old.model, cache, folder, Path(path))
     tree = read_lock_model(old.model, cache=cache, path=folder, lock_file=Path(path))
     new = with_model_files(old, tree)
     assert new.model is not None
@@ -418,9 +444,8 @@ def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, 
     those files, hash-checked. Exit 2 for a bad flag, no target Python, or a resolution uv
     cannot complete (its reason quoted); 8 when an index cannot be reached or read, or uv
     times out; 5 for an invalid LOCK, or one changed meanwhile.
-    JSON: {"lockfile", "written", "python", "requirements", "notes", "wheels"}.
-    -o may not name a -r file (exit 2); -o naming LOCK itself (links followed) is the same
-    in-place rewrite as no -o.
+    JSON: {"lockfile", "written", "python", "requirements", "notes", "wheels"}. -o naming
+    a -r file is exit 2, naming LOCK itself (links followed) the in-place rewrite.
     """
     from pinning.cli.progress import human_bytes, progress_for
     from pinning.cli.render import table_text, terminal_style
@@ -429,9 +454,7 @@ def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, 
     from pinning.resolve.pypackages import plan_packages, read_requirements_file
 
     raw, old = read_lock_bytes(Path(path))
-    specs = list(requirements)
-    for f in req_files:
-        specs += read_requirements_file(Path(f))
+    specs = [*requirements, *(s for f in req_files for s in read_requirements_file(Path(f)))]
     plan = plan_packages(old, indexes=indexes, requirements=specs,
                          python_version=python_version, python_platform=python_platform,
                          fresh=fresh)

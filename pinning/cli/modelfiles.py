@@ -26,23 +26,33 @@ def read_lock_model(model: Model, *, cache: str | None = None, path: str | None 
     what is on disk, but :class:`~pinning.errors.DriftError` (exit 6) naming a file that
     changed while hashed, twice: nothing is written then.
     """
-    import os
-
-    from pinning.probe.host import hf_cache_dir, read_model_folder
+    from pinning.probe.host import read_model_folder
     from pinning.probe.modelfiles import Hasher, default_cache_file, read_hub_model
 
     cache_file = default_cache_file()
     hasher = Hasher(cache_file)
-    if path is not None:
-        folder = Path(os.path.expanduser(path))
-    elif model.path is not None:
-        folder = model_folder(model.path, lock_file)
-    else:
+    source = model_source(model, cache=cache, path=path, lock_file=lock_file)
+    if path is None and model.path is None:
         assert model.id is not None and model.revision is not None
-        where = Path(os.path.expanduser(cache or hf_cache_dir(os.environ)))
-        return read_hub_model(where, model.id, model.revision, hasher=hasher)
+        return read_hub_model(source, model.id, model.revision, hasher=hasher)
     left_out = [cache_file] + ([lock_file] if lock_file is not None else [])
-    return read_model_folder(folder, hasher, left_out)
+    return read_model_folder(source, hasher, left_out)
+
+
+def model_source(model: Model, *, cache: str | None = None, path: str | None = None,
+                 lock_file: Path | None = None) -> Path:
+    """The folder :func:`read_lock_model` reads ``model``'s files from: ``path``, else the
+    lock's model folder, else the Hugging Face hub cache (``cache`` or the default).
+    """
+    import os
+
+    from pinning.probe.host import hf_cache_dir
+
+    if path is not None:
+        return Path(os.path.expanduser(path))
+    if model.path is not None:
+        return model_folder(model.path, lock_file)
+    return Path(os.path.expanduser(cache or hf_cache_dir(os.environ)))
 
 
 def model_folder(path: str, lock_file: Path | None) -> Path:

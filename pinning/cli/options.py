@@ -16,8 +16,8 @@ import click
 from pinning.errors import UsageError
 
 __all__ = ["FORMAT", "amends", "ca_cert_option", "cli_path", "file_params", "format_option",
-           "guard_outputs", "host_options", "one_stdin", "parse_date", "path_given",
-           "refuse_stdout_twice"]
+           "guard_outputs", "host_options", "one_stdin", "own_folder_rule", "parse_date",
+           "path_given", "refuse_stdout_twice"]
 
 FORMAT = click.Choice(["text", "json"])
 """The ``--format`` choice of every command that can print JSON: ``text`` or ``json``."""
@@ -180,6 +180,19 @@ def amends(param: str) -> Callable[[_F], _F]:
     return mark
 
 
+#: Attribute on a command's callback that checks ``-o`` inside its input folders itself.
+OWN_FOLDER_RULE_ATTR = "pin_own_folder_rule"
+
+
+def own_folder_rule(func: _F) -> _F:
+    """Mark a command whose ``-o`` may name an existing file inside one of its input
+    folders, because the command applies a finer rule of its own (``pin audit`` refuses
+    only a file of a kind it audits); :func:`guard_outputs` then compares files only.
+    """
+    setattr(func, OWN_FOLDER_RULE_ATTR, True)
+    return func
+
+
 def _values(value: Any) -> tuple[Any, ...]:
     """A parameter's value as a tuple (a repeatable one already is)."""
     return value if isinstance(value, tuple) else (value,)
@@ -229,7 +242,9 @@ def refuse_writing_over_inputs(cmd: click.Command, values: dict[str, Any]) -> No
     """Apply :func:`pinning.util.samefile.refuse_overwrite` to ``cmd`` run with ``values``
     (parameter name -> value, as click passes them): no output option (``file_params``)
     may name one of its input files, except the input marked with :func:`amends`. Raises
-    ``UsageError`` (exit 2); ``-`` (standard input or output) is never compared.
+    ``UsageError`` (exit 2); an input given as ``-`` is compared as the file standard input
+    reads (``-o /dev/stdin`` with ``< file`` would replace that file); ``-o -`` is never
+    compared.
     """
     from pinning.util.samefile import refuse_overwrite
 
@@ -238,6 +253,8 @@ def refuse_writing_over_inputs(cmd: click.Command, values: dict[str, Any]) -> No
     given = [(param_label(p), cli_path(v), p.name == amended) for p in inputs
              for v in _values(values.get(p.name or "")) if isinstance(v, str) and v.strip()
              and v != "-"]
+    given += [(f"{param_label(p)} (standard input)", Path("/dev/stdin"), False)
+              for p in inputs if "-" in _values(values.get(p.name or ""))][:1]
     ctx = click.get_current_context(silent=True)
     for out in outputs:
         for target in _values(values.get(out.name or "")):
@@ -246,7 +263,8 @@ def refuse_writing_over_inputs(cmd: click.Command, values: dict[str, Any]) -> No
             flag = "-o" if "-o" in getattr(out, "opts", ()) else param_label(out)
             refuse_overwrite(cli_path(target), [(label, path) for label, path, _ in given],
                              option=flag, command=_command_words(ctx) if ctx else "pin",
-                             in_place=next((lb for lb, _, own in given if own), None))
+                             in_place=next((lb for lb, _, own in given if own), None),
+                             folders=not getattr(cmd.callback, OWN_FOLDER_RULE_ATTR, False))
 
 
 def guard_outputs(group: click.Group) -> None:

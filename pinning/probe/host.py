@@ -186,8 +186,7 @@ def probe_model(host: HostRoot, env: Mapping[str, str], model_id: str | None = N
     machine; under a recorded root, the same folder inside the root), else from the current
     folder live or the root's ``/``). The lock file itself is left out of the folder's
     files. Paths are read under the root. What cannot be read is the ``reason``; raises
-    only :class:`~pinning.errors.DriftError` (exit 6) for a file that changed while hashed,
-    twice (:func:`~pinning.util.digests.stable_file_digests`).
+    only ``DriftError`` (exit 6) for a file that changed while hashed, twice.
     """
     if model is not None and model.path is not None:
         return _probe_model_dir(host, env, model.path, hasher, lock_path)

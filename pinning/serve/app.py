@@ -61,12 +61,10 @@ def create_app(store: Store, config: ServeConfig | None = None, *,
     from pinning.serve.api import artefacts, hosts, locks
     from pinning.serve.api.context import Service
     from pinning.serve.api.fastpath import ReportFastPath
-    from pinning.serve.api.models import Health, json_response
     from pinning.serve.assign import AssignmentCache
     from pinning.serve.auth import Authenticator
     from pinning.serve.config import ServeConfig
     from pinning.serve.ingest import BatchWriter, Verifiers
-    from pinning.serve.metrics import CONTENT_TYPE, StoreCollector, render
 
     cfg = config or ServeConfig()
     svc = Service(store=store, config=cfg, auth=Authenticator(store),
@@ -88,6 +86,20 @@ def create_app(store: Store, config: ServeConfig | None = None, *,
     app.add_middleware(ReportFastPath)
     for module in (locks, hosts, artefacts):
         app.include_router(module.router)
+    _add_service_routes(app, svc)
+    _include_dashboard(app, svc)
+    _add_security_scheme(app)
+    return app
+
+
+def _add_service_routes(app: FastAPI, svc: Any) -> None:
+    """``/api/v1/health``, ``/metrics`` and ``/openapi.json`` on ``app`` for ``svc``."""
+    from pinning.serve import errors
+    from pinning.serve.api.context import guard_read
+    from pinning.serve.api.models import Health, json_response
+    from pinning.serve.metrics import CONTENT_TYPE, StoreCollector, render
+
+    store = svc.store
     collector = StoreCollector(store, lambda: svc.reports)
 
     @app.get("/api/v1/health", response_model=Health, tags=["service"],
@@ -119,22 +131,14 @@ def create_app(store: Store, config: ServeConfig | None = None, *,
         """The metrics of :mod:`pinning.serve.metrics` (a read: token-guarded under
         ``reads = "token"``).
         """
-        from pinning.serve.api.context import guard_read
-
         guard_read(request)
         return Response(render(collector), media_type=CONTENT_TYPE)
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi_document(request: Request) -> Response:
         """The OpenAPI document (a read: token-guarded under ``reads = "token"``)."""
-        from pinning.serve.api.context import guard_read
-
         guard_read(request)
         return json_response(app.openapi())
-
-    _include_dashboard(app, svc)
-    _add_security_scheme(app)
-    return app
 
 
 def _include_dashboard(app: FastAPI, svc: Any) -> None:

@@ -33,6 +33,12 @@ __all__ = ["bind", "limits", "listening_line", "run"]
 #: The listen backlog (pending connections) of pin's socket: pin's own choice (not measured),
 #: meant to leave room for many nodes connecting at once.
 BACKLOG = 2048
+#: Seconds a stop (SIGTERM) waits for requests in flight before it cancels them and stores
+#: the queued reports: pin's own choice, within Kubernetes' default 30 s grace period
+#: (terminationGracePeriodSeconds,
+#: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#pod-termination, read
+#: 2026-12-05).
+GRACE_S = 10
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -113,7 +119,7 @@ def run(config: ServeConfig, *, out: IO[str] | None = None) -> None:
             uv = uvicorn.Config(app, loop="uvloop", http=protocol, lifespan="on",
                                 log_level="warning", access_log=False, server_header=False,
                                 proxy_headers=False, timeout_keep_alive=config.keep_alive,
-                                timeout_graceful_shutdown=30)
+                                timeout_graceful_shutdown=GRACE_S)
             server = _server_class()(uv)
             line = listening_line(sock, store.url)
             _settle_gc()

@@ -15,6 +15,7 @@ is shallow enough for any recursive code that later walks it.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from array import array
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from typing import Any
 
 from pinning.errors import PinError
 
-__all__ = ["MAX_JSON_DEPTH", "load_json"]
+__all__ = ["MAX_JSON_DEPTH", "as_finite", "load_json"]
 
 #: The deepest nesting of arrays and objects :func:`load_json` accepts (``[]`` is 1). No
 #: document pin reads comes near it; well below CPython's default recursion limit (1,000).
@@ -128,3 +129,18 @@ def _bounded_int(text: str) -> int:
         return int(text)
     except ValueError:
         raise _LongNumber(len(text.lstrip("-"))) from None
+
+
+def as_finite(value: object) -> float | None:
+    """``value`` as a finite ``float`` when it is a JSON number (``int`` or ``float``, not
+    ``bool``) that has one: ``None`` for anything else, NaN and infinities included, and
+    for integers too large for a float (``10**400``: past about 1.8e308, where ``float()``
+    raises ``OverflowError``). Raises nothing.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None

@@ -54,7 +54,7 @@ def _is_stream(path: Path) -> bool:
 
 def refuse_overwrite(output: Path, inputs: Sequence[tuple[str, Path]], *,
                      option: str = "-o", command: str = "pin",
-                     in_place: str | None = None) -> None:
+                     in_place: str | None = None, folders: bool = True) -> None:
     """Raise ``UsageError`` (exit 2) when ``output`` is one of ``inputs``.
 
     ``inputs`` is ``[(label, path)]``: ``label`` names where the path was given
@@ -66,10 +66,14 @@ def refuse_overwrite(output: Path, inputs: Sequence[tuple[str, Path]], *,
     one input the command rewrites in place by design (a LOCK it amends): ``output``
     naming that input's own path (resolved, links followed) is that same in-place write
     and is allowed; another name of it (a hard link) is refused like any other input.
-    ``option`` and ``command`` name the flag and the command in the message.
+    ``option`` and ``command`` name the flag and the command in the message. With
+    ``folders``, an ``output`` that is an existing file inside an input that is a folder
+    (``--root``, a model folder) is refused too: the command may have read it.
     """
     if _is_stream(output):
         return
+    if folders:
+        _refuse_inside_folders(output, inputs, option, command)
     for label, path in inputs:
         if not same_file(output, path):
             continue
@@ -84,3 +88,22 @@ def refuse_overwrite(output: Path, inputs: Sequence[tuple[str, Path]], *,
             f"{option} {output} is one of the inputs of {command}: {label} {path}{how}. "
             "Writing the output there would replace what it reads; nothing was read or "
             "written.", hint=hint + ".")
+
+
+def _refuse_inside_folders(output: Path, inputs: Sequence[tuple[str, Path]], option: str,
+                           command: str) -> None:
+    """``UsageError`` (exit 2) when ``output`` is an existing regular file inside one of the
+    ``inputs`` that is a folder (both resolved, links followed).
+    """
+    target = _realpath(output)
+    if target is None or not os.path.isfile(target):
+        return
+    for label, path in inputs:
+        root = _realpath(path)
+        if root is None or not os.path.isdir(root):
+            continue
+        if os.path.commonpath([root, target]) == root and root != target:
+            raise UsageError(
+                f"{option} {output} is a file inside {label} {path}, a folder {command} "
+                "reads; writing the output there could replace a file it read. Nothing was "
+                "read or written.", hint=f"Give {option} a file outside {path}.")

@@ -151,11 +151,14 @@ def test_output_never_replaces_an_input(tmp_path: Path) -> None:
     assert ok.returncode == 0 and (proj / "audit.txt").read_text().startswith("pin audit:")
 
 
-def test_environments_that_cannot_be_read_are_usage_errors(tmp_path: Path) -> None:
+def test_environments_that_cannot_be_read_are_refused(tmp_path: Path) -> None:
+    """An unreadable --host snapshot is exit 7, as pin verify and pin freeze say it; a
+    --site-packages folder that is not there is a usage error (2).
+    """
     snap = tmp_path / "x.json"
     snap.write_text('{"a": 1}')
     r = pin("audit", "--host", str(snap))
-    assert r.returncode == 2 and f"--host {snap}" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 7 and f"--host {snap}" in r.stderr and "Traceback" not in r.stderr
     s = pin("audit", "--site-packages", str(tmp_path / "absent"))
     assert s.returncode == 2 and "does not exist" in s.stderr
 

@@ -179,3 +179,26 @@ def test_an_empty_gpu_list_is_a_host_without_gpus(snapshot: dict[str, Any],
     path.write_text(json.dumps({**snapshot, "gpus": []}))
     out = _checked(pin("verify", str(LOCK), "--host", str(path)), 6)
     assert "has drifted" in out and "target.gpu" in out
+
+
+def _vllm_with(key: str, value: int) -> str:
+    """vLLM's c1 result with ``key`` (or its list's first element) set to ``value``."""
+    doc = json.loads((ACC / "vllm-bench-serve-smollm2-c1.json").read_text())
+    if isinstance(doc[key], list):
+        doc[key][0] = value
+    else:
+        doc[key] = value
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("key", ["p99_ttft_ms", "completed", "duration", "request_rate",
+                                 "max_concurrency", "ttfts", "output_lens"])
+def test_an_integer_too_large_for_a_float_is_a_bad_number_not_a_crash(
+        key: str, tmp_path: Path) -> None:
+    """Below the 4,300-digit parse limit, 10**400 still has no float (OverflowError)."""
+    path = tmp_path / "m.json"
+    path.write_text(_vllm_with(key, 10**400))
+    done = pin("accept", "judge", str(TEMPLATE), "--from", str(path))
+    assert done.returncode == 2, (done.returncode, done.stderr[-600:])
+    assert "Traceback" not in done.stderr and "m.json" in done.stderr
+    assert "finite number" in done.stderr and "0" * 100 not in done.stderr

@@ -331,3 +331,41 @@ def test_stdout_twice_is_still_refused(inputs: dict[str, Path]) -> None:
     code, err = run("accept", "judge", str(inputs["gates"]), "--from", str(inputs["bench_c1"]),
                     "-o", "-", "--format", "json")
     assert code == 2 and "--format json" in err
+
+
+def test_o_naming_the_file_standard_input_reads_is_refused(inputs: dict[str, Path]) -> None:
+    """``--host -`` with ``< snap`` and ``-o /dev/stdin``: /dev/stdin is that file."""
+    import subprocess
+    import sys
+
+    snap = inputs["snap"]
+    before = snap.read_bytes()
+    with snap.open("rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "pinning", "freeze", str(inputs["lock"]),
+                               "--host", "-", "-o", "/dev/stdin"], stdin=stdin,
+                              capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    assert "--host (standard input)" in done.stderr and "Traceback" not in done.stderr
+    assert snap.read_bytes() == before
+
+
+def test_lock_model_o_inside_the_model_folder_is_refused(tmp_path: Path) -> None:
+    """The model folder comes from LOCK's [model], not from a flag: its weights are inputs."""
+    import subprocess
+    import sys
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    weights = ckpt / "model.safetensors"
+    weights.write_bytes(b"\x00weights" * 100)
+    resolve = subprocess.run([sys.executable, "-m", "pinning", "resolve", "--gpu", "mi300x",
+                              "--framework", "pytorch==2.7", "--rocm", "7.1.1", "--model",
+                              "./ckpt", "--no-model-files", "-o", "pin.lock"],
+                             cwd=tmp_path, capture_output=True, text=True)
+    assert resolve.returncode == 0, resolve.stderr
+    code, err = run("lock", "model", str(tmp_path / "pin.lock"), "-o", str(weights))
+    assert code == 2 and "the model's files" in err, err
+    assert weights.read_bytes() == b"\x00weights" * 100
+    code, err = run("lock", "model", str(tmp_path / "pin.lock"), "-o",
+                    str(tmp_path / "pinned.lock"))
+    assert code == 0, err

@@ -8,39 +8,21 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pinning.lockfile.io import read_lock, write_lock
-from pinning.matrix.load import Matrix
+from pinning.lockfile.io import read_lock
 from tests.support.cli import json_result, pin
 from tests.support.hosts import HostCopy
-from tests.support.locks import lock_for
 from tests.support.paths import DATA, HOSTS, ROOT
-from tests.unit.remote.service import GOOD, FakeService, closed_port, fake_service
+from tests.unit.remote.service import GOOD, FakeService, closed_port
 
 HOST = HOSTS / "mi300x-rocm7.1"
 PROBE = ["--root", str(HOST / "root"), "--replay", str(HOST / "commands.toml")]
 
 
-@pytest.fixture
-def service() -> Iterator[FakeService]:
-    with fake_service() as svc:
-        yield svc
 
-
-@pytest.fixture(scope="module")
-def frozen_lock(tmp_path_factory: pytest.TempPathFactory, matrix: Matrix) -> Path:
-    from pinning.verify.freeze import freeze
-    from tests.support.hosts import recorded
-
-    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
-    frozen = freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="mi300x")[0]
-    path = tmp_path_factory.mktemp("locks") / "site.lock"
-    write_lock(frozen, path)
-    return path
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from pinning.lockfile.io import write_lock
-from pinning.matrix.load import Matrix
 from tests.support.cli import pin
 from tests.support.hosts import HostCopy
-from tests.support.locks import lock_for
 from tests.support.paths import HOSTS
-from tests.unit.remote.service import GOOD, FakeService, fake_service
+from tests.unit.remote.service import GOOD, FakeService
 
 HOST = HOSTS / "mi300x-rocm7.1"
 PROBE = ["--root", str(HOST / "root"), "--replay", str(HOST / "commands.toml")]
@@ -33,23 +29,7 @@ WHY = {"deep": "JSON nested too deeply", "huge-int": "a number too long to read"
        "deep-error-body": "", "not-json": "not JSON (not UTF-8 text: byte 0)"}
 
 
-@pytest.fixture
-def service() -> Iterator[FakeService]:
-    with fake_service() as svc:
-        yield svc
 
-
-@pytest.fixture(scope="module")
-def frozen_lock(tmp_path_factory: pytest.TempPathFactory, matrix: Matrix) -> Path:
-    """A lock frozen from the recorded mi300x host: that host matches it."""
-    from pinning.verify.freeze import freeze
-    from tests.support.hosts import recorded
-
-    lock = lock_for(matrix, "mi300x", "pytorch==2.7", rocm="7.1.1")
-    frozen = freeze(lock, recorded("mi300x-rocm7.1"), matrix, host_label="mi300x")[0]
-    path = tmp_path_factory.mktemp("locks") / "site.lock"
-    write_lock(frozen, path)
-    return path
 
 
 def _env() -> dict[str, str]:

@@ -59,10 +59,22 @@ def _raise_own_fd_limit(need: int) -> None:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     """A real pin serve with tight slow-client bounds: its URL, a report token, the lock."""
+    yield from _serve(tmp_path, HEADER_TIMEOUT_S, BODY_TIMEOUT_S)
+
+
+@pytest.fixture
+def patient(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    """As ``server``, with deadlines far past the test's waits: what closes a connection
+    there is not a deadline.
+    """
+    yield from _serve(tmp_path, 600, 600)
+
+
+def _serve(tmp_path: Path, header_s: float, body_s: float) -> Iterator[tuple[str, str, str]]:
     _raise_own_fd_limit(STALLED + 1024)
     config = tmp_path / "pin.toml"
-    config.write_text(f"[serve]\nheader-timeout = {HEADER_TIMEOUT_S}\n"
-                      f"body-timeout = {BODY_TIMEOUT_S}\nkeep-alive = 30\n"
+    config.write_text(f"[serve]\nheader-timeout = {header_s}\n"
+                      f"body-timeout = {body_s}\nkeep-alive = 30\n"
                       f"max-connections = {MAX_CONNECTIONS}\n")
     db = f"sqlite:///{tmp_path / 'pin.db'}"
     reporter = admin_token(db, "report")
@@ -163,28 +175,120 @@ def test_stalled_connections_are_shed_while_reports_are_answered(
           f"with {STALLED} stalled connections")
 
 
+def _until_closed(sock: socket.socket, within_s: float) -> bytes:
+    """What the server sent on ``sock`` until it closed it; fails past ``within_s``."""
+    sock.settimeout(within_s)
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        pytest.fail(f"still open after {within_s} s; got {got[:80]!r}")
+    return got
+
+
+def _connect(url: str) -> socket.socket:
+    host, port = url.removeprefix("http://").split(":")
+    return socket.create_connection((host, int(port)), timeout=10)
+
+
+def test_an_answer_before_the_body_closes_the_connection(
+        patient: tuple[str, str, str]) -> None:
+    """No token, a huge Content-Length and a trickled body: 401 at once, then closed (not
+    held for the body deadline, which is 600 s here), so such clients cannot fill the
+    connections either.
+    """
+    url, _, _ = patient
+    socks = []
+    for _ in range(MAX_CONNECTIONS + 50):
+        sock = _connect(url)
+        sock.sendall(b"POST /api/v1/hosts/n1/reports HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{")
+        socks.append(sock)
+    try:
+        for sock in socks:
+            assert _until_closed(sock, 30).startswith(b"HTTP/1.1 401 ")
+        assert requests.get(f"{url}/api/v1/health", timeout=10).status_code == 200
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_headers_past_64_kib_are_431(patient: tuple[str, str, str]) -> None:
+    url, _, _ = patient
+    with _connect(url) as sock:
+        sock.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ")
+        with contextlib.suppress(OSError):  # the server may close while this still sends
+            for _ in range(40):
+                sock.sendall(b"a" * 4096)
+        assert _until_closed(sock, 30).startswith(b"HTTP/1.1 431 ")
+
+
+def test_bytes_between_requests_start_the_header_deadline(
+        server: tuple[str, str, str]) -> None:
+    url, _, _ = server
+    with _connect(url) as sock:
+        sock.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        first = sock.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200 ")
+        sock.sendall(b"\r\n")  # starts no request, but is not idle either
+        rest = _until_closed(sock, HEADER_TIMEOUT_S + SLACK_S)
+        assert rest == b"" or rest.startswith(b"HTTP/1.1 408 ")
+
+
+def test_a_client_that_never_reads_its_answers_is_closed(
+        server: tuple[str, str, str]) -> None:
+    """Pipelined requests whose answers (OpenAPI documents) fill the socket buffers: once
+    the server cannot send for the body deadline, it closes the connection.
+    """
+    url, _, _ = server
+    host, port = url.removeprefix("http://").split(":")
+    size = len(requests.get(f"{url}/openapi.json", timeout=10).content)
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window
+        sock.connect((host, int(port)))
+        sock.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n" * 400)
+        time.sleep(BODY_TIMEOUT_S + 3)  # read nothing meanwhile
+        sock.settimeout(SLACK_S)
+        got = 0
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(1 << 20):
+                got += len(chunk)
+        # the server gave up: far fewer answers than asked for reached this socket
+        assert got < 400 * size // 2, (got, size)
+    assert requests.get(f"{url}/api/v1/health", timeout=10).status_code == 200
+
+
 class _Conn:
     def __init__(self) -> None:
         self.aborted = False
         self.transport = self
+        self.cycle = None
 
     def abort(self) -> None:
         self.aborted = True
 
+    def is_closing(self) -> bool:
+        return self.aborted
 
-def test_shedder_closes_the_oldest_waiting_then_idle_never_busy_or_the_newcomer() -> None:
+
+def test_shedder_closes_the_oldest_waiting_then_idle_then_receiving() -> None:
     shed = Shedder(Limits(max_connections=3))
-    busy, idle, old, young, newcomer = (_Conn() for _ in range(5))
+    busy, receiving, idle, old, young, newcomer = (_Conn() for _ in range(6))
+    shed.mark(receiving, "receiving")
     shed.mark(idle, "idle")
     shed.mark(old, "waiting")
     shed.mark(young, "waiting")
     shed.mark(newcomer, "waiting")
-    assert shed.make_room(newcomer, open_now=5)  # busy, idle, old, young, newcomer
-    assert old.aborted and young.aborted and not idle.aborted and not newcomer.aborted
-    assert shed.make_room(newcomer, open_now=4)  # then the idle one
-    assert idle.aborted and not busy.aborted and shed.shed == 3
+    assert shed.make_room(newcomer, open_now=6)  # all six open
+    assert old.aborted and young.aborted and idle.aborted
+    assert not receiving.aborted and not newcomer.aborted
+    assert shed.make_room(newcomer, open_now=4)  # then the one still sending its body
+    assert receiving.aborted and not busy.aborted and shed.shed == 4
     assert not shed.make_room(newcomer, open_now=4)  # only busy ones left: refuse
-    assert not newcomer.aborted
+    assert not newcomer.aborted and not busy.aborted
 
 
 def test_fd_limit_is_raised_for_the_connections() -> None:
