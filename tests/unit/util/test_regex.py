@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from pinning.util.regex import adjacent_repeats
 from tests.support.paths import ROOT
+from tests.support.regex import adjacent_repeats
 
 QUADRATIC = [
     r"^\s*ROCM-SMI version\s*:\s*(\S.*?)\s*$",

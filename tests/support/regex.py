@@ -4,7 +4,8 @@ Python's ``re`` backtracks. Two unbounded repeats next to each other that can ma
 same character (``(.*?)\\s*$``, ``([^:]+?)\\s*:``, ``(\\s*)([a-z ]+)``) let a line of n spaces
 be split between them in n ways at every start, so a 64 KiB line of spaces costs seconds
 (quadratic time). Every pattern pin applies to tool output must pass :func:`adjacent_repeats`;
-``tests/unit/util/test_regex.py`` scans the package for them.
+``tests/unit/util/test_regex.py`` scans the package for them. A test tool (it reads Python's
+private ``re._parser``), so it lives in tests/support, not in the package users install.
 """
 
 from __future__ import annotations
