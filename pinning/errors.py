@@ -16,6 +16,8 @@ class PinError(Exception):
     """
 
     exit_code: int = 1
+    #: A few words for the exit-code list of ``pin --help`` (:func:`exit_codes`).
+    summary: str = "error"
     default_hint: str = ""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
@@ -35,6 +37,7 @@ class InternalError(PinError):
     """A bug in pin itself (exit 1)."""
 
     exit_code = 1
+    summary = "bug (report it)"
     default_hint = "This is a bug in pin: re-run with --debug and report the traceback."
 
 
@@ -42,6 +45,7 @@ class UsageError(PinError):
     """A bad flag or a malformed specifier on the command line (exit 2)."""
 
     exit_code = 2
+    summary = "usage"
     default_hint = "See `pin COMMAND --help` for the accepted forms."
 
 
@@ -49,6 +53,7 @@ class MatrixError(PinError):
     """A matrix or other data file is invalid (exit 3)."""
 
     exit_code = 3
+    summary = "matrix or data file invalid"
     default_hint = "Fix the named file and field, or remove the overlay (--matrix / PIN_MATRIX)."
 
 
@@ -56,6 +61,7 @@ class NoValidatedCombination(PinError):
     """No validated combination satisfies the constraints (exit 4)."""
 
     exit_code = 4
+    summary = "no validated combination"
     default_hint = (
         "Relax a constraint (see the alternatives above), or add a row your team validated "
         "with a site overlay (--matrix FILE)."
@@ -66,6 +72,7 @@ class LockfileError(PinError):
     """A lockfile is unreadable, invalid or of an unknown version (exit 5)."""
 
     exit_code = 5
+    summary = "lockfile invalid"
     default_hint = ("Restore the file, or run `pin lock upgrade FILE` to re-resolve it and keep "
                     "its frozen host values.")
 
@@ -74,12 +81,14 @@ class DriftError(PinError):
     """Verification found drift between a host or image and its lock (exit 6)."""
 
     exit_code = 6
+    summary = "drift"
 
 
 class ProbeError(PinError):
     """The host probe failed as a whole (exit 7)."""
 
     exit_code = 7
+    summary = "probe failed or snapshot unreadable"
 
 
 class FormatError(ProbeError):
@@ -99,18 +108,21 @@ class BuildError(PinError):
     """A build or registry operation failed (exit 8)."""
 
     exit_code = 8
+    summary = "build or registry"
 
 
 class SignatureError(PinError):
     """A signature or attestation is invalid (exit 9)."""
 
     exit_code = 9
+    summary = "signature"
 
 
 class GuardRefused(PinError):
     """A guard refused a side effect or a forbidden combination (exit 10)."""
 
     exit_code = 10
+    summary = "guard refused"
 
 
 class AuditFailed(PinError):
@@ -119,6 +131,7 @@ class AuditFailed(PinError):
     """
 
     exit_code = 11
+    summary = "audit at or above --fail-on"
 
 
 class AcceptanceFailed(PinError):
@@ -128,6 +141,7 @@ class AcceptanceFailed(PinError):
     """
 
     exit_code = 12
+    summary = "acceptance gate failed"
     default_hint = ("Read the table above: each failed check names the measured value and "
                     "its limit. Fix the stack, or change the limit in the gates file on "
                     "purpose.")
@@ -140,6 +154,7 @@ class ServiceError(PinError):
     """
 
     exit_code = 13
+    summary = "pin service refused or unreachable"
     default_hint = ("Check the service URL (pin serve prints it when it starts), that it is "
                     "running, and the token: $PIN_TOKEN, $PIN_TOKEN_FILE or --token-file, "
                     "created with `pin serve token create`.")
@@ -154,6 +169,7 @@ class NothingToJudge(PinError):
     """
 
     exit_code = 14
+    summary = "nothing to judge (doctor)"
     default_hint = (
         "Paste a dump that shows the GPUs, drivers or installed packages, such as "
         "`python -m torch.utils.collect_env`, `pip list`, `amd-smi static` or `nvidia-smi`."
@@ -176,3 +192,10 @@ ALL_ERRORS: tuple[type[PinError], ...] = (
     ServiceError,
     NothingToJudge,
 )
+
+
+def exit_codes() -> list[tuple[int, str]]:
+    """``(code, summary)`` for success (0) and every class of :data:`ALL_ERRORS`, by code:
+    the list ``pin --help`` prints, generated here so it cannot miss a code.
+    """
+    return [(0, "ok"), *sorted((cls.exit_code, cls.summary) for cls in ALL_ERRORS)]

@@ -23,7 +23,7 @@ import click
 
 from pinning import __version__
 from pinning.cli.envelope import has_result, remember_args, wants_json, write_envelope
-from pinning.errors import InternalError, PinError, UsageError
+from pinning.errors import InternalError, PinError, UsageError, exit_codes
 from pinning.util.text import printable
 
 __all__ = ["WORKFLOW", "PinGroup", "main"]
@@ -149,10 +149,16 @@ class PinGroup(click.Group):
             _fail(InternalError(f"unexpected {type(exc).__name__}: {exc}"), debug, ctx)
 
 
-@click.group(cls=PinGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PinGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Exit codes: " + ", ".join(f"{code} {what}" for code, what in exit_codes())
+             + ".")
 @click.version_option(__version__, prog_name="pin")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-def main(debug: bool) -> None:
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default=None,
+              envvar="PIN_COLOR", show_envvar=True,
+              help="Colour and tables: auto (on a terminal, unless NO_COLOR is set), always, "
+                   "never.")
+def main(debug: bool, color: str | None) -> None:
     """pin: lock a validated GPU stack (firmware, driver, ROCm/CUDA, frameworks) and keep
     hosts and images on it.
 
@@ -167,11 +173,13 @@ def main(debug: bool) -> None:
       pin doctor collect_env.txt                            # diagnose a pasted dump
       pin lock check pin.lock                               # CI: same stack today?
       pin lock upgrade pin.lock --rocm '==7.2.0'            # move on, keep host values
-
-    Exit codes: 0 ok, 1 bug, 2 usage, 3 matrix data invalid, 4 no validated combination,
-    5 lockfile invalid, 6 drift, 7 probe failed, 8 build/registry, 9 signature, 10 guard,
-    12 acceptance gate failed, 14 nothing to judge (doctor).
     """
+    if color is not None:  # read by every table and colour (render.terminal_style)
+        import os
+
+        os.environ["PIN_COLOR"] = color
+        # click.echo strips ANSI escapes off a terminal unless the context says otherwise
+        click.get_current_context().color = {"always": True, "never": False}.get(color)
 
 
 def _register_commands() -> None:

@@ -56,6 +56,10 @@ without ``--full``."""
 
 
 # ------------------------------------------------------------------------------ terminal
+#: The environment variable ``pin --color`` sets: ``auto``, ``always`` or ``never``.
+COLOR_ENV = "PIN_COLOR"
+
+
 @dataclass(frozen=True)
 class Style:
     """How to draw output: ``rich`` tables (a terminal) or plain aligned text (a pipe or a
@@ -75,9 +79,11 @@ def _model_text(model: Model) -> str:
 
 
 def terminal_style(stream: TextIO | None = None) -> Style:
-    """The :class:`Style` for ``stream`` (default standard output): rich tables only on a
-    terminal whose ``TERM`` is not ``dumb``, colour only there and when ``NO_COLOR`` is unset
-    or empty.
+    """The :class:`Style` for ``stream`` (default standard output), by ``PIN_COLOR``
+    (``pin --color``): ``auto`` (the default) draws rich tables only on a terminal whose
+    ``TERM`` is not ``dumb``, in colour only there and when ``NO_COLOR`` is unset or empty;
+    ``always`` draws them in colour anywhere (a flag wins over ``NO_COLOR``, as
+    https://no-color.org asks); ``never`` draws no colour, tables still on a terminal.
     """
     import shutil
 
@@ -87,8 +93,12 @@ def terminal_style(stream: TextIO | None = None) -> Style:
     except (AttributeError, ValueError):
         tty = False
     tty = tty and os.environ.get("TERM") != "dumb"
-    return Style(rich=tty, color=tty and not os.environ.get("NO_COLOR"),
-                 width=shutil.get_terminal_size((100, 24)).columns)
+    mode = os.environ.get(COLOR_ENV, "auto")
+    width = shutil.get_terminal_size((100, 24)).columns
+    if mode == "always":
+        return Style(rich=True, color=True, width=width)
+    return Style(rich=tty, color=mode != "never" and tty and not os.environ.get("NO_COLOR"),
+                 width=width)
 
 
 def _cell(text: str) -> str:

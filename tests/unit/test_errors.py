@@ -29,3 +29,20 @@ def test_render_is_message_then_hint() -> None:
     err = UsageError("bad flag --x", hint="use --y")
     assert err.render() == "bad flag --x\nuse --y"
     assert err.exit_code == 2
+
+
+def test_top_level_help_lists_every_exit_code() -> None:
+    """The list is generated from ALL_ERRORS: a new error class shows up in ``pin --help``."""
+    import re
+
+    from click.testing import CliRunner
+
+    from pinning.cli import main
+    from pinning.errors import exit_codes
+
+    text = " ".join(CliRunner().invoke(main, ["--help"]).output.split())
+    listed = text.split("Exit codes: ", 1)[1]
+    assert [int(n) for n in re.findall(r"(?:^|, )(\d+) ", listed)] == sorted(
+        {0, *(cls.exit_code for cls in ALL_ERRORS)})
+    for code, what in exit_codes():
+        assert f"{code} {what}" in listed
