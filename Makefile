@@ -8,10 +8,11 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Every optional part (all) and the test tools (dev), at the versions CI tested.
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[all,dev]'
 	touch $(STAMP)
 
 # The recorded MI300X host (ROCm 7.1.1) the demo probes, freezes into a lock and verifies.

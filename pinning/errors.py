@@ -176,6 +176,44 @@ class NothingToJudge(PinError):
     )
 
 
+class MissingExtra(PinError):
+    """The command needs an optional part of pin that is not installed (exit 15): the
+    message names the part (an extra of the ``pin`` distribution) and the module missing.
+    """
+
+    exit_code = 15
+    summary = "optional part not installed"
+
+
+#: Which extra of the ``pin`` distribution brings each optional top-level module (see
+#: ``[project.optional-dependencies]`` in pyproject.toml).
+EXTRA_OF: dict[str, str] = {
+    "docker": "image", "cryptography": "image", "uv": "image",
+    "fastapi": "serve", "starlette": "serve", "uvicorn": "serve", "uvloop": "serve",
+    "httptools": "serve", "sqlalchemy": "serve", "alembic": "serve", "psycopg": "serve",
+    "prometheus_client": "serve",
+    "matplotlib": "report",
+    "aiohttp": "accept", "tokenizers": "accept",
+}
+
+
+def missing_extra(exc: ModuleNotFoundError, command: str = "pin") -> MissingExtra | None:
+    """The :class:`MissingExtra` for ``exc`` when the module it could not import comes
+    with an extra of pin (:data:`EXTRA_OF`), naming ``command`` (``pin serve``); ``None``
+    for any other module (a bug, or a broken install).
+    """
+    module = (exc.name or "").split(".")[0]
+    extra = EXTRA_OF.get(module)
+    if extra is None:
+        return None
+    return MissingExtra(
+        f"{command} needs pin's optional part '{extra}', which is not installed ({module} "
+        "could not be imported).",
+        hint=f"Install it where pin lives: pip install 'pin[{extra}]' (a tool install: "
+             f"pipx install --force 'pin[{extra}]' or uv tool install 'pin[{extra}]'); "
+             "'pin[all]' brings every part.")
+
+
 ALL_ERRORS: tuple[type[PinError], ...] = (
     InternalError,
     UsageError,
@@ -191,6 +229,7 @@ ALL_ERRORS: tuple[type[PinError], ...] = (
     AcceptanceFailed,
     ServiceError,
     NothingToJudge,
+    MissingExtra,
 )
 
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from pinning.audit.model import DeclaredPackage, Skipped
 from pinning.errors import UsageError
-from pinning.util.proc import uv_environment
+from pinning.util.proc import find_uv, uv_environment
 from pinning.util.text import printable
 
 __all__ = ["DEFAULT_PLATFORM", "DEFAULT_TIMEOUT_S", "parse_compile_output", "resolve_closure",
@@ -171,14 +171,6 @@ def _hint(stderr: str) -> str:
             "that is not on PyPI (a CUDA or ROCm wheel index, for instance).")
 
 
-def _find_uv() -> str:
-    try:
-        import uv
-        return str(uv.find_uv_bin())
-    except (ImportError, FileNotFoundError, OSError) as exc:
-        raise _no_uv(str(exc)) from None
-
-
 def _no_uv(detail: str) -> UsageError:
     return UsageError(
         "pin audit --requirement resolves the closure with uv, and no uv executable was "
@@ -267,7 +259,7 @@ def resolve_closure(requirements: list[str], *, index_urls: Sequence[str] = (),
     if not reqs:
         return [], []
     version = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
-    cmd = uv_compile_command(_find_uv(), indexes, version.strip(),
+    cmd = uv_compile_command(find_uv("pin audit --requirement"), indexes, version.strip(),
                              (python_platform or DEFAULT_PLATFORM).strip())
     label = "--requirement " + " ".join(reqs)
     shown = printable(", ".join(reqs), newlines=False)

@@ -23,7 +23,7 @@ import click
 
 from pinning import __version__
 from pinning.cli.envelope import has_result, remember_args, wants_json, write_envelope
-from pinning.errors import InternalError, PinError, UsageError, exit_codes
+from pinning.errors import InternalError, PinError, UsageError, exit_codes, missing_extra
 from pinning.util.text import printable
 
 __all__ = ["WORKFLOW", "PinGroup", "main"]
@@ -145,6 +145,9 @@ class PinGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("pin: interrupted", err=True)
             sys.exit(130)
+        except ModuleNotFoundError as exc:  # an optional part not installed: exit 15
+            _fail(missing_extra(exc, _command_path(ctx))
+                  or InternalError(f"unexpected {type(exc).__name__}: {exc}"), debug, ctx)
         except Exception as exc:  # a bug: exit 1 with a report hint
             _fail(InternalError(f"unexpected {type(exc).__name__}: {exc}"), debug, ctx)
 

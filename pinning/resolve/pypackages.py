@@ -34,7 +34,7 @@ from pathlib import Path
 from pinning.errors import BuildError, UsageError
 from pinning.lockfile.models import Lockfile, Wheel, is_loopback_host
 from pinning.resolve.pylock import choose_wheels, redact, target_tags
-from pinning.util.proc import uv_environment
+from pinning.util.proc import find_uv, uv_environment
 from pinning.util.text import printable
 
 __all__ = ["DEFAULT_TIMEOUT_S", "PYPI_SIMPLE", "PYTORCH_WHEEL_INDEX", "PackagesPlan",
@@ -393,16 +393,6 @@ def _uv_hint(stderr: str) -> str:
             "pins of an older stack; --index for a package that is not on PyPI).")
 
 
-def _find_uv() -> str:
-    try:
-        import uv
-        return str(uv.find_uv_bin())
-    except (ImportError, FileNotFoundError, OSError) as exc:
-        raise UsageError(f"pin lock packages resolves with uv, and no uv executable was found "
-                         f"({printable(str(exc), newlines=False)[:200]}).",
-                         hint="Install pin with its dependencies (uv is one).") from None
-
-
 def run_uv(plan: PackagesPlan, *, timeout: float = DEFAULT_TIMEOUT_S, uv: str | None = None
            ) -> str:
     """Run :func:`uv_pylock_command` on ``plan`` and return uv's ``pylock.toml`` text.
@@ -412,7 +402,7 @@ def run_uv(plan: PackagesPlan, *, timeout: float = DEFAULT_TIMEOUT_S, uv: str | 
     requirements have no solution (no matching version, no wheel for the target). uv's
     reason is quoted, clipped, control characters escaped, index credentials as ``***``.
     """
-    cmd = uv_pylock_command(uv or _find_uv(), plan)
+    cmd = uv_pylock_command(uv or find_uv("pin lock packages"), plan)
     try:
         proc = subprocess.run(cmd, input="\n".join(plan.requirements) + "\n",
                               capture_output=True, text=True, encoding="utf-8",

@@ -231,3 +231,26 @@ def uv_environment(environ: Mapping[str, str]) -> dict[str, str]:
     env = {k: v for k, v in environ.items() if not k.startswith("UV_") or k in KEPT_UV_VARS}
     env.update(UV_NO_CONFIG="1", UV_NO_PROGRESS="1", NO_COLOR="1")
     return env
+
+
+def find_uv(command: str) -> str:
+    """The ``uv`` executable ``command`` (``pin lock packages``) runs: the one the ``uv``
+    package ships (pin's ``image`` extra), else ``uv`` on ``PATH``. Raises
+    :class:`~pinning.errors.MissingExtra` (exit 15) naming the extra when there is none.
+    """
+    import shutil
+
+    try:
+        import uv
+
+        return str(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError, OSError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    from pinning.errors import MissingExtra
+
+    raise MissingExtra(f"{command} resolves with uv, and no uv executable was found (pin's "
+                       "optional part 'image' ships one).",
+                       hint="Install it where pin lives: pip install 'pin[image]', or put "
+                            "uv on PATH.")

@@ -8,7 +8,7 @@ from pinning.errors import ALL_ERRORS, PinError, UsageError
 def test_exit_codes_are_unique_and_cover_design_table() -> None:
     codes = [cls.exit_code for cls in ALL_ERRORS]
     assert len(codes) == len(set(codes))
-    assert sorted(codes) == list(range(1, 15))  # DESIGN.md §4: 1-14, 13 = a pin service
+    assert sorted(codes) == list(range(1, 16))  # DESIGN.md §4: 1-15, 15 = an extra missing
 
 
 def test_every_error_subclass_is_listed() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pinning.audit.closure import parse_compile_output, resolve_closure
 from pinning.audit.model import DeclaredPackage, Skipped
-from pinning.errors import UsageError
+from pinning.errors import MissingExtra, UsageError
 from tests.support.pyindex import serve_index
 
 GRAPH: dict[str, list[str]] = {
@@ -153,16 +153,18 @@ def test_bad_requirement_is_refused_before_uv_runs(
     assert "\n" not in err.value.message
 
 
-def test_good_requirement_passes_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_good_requirement_passes_validation(monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
     import uv
 
     def no_uv() -> str:
         raise FileNotFoundError("probe")
 
     monkeypatch.setattr(uv, "find_uv_bin", no_uv)
-    with pytest.raises(UsageError) as err:  # validation passed: it reached the uv lookup
+    monkeypatch.setenv("PATH", str(tmp_path))  # no uv on PATH either
+    with pytest.raises(MissingExtra) as err:  # validation passed: it reached the uv lookup
         resolve_closure(["flash-attn[x]>=2.6,<3; sys_platform == 'linux'"])
-    assert "no uv executable was found (probe)" in err.value.message
+    assert "no uv executable was found" in err.value.message
 
 
 def test_bad_index_url_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,17 +173,38 @@ def test_bad_index_url_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "not an http(s) or file URL" in err.value.message
 
 
-def test_missing_uv_says_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_uv_names_the_extra_that_ships_it(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
     import uv
 
     def gone() -> str:
         raise FileNotFoundError("uv binary not found")
 
     monkeypatch.setattr(uv, "find_uv_bin", gone)
-    with pytest.raises(UsageError) as err:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(MissingExtra) as err:
         resolve_closure(["app==1.0"])
-    assert "no uv executable was found" in err.value.message
-    assert err.value.hint == "Install uv into pin's environment (`pip install uv`), then run again."
+    assert err.value.exit_code == 15
+    assert "pin audit --requirement resolves with uv" in err.value.message
+    assert "pip install 'pin[image]'" in err.value.hint
+
+
+def test_uv_on_path_serves_without_the_package(monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path) -> None:
+    """Without the uv package, a uv on PATH is the one pin runs."""
+    import uv
+
+    from pinning.util.proc import find_uv
+
+    def gone() -> str:
+        raise FileNotFoundError("uv binary not found")
+
+    fake = tmp_path / "uv"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(uv, "find_uv_bin", gone)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert find_uv("pin lock packages") == str(fake)
 
 
 def test_uv_path_that_does_not_run_says_to_install_it(
