@@ -31,6 +31,18 @@ def human_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
+def _stopped(seconds: float | None) -> str:
+    """``stopped (N s)`` when a task ends while an exception propagates (its ``done()`` runs
+    in a ``finally`` block of a step that failed), so no "done" line stands just before the
+    error; ``""`` otherwise.
+    """
+    import sys
+
+    if sys.exc_info()[1] is None:
+        return ""
+    return "stopped" + (f" ({seconds:.1f} s)" if seconds is not None else "")
+
+
 class _LineTask:
     def __init__(self, sink: LineProgress, label: str, total: int | None) -> None:
         self._sink, self._label, self._total = sink, label, total
@@ -49,6 +61,7 @@ class _LineTask:
                 return
             self._finished = True
             seconds = time.monotonic() - self._started
+        note = note or _stopped(seconds)
         if note:
             self._sink.line(f"{self._label}: {note}")
             return
@@ -91,6 +104,7 @@ class _RichTask:
         if self._finished:
             return
         self._finished = True
+        note = note or _stopped(None)
         if note:
             task = next((t for t in self._bars.tasks if t.id == self._id), None)
             label = task.description if task is not None else ""

@@ -74,3 +74,25 @@ def test_bars_on_a_terminal_from_several_threads() -> None:
     text = out.getvalue()
     assert all(f"compress layer {i}" in text for i in range(4))
     assert "mounted from pin/base" in text
+
+
+def test_a_step_that_fails_says_stopped_not_done() -> None:
+    """A task ended from a ``finally`` while its step raises prints no "done" line just
+    before the error; one that ends cleanly still does.
+    """
+    out = io.StringIO()
+    with progress_for("text", stream=out) as progress:
+        task = progress.task("resolve 3 requirement(s) with uv")
+        try:
+            try:
+                raise RuntimeError("uv failed")
+            finally:
+                task.done()
+        except RuntimeError:
+            pass
+        clean = progress.task("fetch 2 wheel(s)")
+        clean.done()
+    lines = out.getvalue().splitlines()
+    assert lines[1].startswith("  resolve 3 requirement(s) with uv: stopped (")
+    assert "done" not in lines[1]
+    assert lines[3].startswith("  fetch 2 wheel(s): done (")
