@@ -162,10 +162,13 @@ def _add_security_scheme(app: FastAPI) -> None:
     """Give the OpenAPI document the ``bearer`` HTTP security scheme the operations name."""
     from fastapi.openapi.utils import get_openapi
 
+    from pinning.serve.api.hosts import REPORT_DOC
+
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version,
-                                 description=app.description, routes=app.routes)
+                                 description=app.description,
+                                 routes=[*app.routes, REPORT_DOC])
             schema.setdefault("components", {})["securitySchemes"] = {
                 "bearer": {"type": "http", "scheme": "bearer",
                            "description": "A pin serve token: `pin serve token create`."}}

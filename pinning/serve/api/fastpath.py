@@ -6,11 +6,10 @@ dependency solving and request objects cost more than verifying a report: measur
 project's 2-CPU machine), the FastAPI route took 1,044 reports/s (p99 78 ms), this middleware
 2,852 reports/s (p99 30 ms). :class:`ReportFastPath` is a pure ASGI middleware
 (https://asgi.readthedocs.io/en/latest/specs/www.html, read 2026-12-01) that answers exactly
-that method and path itself, with the same checks as the FastAPI route
-(:func:`pinning.serve.api.hosts.post_report`, which still documents it in OpenAPI): the
+that path itself, the one door of it (:data:`pinning.serve.api.hosts.REPORT_DOC` only
+describes it in the OpenAPI document; any other method is 405 with ``Allow: POST``): the
 token first (401 / 403, before the query or any of the body is read), the query (422), the
-Content-Type (415), the
-Content-Length and the streamed size against ``[serve]
+Content-Type (415), the Content-Length and the streamed size against ``[serve]
 max-body-bytes`` (400 / 413), then :func:`~pinning.serve.api.hosts.ingest_report`. Every
 other request goes on to FastAPI untouched. Errors have the one error shape
 (:func:`pinning.serve.errors.error_response`). A request of any path whose path or query
@@ -42,7 +41,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PREFIX = "/api/v1/hosts/"
 SUFFIX = "/reports"
-#: Query parameters longer than these are refused as FastAPI's route refuses them (422).
+#: Query parameters longer than these are refused (422), as the OpenAPI document says.
 MAX_QUERY = {"group": 255, "lock": 200, "scope": 20}
 
 
@@ -57,10 +56,10 @@ def has_nul(scope: Scope) -> bool:
 
 
 def report_host(scope: Scope) -> str | None:
-    """The ``{host}`` of a ``POST /api/v1/hosts/{host}/reports`` request (``None``: another
-    request). ``{host}`` is one path segment, as FastAPI's route matches it.
+    """The ``{host}`` of a request to ``/api/v1/hosts/{host}/reports``, any method
+    (``None``: another path). ``{host}`` is one path segment.
     """
-    if scope["type"] != "http" or scope["method"] != "POST":
+    if scope["type"] != "http":
         return None
     path: str = scope["path"]
     if not (path.startswith(PREFIX) and path.endswith(SUFFIX)):
@@ -87,6 +86,11 @@ class ReportFastPath:
         host = report_host(scope)
         if host is None:
             await self.app(scope, receive, send)
+            return
+        if scope["method"] != "POST":  # the one door of this path takes POST alone
+            await error_response(405, "This path does not take that method.",
+                                 "POST the snapshot (pin verify --report-to does).",
+                                 {"Allow": "POST"})(scope, receive, send)
             return
         from pinning.serve.api.models import json_response
 
