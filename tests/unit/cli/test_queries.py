@@ -174,8 +174,9 @@ def test_help_groups_commands_by_workflow() -> None:
         t for t, names in WORKFLOW if set(names) & set(main.commands)] + (
         ["Other commands"] if set(main.commands) - {n for _, ns in WORKFLOW for n in ns}
         else [])
-    listed = [ln.split()[0] for ln in r.stdout.split("Options:")[1].splitlines()
-              if ln.startswith("  ") and not ln.strip().startswith("-")]
+    commands = r.stdout.split("Options:")[1].split("Exit codes:")[0]  # before the epilog
+    listed = [ln.split()[0] for ln in commands.splitlines()  # "  name  summary" lines only
+              if ln.startswith("  ") and ln[2:3] not in (" ", "-", "")]
     assert sorted(listed) == sorted(main.commands)
 
 
