@@ -55,6 +55,13 @@ def drift_word(finding: Finding) -> str:
             f"{_word(finding.expected, 'unknown')}!={_word(finding.actual, have_empty)}")
 
 
+def word_fact(word: str) -> str:
+    """The fact of a :func:`drift_word` (``firmware.mec`` of ``firmware.mec[0] 0x1!=0x2``):
+    no GPU index, no values; ``unknown`` for an empty word.
+    """
+    return word.split(" ", 1)[0].split("[", 1)[0] or "unknown"
+
+
 def other_facts(drift: Sequence[Finding]) -> int:
     """How many facts (distinct ``fact`` dotted paths, whatever the GPU) drifted besides
     that of the first finding of ``drift``; 0 for none. Pure.

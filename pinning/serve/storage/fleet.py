@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from pinning.errors import UsageError
+from pinning.fleet.reason import word_fact
 from pinning.serve.storage.models import GroupLockRow, HostRow, LockRow
 from pinning.serve.storage.queries import (
     HOSTS,
@@ -110,9 +111,9 @@ class FleetMixin:
 
     def drift_by_fact(self) -> dict[str, int]:
         """Drifting hosts per drifting fact's name in their latest report (a host counted
-        once per name), for ``/metrics``: the name is a stored word's ``<fact>`` without
-        GPU index or values (``firmware.mec`` of ``firmware.mec[0] 0x1!=0x2``), so the keys
-        are bounded by what pin checks, never by values read from hosts.
+        once per name), for ``/metrics``: the name is a stored word's fact without GPU index
+        or values (:func:`~pinning.fleet.reason.word_fact`), so the keys are bounded by what
+        pin checks, never by values read from hosts.
         """
         from sqlalchemy import select
 
@@ -120,7 +121,7 @@ class FleetMixin:
         query = select(HOSTS.c.last_reasons).where(HOSTS.c.last_result == "drift")
         with self._guard(), self._read.connect() as conn:
             for (reasons,) in conn.execute(query):
-                words.update({_fact_name(w) for w in reasons or ()})
+                words.update({word_fact(w) for w in reasons or ()})
         return dict(sorted(words.items()))
 
     def last_seen_by_host(self) -> dict[str, dt.datetime]:
@@ -211,10 +212,3 @@ class FleetMixin:
                 LockRow.content_hash == lock_hash)).first() is None:
             raise UsageError(f"Lock {lock_hash!r} is not stored, so it cannot be assigned.",
                              hint="Push it first with `pin lock push FILE`.")
-
-
-def _fact_name(word: str) -> str:
-    """``<fact>`` of a drift word ``<fact>[<gpu>] <want>!=<have>``
-    (:func:`pinning.fleet.reason.drift_word`).
-    """
-    return word.split(" ", 1)[0].split("[", 1)[0] or "unknown"

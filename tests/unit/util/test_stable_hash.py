@@ -128,20 +128,23 @@ def test_a_file_deleted_while_read_is_gone_not_a_digest(
 
 # --- where pin hashes files: model files for a lock, probes ----------------------------------
 
-def model_folder(tmp_path: Path) -> Path:
+def model_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                 rewrites: int) -> tuple[Path, Path, Path]:
+    """A model folder whose weights are rewritten ``rewrites`` times while hashed: the
+    folder, the digest cache file and the weights file.
+    """
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir(parents=True)
     (ckpt / "config.json").write_bytes(b'{"hidden_size": 384}\n')
-    (ckpt / "model.safetensors").write_bytes(bytes(range(256)) * 64)
-    return ckpt
+    weights = ckpt / "model.safetensors"
+    weights.write_bytes(bytes(range(256)) * 64)
+    rewrite_while_hashing(monkeypatch, weights, grow(weights), times=rewrites)
+    return ckpt, tmp_path / "cache" / "model-digests.json", weights
 
 
 def test_a_folder_file_changed_once_is_pinned_with_its_new_bytes(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    ckpt = model_folder(tmp_path)
-    store = tmp_path / "cache" / "model-digests.json"
-    weights = ckpt / "model.safetensors"
-    rewrite_while_hashing(monkeypatch, weights, grow(weights), times=1)
+    ckpt, store, weights = model_folder(tmp_path, monkeypatch, rewrites=1)
     tree = read_model_dir(ckpt, hasher=Hasher(store, workers=2))
     got = {f.path: (f.size, f.sha256) for f in tree.files}
     now = weights.read_bytes()
@@ -152,10 +155,7 @@ def test_a_folder_file_changed_once_is_pinned_with_its_new_bytes(
 
 def test_a_folder_file_that_keeps_changing_refuses_the_read(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    ckpt = model_folder(tmp_path)
-    store = tmp_path / "cache" / "model-digests.json"
-    weights = ckpt / "model.safetensors"
-    rewrite_while_hashing(monkeypatch, weights, grow(weights), times=99)
+    ckpt, store, weights = model_folder(tmp_path, monkeypatch, rewrites=99)
     with pytest.raises(DriftError, match=r"model\.safetensors: the file changed") as err:
         read_model_dir(ckpt, hasher=Hasher(store, workers=1))
     assert err.value.exit_code == 6 and str(weights) in err.value.message
@@ -179,8 +179,7 @@ def test_a_hub_blob_that_keeps_changing_refuses_the_read(
 def test_a_probe_of_a_changing_model_file_is_exit_6_not_a_reason(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     root = tmp_path / "root"
-    ckpt = model_folder(root / "models")
-    weights = ckpt / "model.safetensors"
+    _, _, weights = model_folder(root / "models", monkeypatch, rewrites=0)
     always = rewrite_while_hashing(monkeypatch, weights, grow(weights), times=99)
     with pytest.raises(DriftError, match="changed while pin was hashing it"):
         probe_model(HostRoot(root), {"HOME": "/root"}, model=Model(path="/models/ckpt"),
