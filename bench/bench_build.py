@@ -30,14 +30,11 @@ from common import median_s, report
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pinning.image.engine import (  # noqa: E402
-    base_docs,
-    base_skip,
-    build_once,
-    export_layers,
-)
+from pinning.image.assemble import assemble  # noqa: E402
+from pinning.image.build import base_docs, base_skip, build_once  # noqa: E402
+from pinning.image.engine import export_layers  # noqa: E402
 from pinning.image.layers import compressor_identity, default_jobs, gzip_layer  # noqa: E402
-from pinning.image.plan import BuildPlan, assemble  # noqa: E402
+from pinning.image.plan import BuildPlan  # noqa: E402
 from pinning.image.record import record  # noqa: E402
 from pinning.lockfile.io import write_lock  # noqa: E402
 from pinning.oci.registry import Registry  # noqa: E402

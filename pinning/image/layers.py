@@ -329,11 +329,3 @@ def gzip_layer(tar_bytes: bytes, *, level: int = GZIP_LEVEL, jobs: int | None = 
     :class:`~pinning.oci.documents.LayerBlob`: header MTIME 0, no file name.
     """
     return gzip_layers([tar_bytes], level=level, jobs=jobs, block_size=block_size)[0]
-
-
-def parallel_gzip(data: bytes, *, level: int = GZIP_LEVEL, block_size: int = GZIP_BLOCK_BYTES,
-                  jobs: int | None = None) -> bytes:
-    """The gzip bytes :func:`gzip_layer` makes of ``data`` (for callers that need no digests)."""
-    blob = gzip_layer(data, level=level, jobs=jobs, block_size=block_size)
-    assert blob.data is not None
-    return blob.data

@@ -30,7 +30,7 @@ from typing import Any
 from pinning.errors import BuildError
 from pinning.image.engine import build_tag, engine_errors
 from pinning.oci.documents import LOCK_LABEL
-from pinning.oci.registry import clip_text
+from pinning.oci.text import clip_text
 
 _STEP = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
 BUILD_TAG_PREFIX = "pin-build:"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pinning.errors import BuildError
-from pinning.image.engine import Built
+from pinning.image.build import Built
 from pinning.image.layers import compressor_identity
 from pinning.lockfile.io import amend, write_lock
 from pinning.lockfile.models import Image, Lockfile, Pinned

@@ -1,4 +1,4 @@
-"""Registry credentials from the Docker config, and the ``WWW-Authenticate`` challenge parser.
+"""Registry credentials from the Docker config, read the way the Docker CLI reads them.
 
 pin reads the credentials ``docker login`` stores, the way the Docker CLI finds them
 (docker/cli@0b4503c57f219814ed4ff48176c43fe82ae811d7:cli/config/configfile/file.go,
@@ -22,6 +22,11 @@ docker/cli@5c5e169ebee1c5c73b4a05c782928abbc423b73d:cli/config/credentials/nativ
 
 Secrets never appear in a message, a ``repr`` or a log: errors name the file or the helper.
 Every failure is a :class:`~pinning.errors.BuildError` (exit 8).
+
+pin keeps this reader instead of the Docker SDK's ``docker.auth`` / ``docker.credentials``
+(docker 7.2): those read a malformed config as empty, skip ``username`` / ``password``
+entries, run a helper without a time limit and quote a failing helper's output (which may
+hold the secret), and ``pin login`` must work without the ``image`` extra that brings them.
 """
 
 from __future__ import annotations
@@ -199,8 +204,12 @@ def _helper_name(name: str, where: str, path: Path) -> str:
     return name
 
 
-def _from_helper(name: str, key: str) -> Credentials | None:
-    """Ask ``docker-credential-NAME get`` for ``key``; ``None`` when it has no entry."""
+def run_helper(name: str, verb: str, payload: str) -> subprocess.CompletedProcess[bytes]:
+    """Run ``docker-credential-NAME VERB`` with ``payload`` on standard input (at most
+    :data:`HELPER_TIMEOUT_S` seconds) and return what it did; its output is for the caller,
+    never for a message (it may hold the secret). Raises :class:`BuildError` when the helper
+    is not on PATH, cannot be run or does not answer in time.
+    """
     program = HELPER_PREFIX + name
     exe = shutil.which(program)
     where = f"the credential helper {program}"
@@ -209,15 +218,23 @@ def _from_helper(name: str, key: str) -> Credentials | None:
                          hint=f"Install {program}, or remove \"credsStore\" / \"credHelpers\" "
                               "from the Docker config and run `docker login` again.")
     try:
-        done = subprocess.run([exe, "get"], input=key.encode(), capture_output=True,
+        return subprocess.run([exe, verb], input=payload.encode(), capture_output=True,
                               timeout=HELPER_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         raise BuildError(f"{where} did not answer in {HELPER_TIMEOUT_S:g} s.",
-                         hint="Unlock its keychain, or run it by hand: "
-                              f"echo {key} | {program} get") from None
+                         hint="Unlock its keychain, or run it by hand: " + (
+                             f"echo {payload} | {program} get" if verb == "get"
+                             else f"{program} list")) from None
     except OSError as exc:
         raise BuildError(f"{where} cannot be run ({exc.strerror}).",
                          hint=f"Check {exe} is executable.") from None
+
+
+def _from_helper(name: str, key: str) -> Credentials | None:
+    """Ask ``docker-credential-NAME get`` for ``key``; ``None`` when it has no entry."""
+    program = HELPER_PREFIX + name
+    where = f"the credential helper {program}"
+    done = run_helper(name, "get", key)
     out = done.stdout.decode("utf-8", "replace").strip()
     if done.returncode != 0:
         if HELPER_NOT_FOUND in out:
@@ -311,100 +328,3 @@ def engine_auth(host: str, *, path: Path | None = None) -> dict[str, str] | None
     if creds.username is None or creds.password is None:
         return None
     return {"username": creds.username, "password": creds.password, "serveraddress": server}
-
-
-# -- WWW-Authenticate (RFC 7235 section 4.1, https://www.rfc-editor.org/rfc/rfc7235, June 2014;
-# RFC 9110 section 11.6.1, https://www.rfc-editor.org/rfc/rfc9110, June 2022) ---------------
-
-_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
-                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_TOKEN68 = frozenset("-._~+/0123456789abcdefghijklmnopqrstuvwxyz"
-                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_SPACE = frozenset(" \t")
-
-
-@dataclass(frozen=True)
-class Challenge:
-    """One authentication challenge: ``scheme`` in lower case (``basic``, ``bearer``),
-    ``params`` with lower-case names and unquoted values (the first of a repeated name
-    wins), ``token68`` when the challenge carries one instead of parameters.
-    """
-
-    scheme: str
-    params: dict[str, str]
-    token68: str | None = None
-
-
-def parse_challenges(header: str) -> list[Challenge]:
-    """The challenges of a ``WWW-Authenticate`` value (several may be joined by commas, as
-    when a client merges repeated headers), e.g. ``Bearer realm="https://a/t",service="r",
-    scope="repository:x:pull,push"``. Quoted strings may hold commas, ``=`` and
-    backslash-escaped quotes. One left-to-right pass (linear in the length); malformed text
-    ends the parse with what was read so far, never an exception.
-    """
-    out: list[Challenge] = []
-    i, n = 0, len(header)
-    current: Challenge | None = None
-    while i < n:
-        while i < n and (header[i] in _SPACE or header[i] == ","):
-            i += 1
-        start = i
-        while i < n and header[i] in _TCHAR:
-            i += 1
-        name = header[start:i]
-        if not name:
-            break  # a character no rule allows here
-        j = i
-        while j < n and header[j] in _SPACE:
-            j += 1
-        if current is not None and j < n and header[j] == "=":
-            value, i = _param_value(header, j + 1)
-            current.params.setdefault(name.lower(), value)
-            continue
-        current = Challenge(scheme=name.lower(), params={})
-        token68, i = _token68(header, j)
-        if token68 is not None:
-            current = Challenge(scheme=current.scheme, params={}, token68=token68)
-        out.append(current)
-    return out
-
-
-def _param_value(text: str, i: int) -> tuple[str, int]:
-    """The value after ``=`` at ``i`` (a quoted string or a token) and the index after it."""
-    n = len(text)
-    while i < n and text[i] in _SPACE:
-        i += 1
-    if i < n and text[i] == '"':
-        i += 1
-        chars: list[str] = []
-        while i < n and text[i] != '"':
-            if text[i] == "\\" and i + 1 < n:
-                i += 1
-            chars.append(text[i])
-            i += 1
-        return "".join(chars), i + 1
-    start = i
-    while i < n and text[i] in _TCHAR:
-        i += 1
-    return text[start:i], i
-
-
-def _token68(text: str, i: int) -> tuple[str | None, int]:
-    """A token68 at ``i`` (``1*(ALPHA / DIGIT / "-._~+/") *"="``) when it stands alone (the
-    end or a comma follows), and the index after it; ``(None, i)`` when what follows is a
-    parameter or nothing.
-    """
-    n = len(text)
-    start = i
-    while i < n and text[i] in _TOKEN68:
-        i += 1
-    if i == start:
-        return None, start
-    while i < n and text[i] == "=":
-        i += 1
-    j = i
-    while j < n and text[j] in _SPACE:
-        j += 1
-    if j == n or text[j] == ",":
-        return text[start:i], j
-    return None, start

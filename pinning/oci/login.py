@@ -18,8 +18,6 @@ import base64
 import contextlib
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -114,20 +112,8 @@ def _read_raw(path: Path) -> bytes:
 def _helper_store(name: str, key: str, username: str, password: str) -> None:
     """Run ``docker-credential-NAME store`` with the credentials on standard input."""
     program = auth.HELPER_PREFIX + name
-    exe = shutil.which(program)
-    if exe is None:
-        raise BuildError(f"The Docker config names the credential helper {program}, which is "
-                         "not on PATH.",
-                         hint=f"Install {program}, or remove \"credsStore\" / \"credHelpers\" "
-                              "from the Docker config.")
     payload = json.dumps({"ServerURL": key, "Username": username, "Secret": password})
-    try:
-        done = subprocess.run([exe, "store"], input=payload.encode(), capture_output=True,
-                              timeout=auth.HELPER_TIMEOUT_S, check=False)
-    except (subprocess.TimeoutExpired, OSError):
-        raise BuildError(f"The credential helper {program} could not be run or did not "
-                         "answer.", hint="Run it by hand to see why (e.g. a locked "
-                                         "keychain).") from None
+    done = auth.run_helper(name, "store", payload)
     if done.returncode != 0:
         # Its output is never quoted: a failing helper may echo what it was given.
         raise BuildError(f"The credential helper {program} failed (exit {done.returncode}); "

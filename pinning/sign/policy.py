@@ -3,7 +3,7 @@
 Signing: :func:`sign_and_attest` signs an image by digest and, with a lock, attests the lock
 and the build, after checking the lock records that image; each is written twice, in cosign's
 legacy ``.sig`` / ``.att`` tags and as a Sigstore bundle (v0.3) attached as an OCI referrer
-(:mod:`pinning.sign.bundle`). :func:`image_from` takes the image reference from the command
+(:mod:`pinning.sign.referrers`). :func:`image_from` takes the image reference from the command
 line or the lock's ``image.ref``. Verifying:
 :func:`verify_signed_image` checks that the registry serves the digest the reference names
 (and that a tag given with a digest names it), that a signature by the key signs that digest,
@@ -36,13 +36,8 @@ from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import LOCK_LABEL
 from pinning.oci.reference import ImageRef, parse
 from pinning.oci.registry import Registry
-from pinning.sign.bundle import (
-    SIGN_PREDICATE,
-    attach_bundle,
-    bundle_entries,
-    list_referrers,
-    verify_bundles,
-)
+from pinning.sign.bundle import SIGN_PREDICATE
+from pinning.sign.bundlecheck import verify_bundles
 from pinning.sign.cosign import (
     LOCK_PREDICATE,
     SLSA_PREDICATE,
@@ -54,6 +49,7 @@ from pinning.sign.cosign import (
     verify_image,
 )
 from pinning.sign.crypto import PASSWORD_ENV, private_key_from, read_key_file
+from pinning.sign.referrers import attach_bundle, bundle_entries, list_referrers
 from pinning.util.digests import sha256_hex
 from pinning.util.files import read_regular_bytes
 from pinning.util.jsonread import load_json
@@ -269,7 +265,7 @@ def verify_signed_image(image: ImageRef, key: ec.EllipticCurvePublicKey, *,
     tag given with it must name it. Legacy signatures and attestations are verified over the
     exact bytes fetched (:func:`pinning.sign.cosign.verify_image`); then every Sigstore
     bundle of this key attached to the digest (referrers API or tag index) must verify
-    (:func:`pinning.sign.bundle.verify_bundles`): none attached is no failure, and bundles
+    (:func:`pinning.sign.bundlecheck.verify_bundles`): none attached is no failure, and bundles
     whose key hint names another key are left aside. With ``lock``, the attested lockfile
     (legacy or bundle) must be that lock. Raises :class:`SignatureError` (exit 9) with the
     precise reason, or :class:`~pinning.errors.BuildError` (exit 8) when the registry fails.

@@ -20,10 +20,9 @@ import pytest
 from pinning.image.plan import expected_label
 from pinning.lockfile.io import write_lock
 from pinning.oci.documents import LOCK_LABEL, epoch_iso, image_docs
-from pinning.oci.registry import Registry
+from pinning.oci.registry import MEDIA_INDEX, Registry
 from pinning.sign.bundle import (
     BUNDLE_MEDIA,
-    MEDIA_INDEX,
     SIGN_PREDICATE,
     index_entry,
     key_hint,
@@ -35,7 +34,7 @@ from pinning.sign.crypto import load_private, load_public
 from pinning.util.digests import canonical_json, sha256_digest
 from tests.support.cli import json_result
 from tests.support.components import RegistryProc, start_registry
-from tests.unit.sign.oci_fake import EPOCH, built_lock, recorded
+from tests.unit.sign.images import EPOCH, built_lock, recorded
 from tests.unit.sign.test_bundle_sigstore import independently_verified
 
 pytestmark = pytest.mark.docker

@@ -21,7 +21,7 @@ import pytest
 
 from pinning.errors import BuildError, UsageError
 from pinning.image.layers import gzip_layer
-from pinning.oci import registry as registry_module
+from pinning.oci import blobs as blobs_module
 from pinning.oci.auth import engine_auth
 from pinning.oci.documents import ImageDocs, LayerBlob, image_docs
 from pinning.oci.registry import Registry, fetch_docs
@@ -128,7 +128,7 @@ def test_plain_http_to_a_remote_host_is_refused() -> None:
 def test_chunked_upload_is_accepted_by_the_registry(
         basic_tls: RegistryProc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _login(basic_tls, tmp_path, monkeypatch)
-    monkeypatch.setattr(registry_module, "CHUNK_SIZE", 64 * 1024)
+    monkeypatch.setattr(blobs_module, "CHUNK_SIZE", 64 * 1024)
     docs = _image(300_000, 150_000)  # incompressible: several chunks each
     assert docs.layers[0].size > 4 * 64 * 1024
     reg = Registry(basic_tls.host, ca_cert=basic_tls.ca)
@@ -188,7 +188,7 @@ def test_mount_across_repositories_sends_no_bytes(
 def test_a_base_layer_is_streamed_from_another_registry(
         basic_tls: RegistryProc, plain: RegistryProc, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry_module, "CHUNK_SIZE", 64 * 1024)
+    monkeypatch.setattr(blobs_module, "CHUNK_SIZE", 64 * 1024)
     vendor = _image(400_000)
     Registry(plain.host).push_image("vendor/base", "v1", vendor)  # plain HTTP on loopback
     light = fetch_docs(plain.host, f"{plain.host}/vendor/base@{vendor.digest}", layers=False)

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from pinning.errors import BuildError
+from pinning.image.assemble import assemble, base_config, image_env
 from pinning.image.layers import COMPRESSOR, COMPRESSOR_ANNOTATION
-from pinning.image.plan import DEFAULT_PATH, BuildPlan, assemble, base_config, image_env
+from pinning.image.plan import DEFAULT_PATH, BuildPlan
 from pinning.oci.documents import LOCK_LABEL, ImageDocs, LayerBlob, image_docs
 from pinning.util.digests import canonical_json, sha256_digest
 from tests.support.progress import Recorder
@@ -265,7 +266,7 @@ class PullClient:
 
 def test_the_base_is_pulled_by_digest_with_login_and_progress(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pinning.image import engine
+    from pinning.image import build as engine
 
     monkeypatch.setattr(engine, "engine_auth", lambda host: {"username": "u", "password": host})
     client = PullClient([
@@ -295,7 +296,7 @@ def test_the_base_is_pulled_by_digest_with_login_and_progress(
 
 
 def test_a_pull_error_in_the_stream_is_exit_8(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pinning.image import engine
+    from pinning.image import build as engine
 
     monkeypatch.setattr(engine, "engine_auth", lambda host: None)
     client = PullClient([
@@ -310,14 +311,14 @@ def test_a_pull_error_in_the_stream_is_exit_8(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_tag_only_base_is_refused_before_anything_runs(tmp_path: Any) -> None:
-    from pinning.image.engine import pull_base
+    from pinning.image.build import pull_base
 
     with pytest.raises(BuildError, match="not HOST/REPO@sha256"):
         pull_base(PullClient([]), "reg.example/vendor/base:latest")
 
 
 def test_base_skip_only_when_the_engine_kept_the_bases_diff_ids() -> None:
-    from pinning.image.engine import base_skip
+    from pinning.image.build import base_skip
 
     base, _ = vendor_base(VENDOR)
 

@@ -21,7 +21,8 @@ from pinning.errors import BuildError
 from pinning.image import fetch
 from pinning.image.fetch import _Fetcher, default_wheel_cache, fetch_wheels
 from pinning.lockfile.io import amend, read_lock
-from pinning.lockfile.models import Lockfile, Wheel
+from pinning.lockfile.models import Lockfile
+from pinning.lockfile.wheels import Wheel
 from pinning.util.progress import NULL_PROGRESS
 from tests.support.httpserve import serving
 from tests.support.paths import ROOT

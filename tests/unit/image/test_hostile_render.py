@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pinning.errors import BuildError
 from pinning.image.plan import BuildPlan, plan_build, render_context
 from pinning.lockfile.io import read_lock
-from pinning.lockfile.models import Wheel
+from pinning.lockfile.wheels import Wheel
 from pinning.util.text import control_chars
 from tests.support.paths import ROOT
 

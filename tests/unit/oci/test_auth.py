@@ -16,14 +16,13 @@ import pytest
 from pinning.errors import BuildError
 from pinning.oci.auth import (
     DOCKER_HUB_KEY,
-    Challenge,
     config_key,
     credentials,
     docker_config_path,
     engine_auth,
     key_host,
-    parse_challenges,
 )
+from pinning.oci.challenge import Challenge, parse_challenges
 
 # -- WWW-Authenticate --------------------------------------------------------------------------
 

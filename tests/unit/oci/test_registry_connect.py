@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from pinning.errors import BuildError, UsageError
+from pinning.oci.address import parse_address, resolve_ca
 from pinning.oci.reference import is_loopback, parse, parse_pinned, registry_url, split_host
-from pinning.oci.registry import Registry, parse_address, resolve_ca
+from pinning.oci.registry import Registry
 from tests.support.components import LocalCA, make_ca
-from tests.unit.oci.stub_registry import Stub, serve
+from tests.support.oci_registry import Store, serve
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -32,15 +33,15 @@ def ca(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
 
 
 @pytest.fixture
-def tls_stub(ca: LocalCA) -> Iterator[tuple[str, Stub]]:
-    stub = Stub()
+def tls_stub(ca: LocalCA) -> Iterator[tuple[str, Store]]:
+    stub = Store()
     with serve(stub, cert=(ca.server_cert, ca.server_key)) as host:
         yield host, stub
 
 
 @pytest.fixture
-def plain_stub() -> Iterator[tuple[str, Stub]]:
-    stub = Stub()
+def plain_stub() -> Iterator[tuple[str, Store]]:
+    stub = Store()
     with serve(stub) as host:
         yield host, stub
 
@@ -147,7 +148,7 @@ def test_docker_hub_one_part_names_are_library() -> None:
 
 
 def test_bare_loopback_uses_plain_http_when_the_server_has_no_tls(
-        plain_stub: tuple[str, Stub]) -> None:
+        plain_stub: tuple[str, Store]) -> None:
     host, stub = plain_stub
     reg = Registry(host)
     reg.ping()
@@ -155,7 +156,7 @@ def test_bare_loopback_uses_plain_http_when_the_server_has_no_tls(
     assert stub.requests("GET")[-1].path == "/v2/"
 
 
-def test_bare_loopback_prefers_https(tls_stub: tuple[str, Stub], ca: LocalCA) -> None:
+def test_bare_loopback_prefers_https(tls_stub: tuple[str, Store], ca: LocalCA) -> None:
     host, stub = tls_stub
     reg = Registry(host, ca_cert=ca.cert)
     reg.ping()
@@ -163,7 +164,7 @@ def test_bare_loopback_prefers_https(tls_stub: tuple[str, Stub], ca: LocalCA) ->
     assert [r.path for r in stub.requests("GET")] == ["/v2/", "/v2/"]  # the probe, the ping
 
 
-def test_untrusted_certificate_names_the_ca_options(tls_stub: tuple[str, Stub],
+def test_untrusted_certificate_names_the_ca_options(tls_stub: tuple[str, Store],
                                                     tmp_path: Path) -> None:
     host, stub = tls_stub
     for base in (host, f"https://{host}"):  # a bare host never falls back to plain HTTP here
@@ -179,7 +180,7 @@ def test_untrusted_certificate_names_the_ca_options(tls_stub: tuple[str, Stub],
     assert not stub.requests("GET")  # no request ever reached the handler
 
 
-def test_ca_order(tls_stub: tuple[str, Stub], ca: LocalCA, tmp_path: Path,
+def test_ca_order(tls_stub: tuple[str, Store], ca: LocalCA, tmp_path: Path,
                   monkeypatch: pytest.MonkeyPatch) -> None:
     host, _ = tls_stub
     certs_d = tmp_path / "certs.d" / host

@@ -11,12 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from pinning.errors import BuildError
-from pinning.oci.registry import (
-    ERROR_TEXT_CHARS,
-    MAX_MANIFEST_BYTES,
-    Registry,
-    clip_text,
-)
+from pinning.oci.registry import MAX_MANIFEST_BYTES, Registry
+from pinning.oci.text import ERROR_TEXT_CHARS, clip_text
 from tests.support.httpserve import serving
 
 HUGE_ERROR = b'{"errors":[{"code":"DENIED","message":"' + b"x" * 10_800_000 + b'"}]}'

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pinning.errors import BuildError
-from pinning.oci import registry as registry_module
+from pinning.oci import blobs as blobs_module
 from pinning.oci.auth import Credentials
 from pinning.oci.documents import ImageDocs, LayerBlob, image_docs
 from pinning.oci.registry import (
@@ -26,28 +26,29 @@ from pinning.oci.registry import (
     Registry,
     fetch_docs,
 )
-from tests.unit.oci.stub_registry import Stub, digest_of, serve
+from pinning.util.digests import sha256_digest
+from tests.support.oci_registry import Store, serve
 
 CHUNK = 1000
 
 
 @pytest.fixture(autouse=True)
 def _small_chunks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(registry_module, "CHUNK_SIZE", CHUNK)
+    monkeypatch.setattr(blobs_module, "CHUNK_SIZE", CHUNK)
     monkeypatch.delenv("PIN_REGISTRY_CA", raising=False)
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
 
 
 @pytest.fixture
-def stub() -> Iterator[tuple[str, Stub]]:
-    state = Stub()
+def stub() -> Iterator[tuple[str, Store]]:
+    state = Store()
     with serve(state) as host:
         yield host, state
 
 
 @pytest.fixture
-def other() -> Iterator[tuple[str, Stub]]:
-    state = Stub()
+def other() -> Iterator[tuple[str, Store]]:
+    state = Store()
     with serve(state) as host:
         yield host, state
 
@@ -86,7 +87,7 @@ class _Task:
 
 def _layer(size: int, seed: int) -> LayerBlob:
     data = (bytes([seed % 251]) + os.urandom(7)) * (size // 8) + b"z" * (size % 8)
-    digest = digest_of(data)
+    digest = sha256_digest(data)
     return LayerBlob(data=data, digest=digest, diff_id="sha256:" + digest[7:][::-1])
 
 
@@ -94,7 +95,7 @@ def _docs(*layers: LayerBlob) -> ImageDocs:
     return image_docs(list(layers), epoch=1_700_000_000)
 
 
-def test_chunked_parallel_push_with_progress(stub: tuple[str, Stub]) -> None:
+def test_chunked_parallel_push_with_progress(stub: tuple[str, Store]) -> None:
     host, state = stub
     layers = [_layer(3500, 1), _layer(CHUNK, 2), _layer(10, 3)]
     docs = _docs(*layers)
@@ -136,7 +137,7 @@ def test_chunked_parallel_push_with_progress(stub: tuple[str, Stub]) -> None:
     assert (again.stats.skipped, again.stats.uploaded) == (4, 0)
 
 
-def test_mount_from_another_repository_and_202_fallback(stub: tuple[str, Stub]) -> None:
+def test_mount_from_another_repository_and_202_fallback(stub: tuple[str, Store]) -> None:
     host, state = stub
     held, missing = _layer(2500, 4), _layer(20, 5)
     state.put_blob("pin/base", held.data or b"")
@@ -158,7 +159,7 @@ def test_mount_from_another_repository_and_202_fallback(stub: tuple[str, Stub]) 
 
 
 def test_a_base_layer_is_streamed_from_another_registry(
-        stub: tuple[str, Stub], other: tuple[str, Stub]) -> None:
+        stub: tuple[str, Store], other: tuple[str, Store]) -> None:
     host, state = stub
     source_host, source = other
     layer = _layer(4321, 6)
@@ -177,7 +178,7 @@ def test_a_base_layer_is_streamed_from_another_registry(
 
 
 def test_a_streamed_layer_with_other_bytes_is_never_committed(
-        stub: tuple[str, Stub], other: tuple[str, Stub]) -> None:
+        stub: tuple[str, Store], other: tuple[str, Store]) -> None:
     host, state = stub
     source_host, source = other
     layer = _layer(2100, 7)
@@ -193,7 +194,7 @@ def test_a_streamed_layer_with_other_bytes_is_never_committed(
     assert ("pin/app", "t") not in state.manifests
 
 
-def test_a_blob_pin_cannot_get_is_a_clear_error(stub: tuple[str, Stub]) -> None:
+def test_a_blob_pin_cannot_get_is_a_clear_error(stub: tuple[str, Store]) -> None:
     host, state = stub
     layer = _layer(100, 8)
     blob = LayerBlob(data=None, digest=layer.digest, diff_id=layer.diff_id, length=100)
@@ -202,8 +203,8 @@ def test_a_blob_pin_cannot_get_is_a_clear_error(stub: tuple[str, Stub]) -> None:
     assert not state.manifests
 
 
-def test_one_failing_blob_stops_the_push(stub: tuple[str, Stub],
-                                         other: tuple[str, Stub]) -> None:
+def test_one_failing_blob_stops_the_push(stub: tuple[str, Store],
+                                         other: tuple[str, Store]) -> None:
     host, state = stub
     source_host, _ = other
     good = _layer(5000, 9)
@@ -218,7 +219,7 @@ def test_one_failing_blob_stops_the_push(stub: tuple[str, Stub],
     assert sorted(progress.done) == sorted(progress.tasks)  # every task ends, also on failure
 
 
-def test_registry_min_chunk_length_is_honoured(stub: tuple[str, Stub]) -> None:
+def test_registry_min_chunk_length_is_honoured(stub: tuple[str, Store]) -> None:
     host, state = stub
     state.min_chunk = 1500
     layer = _layer(3200, 11)
@@ -243,7 +244,7 @@ def _docker_config(tmp_path: Path, host: str, password: str,
 
 
 @pytest.mark.parametrize("mode", ["basic", "bearer"])
-def test_sign_in_with_the_docker_config(stub: tuple[str, Stub], tmp_path: Path,
+def test_sign_in_with_the_docker_config(stub: tuple[str, Store], tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     host, state = stub
     state.auth = mode
@@ -270,7 +271,7 @@ def test_sign_in_with_the_docker_config(stub: tuple[str, Stub], tmp_path: Path,
 
 
 @pytest.mark.parametrize("mode", ["basic", "bearer"])
-def test_wrong_password_and_no_credentials(stub: tuple[str, Stub], tmp_path: Path,
+def test_wrong_password_and_no_credentials(stub: tuple[str, Store], tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     host, state = stub
     state.auth = mode
@@ -288,7 +289,7 @@ def test_wrong_password_and_no_credentials(stub: tuple[str, Stub], tmp_path: Pat
 
 
 @pytest.mark.parametrize("mode", ["basic", "bearer"])
-def test_credentials_given_instead_of_the_docker_config(stub: tuple[str, Stub], mode: str,
+def test_credentials_given_instead_of_the_docker_config(stub: tuple[str, Store], mode: str,
                                                         tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     host, state = stub
@@ -302,7 +303,7 @@ def test_credentials_given_instead_of_the_docker_config(stub: tuple[str, Stub], 
 
 
 def test_a_plain_http_token_realm_off_loopback_is_refused(
-        stub: tuple[str, Stub], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        stub: tuple[str, Store], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     host, state = stub
     state.auth = "bearer"
     state.url = "http://auth.example.com"  # the realm the challenge names
@@ -314,7 +315,7 @@ def test_a_plain_http_token_realm_off_loopback_is_refused(
 # -- reading -----------------------------------------------------------------------------------
 
 
-def _stored_image(state: Stub, repo: str, media: str) -> tuple[ImageDocs, bytes]:
+def _stored_image(state: Store, repo: str, media: str) -> tuple[ImageDocs, bytes]:
     layers = [_layer(300, 20), _layer(200, 21)]
     docs = _docs(*layers)
     doc = json.loads(docs.manifest)
@@ -323,7 +324,7 @@ def _stored_image(state: Stub, repo: str, media: str) -> tuple[ImageDocs, bytes]
     for layer in layers:
         state.put_blob(repo, layer.data or b"")
     state.put_blob(repo, docs.config)
-    state.manifests[(repo, digest_of(manifest))] = (manifest, media)
+    state.manifests[(repo, sha256_digest(manifest))] = (manifest, media)
     return docs, manifest
 
 
@@ -331,16 +332,16 @@ def _stored_image(state: Stub, repo: str, media: str) -> tuple[ImageDocs, bytes]
     (MEDIA_INDEX, "application/vnd.oci.image.manifest.v1+json"),
     (MEDIA_DOCKER_LIST, MEDIA_DOCKER_MANIFEST)])
 def test_fetch_docs_resolves_an_index_and_can_skip_layers(
-        stub: tuple[str, Stub], index_media: str, manifest_media: str) -> None:
+        stub: tuple[str, Store], index_media: str, manifest_media: str) -> None:
     host, state = stub
     docs, manifest = _stored_image(state, "vendor/base", manifest_media)
     index = json.dumps({"schemaVersion": 2, "mediaType": index_media, "manifests": [
         {"mediaType": manifest_media, "digest": "sha256:" + "1" * 64, "size": 10,
          "platform": {"os": "linux", "architecture": "arm64", "variant": "v8"}},
-        {"mediaType": manifest_media, "digest": digest_of(manifest), "size": len(manifest),
+        {"mediaType": manifest_media, "digest": sha256_digest(manifest), "size": len(manifest),
          "platform": {"os": "linux", "architecture": "amd64"}}]}).encode()
-    state.manifests[("vendor/base", digest_of(index))] = (index, index_media)
-    ref = f"{host}/vendor/base@{digest_of(index)}"
+    state.manifests[("vendor/base", sha256_digest(index))] = (index, index_media)
+    ref = f"{host}/vendor/base@{sha256_digest(index)}"
     before = len(state.requests("GET"))
     light = fetch_docs(host, ref, layers=False)
     blob_gets = [r.path for r in state.requests("GET")[before:] if "/blobs/" in r.path]
@@ -356,17 +357,17 @@ def test_fetch_docs_resolves_an_index_and_can_skip_layers(
         fetch_docs(host, ref, platform="linux/s390x")
     assert "without a linux/s390x manifest" in info.value.message
     assert "linux/arm64/v8" in info.value.message and "linux/amd64" in info.value.message
-    arm = fetch_docs(host, f"{host}/vendor/base@{digest_of(manifest)}", layers=False,
+    arm = fetch_docs(host, f"{host}/vendor/base@{sha256_digest(manifest)}", layers=False,
                      platform="linux/arm64/v8")  # a plain manifest needs no platform choice
     assert arm.manifest == manifest
 
 
-def test_manifests_by_type_digest_checks_and_referrers(stub: tuple[str, Stub]) -> None:
+def test_manifests_by_type_digest_checks_and_referrers(stub: tuple[str, Store]) -> None:
     host, state = stub
     reg = Registry(host)
     body = b'{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json",' \
            b'"manifests":[]}'
-    digest = reg.put_manifest("pin/x", digest_of(body), body, MEDIA_INDEX)
+    digest = reg.put_manifest("pin/x", sha256_digest(body), body, MEDIA_INDEX)
     assert state.manifests[("pin/x", digest)] == (body, MEDIA_INDEX)
     assert reg.fetch_manifest("pin/x", digest) == (body, MEDIA_INDEX)
     assert reg.manifest_digest("pin/x", digest) == digest
@@ -387,12 +388,12 @@ def test_manifests_by_type_digest_checks_and_referrers(stub: tuple[str, Stub]) -
     ({"schemaVersion": 2, "mediaType": MEDIA_INDEX, "manifests": "x"}, "no manifests list"),
     ({"schemaVersion": 2}, "'config'"),
 ])
-def test_malformed_documents(stub: tuple[str, Stub], doc: object, needle: str) -> None:
+def test_malformed_documents(stub: tuple[str, Store], doc: object, needle: str) -> None:
     host, state = stub
     raw = json.dumps(doc).encode()
-    state.manifests[("pin/x", digest_of(raw))] = (raw, MEDIA_INDEX if "manifests" in str(doc)
+    state.manifests[("pin/x", sha256_digest(raw))] = (raw, MEDIA_INDEX if "manifests" in str(doc)
                                                   else "application/vnd.oci.image.manifest.v1+json")
     with pytest.raises(BuildError) as info:
-        fetch_docs(host, f"{host}/pin/x@{digest_of(raw)}", layers=False)
+        fetch_docs(host, f"{host}/pin/x@{sha256_digest(raw)}", layers=False)
     assert "is not a well-formed OCI or Docker image" in info.value.message
     assert needle in info.value.message

@@ -1,7 +1,7 @@
 """Registry secrets stay with the registry: credentials go only to its own scheme, host and
 port (never to an upload ``Location`` elsewhere), a plain-HTTP upload off loopback is refused,
 a token that cannot be a header value is refused, and whatever a hostile registry or token
-server echoes back of the ``Authorization`` pin sent is masked before it is shown. Stub
+server echoes back of the ``Authorization`` pin sent is masked before it is shown. Store
 registries (:mod:`tests.unit.oci.stub_registry`) on 127.0.0.1 / 127.0.0.2 play both sides."""
 
 from __future__ import annotations
@@ -17,18 +17,13 @@ import pytest
 import requests
 
 from pinning.errors import BuildError
-from pinning.oci import registry as registry_module
+from pinning.oci import blobs as blobs_module
 from pinning.oci.documents import MEDIA_MANIFEST
-from pinning.oci.registry import (
-    ERROR_READ_BYTES,
-    MASK,
-    Registry,
-    _error_body,
-    _media_type_of,
-    mask_secrets,
-)
+from pinning.oci.registry import Registry, media_type_of
+from pinning.oci.text import ERROR_READ_BYTES, MASK, error_body, mask_secrets
+from pinning.util.digests import sha256_digest
 from tests.support.httpserve import serving
-from tests.unit.oci.stub_registry import Stub, digest_of, serve
+from tests.support.oci_registry import Store, serve
 
 CHUNK = 1000
 PASSWORD = "s3cret-pw"
@@ -37,7 +32,7 @@ BASIC = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
 
 @pytest.fixture(autouse=True)
 def _small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry_module, "CHUNK_SIZE", CHUNK)
+    monkeypatch.setattr(blobs_module, "CHUNK_SIZE", CHUNK)
     monkeypatch.delenv("PIN_REGISTRY_CA", raising=False)
 
 
@@ -57,14 +52,14 @@ def _docker_config(tmp_path: Path, host: str, monkeypatch: pytest.MonkeyPatch,
 @pytest.mark.parametrize("mode", ["basic", "bearer"])
 def test_an_upload_location_elsewhere_gets_no_credentials(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, bind: str) -> None:
-    main = Stub(auth=mode, password=PASSWORD)
-    elsewhere = Stub(blobs=main.blobs, uploads=main.uploads)  # takes the upload, no auth
+    main = Store(auth=mode, password=PASSWORD)
+    elsewhere = Store(blobs=main.blobs, uploads=main.uploads)  # takes the upload, no auth
     data = b"layer bytes " * 300  # 3600 bytes: PATCH chunks, then PUT
     with serve(main) as host, serve(elsewhere, bind=bind):
         main.upload_url = elsewhere.url
         _docker_config(tmp_path, host, monkeypatch)
-        assert Registry(f"http://{host}").put_blob("pin/app", data) == digest_of(data)
-    assert main.blobs[("pin/app", digest_of(data))] == data
+        assert Registry(f"http://{host}").put_blob("pin/app", data) == sha256_digest(data)
+    assert main.blobs[("pin/app", sha256_digest(data))] == data
     assert [r.method for r in elsewhere.log] == ["PATCH"] * 4 + ["PUT"]
     assert [r.authorization for r in elsewhere.log] == [None] * 5
     signed = [r.authorization for r in main.log if r.authorization]
@@ -74,8 +69,8 @@ def test_an_upload_location_elsewhere_gets_no_credentials(
 @pytest.mark.parametrize("mode", ["basic", "bearer"])
 def test_an_upload_host_that_asks_for_credentials_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
-    main = Stub(auth=mode, password=PASSWORD)
-    elsewhere = Stub(auth="basic", password=PASSWORD, blobs=main.blobs, uploads=main.uploads)
+    main = Store(auth=mode, password=PASSWORD)
+    elsewhere = Store(auth="basic", password=PASSWORD, blobs=main.blobs, uploads=main.uploads)
     with serve(main) as host, serve(elsewhere, bind="127.0.0.2"):
         main.upload_url = elsewhere.url
         _docker_config(tmp_path, host, monkeypatch)
@@ -94,7 +89,7 @@ def test_an_upload_host_that_asks_for_credentials_is_refused(
 ])
 def test_an_unsafe_upload_location_is_refused_before_anything_is_sent(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, upload_url: str, needle: str) -> None:
-    main = Stub(auth="basic", password=PASSWORD)
+    main = Store(auth="basic", password=PASSWORD)
     with serve(main) as host:
         main.upload_url = upload_url
         _docker_config(tmp_path, host, monkeypatch)
@@ -107,8 +102,8 @@ def test_an_unsafe_upload_location_is_refused_before_anything_is_sent(
 def test_a_relative_location_resolves_against_the_request_url(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The PATCH answers of the other server carry relative Locations: they stay there.
-    main = Stub()
-    elsewhere = Stub(blobs=main.blobs, uploads=main.uploads)
+    main = Store()
+    elsewhere = Store(blobs=main.blobs, uploads=main.uploads)
     with serve(main) as host, serve(elsewhere):
         main.upload_url = elsewhere.url
         monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "none"))
@@ -123,7 +118,7 @@ def test_a_relative_location_resolves_against_the_request_url(
 @pytest.mark.parametrize("token", ["tok\u2603", "tok\u00e9", "tok\x00x", "tok en", "tok\tx"])
 def test_a_token_that_is_not_printable_ascii_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, token: str) -> None:
-    main = Stub(auth="bearer", password=PASSWORD, token_text=token)
+    main = Store(auth="bearer", password=PASSWORD, token_text=token)
     with serve(main) as host:
         _docker_config(tmp_path, host, monkeypatch)
         with pytest.raises(BuildError) as info:
@@ -136,7 +131,7 @@ def test_a_token_that_is_not_printable_ascii_is_refused(
 
 def test_a_printable_token_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     token = "eyJhbGciOi.JIUzI1NiJ9-_~+/=="
-    main = Stub(auth="bearer", password=PASSWORD, token_text=token)
+    main = Store(auth="bearer", password=PASSWORD, token_text=token)
     with serve(main) as host:
         _docker_config(tmp_path, host, monkeypatch)
         Registry(f"http://{host}").ping()
@@ -148,7 +143,7 @@ def test_a_printable_token_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_a_registry_echoing_basic_credentials_is_masked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    main = Stub(auth="basic", echo=True)  # the config's password is not the stub's
+    main = Store(auth="basic", echo=True)  # the config's password is not the stub's
     with serve(main) as host:
         _docker_config(tmp_path, host, monkeypatch)
         with pytest.raises(BuildError) as info:
@@ -161,7 +156,7 @@ def test_a_registry_echoing_basic_credentials_is_masked(
 
 def test_a_token_server_echoing_basic_credentials_is_masked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    main = Stub(auth="bearer", echo=True)
+    main = Store(auth="bearer", echo=True)
     with serve(main) as host:
         _docker_config(tmp_path, host, monkeypatch)
         with pytest.raises(BuildError) as info:
@@ -174,7 +169,7 @@ def test_a_token_server_echoing_basic_credentials_is_masked(
 def test_a_registry_echoing_a_bearer_token_is_masked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     token = "T0KEN-that-the-registry-echoes"
-    main = Stub(auth="bearer", password=PASSWORD, token_text=token, echo=True)
+    main = Store(auth="bearer", password=PASSWORD, token_text=token, echo=True)
     with serve(main) as host:
         _docker_config(tmp_path, host, monkeypatch)
         reg = Registry(f"http://{host}")
@@ -229,7 +224,7 @@ def test_a_challenge_echoing_the_authorization_is_masked(
 
 
 class _Body:
-    """Just what :func:`_error_body` reads of a ``requests.Response``."""
+    """Just what :func:`error_body` reads of a ``requests.Response``."""
 
     def __init__(self, body: bytes) -> None:
         self.body = body
@@ -248,12 +243,12 @@ def test_a_secret_cut_at_the_read_limit_shows_no_part() -> None:
     secret = BASIC.split()[1]
     # White space squeezes to one space, so the text at the 64 KiB cut would be shown.
     body = b" " * (ERROR_READ_BYTES - 10) + secret.encode() + b" tail"
-    text = _error_body(_as_response(body), (secret,))
+    text = error_body(_as_response(body), (secret,))
     assert secret[:10] not in text and secret[:4] not in text
     assert text.endswith("bytes more)")
-    whole = _error_body(_as_response(b"denied for " + BASIC.encode()), (BASIC, secret))
+    whole = error_body(_as_response(b"denied for " + BASIC.encode()), (BASIC, secret))
     assert whole == f"denied for {MASK}"
-    assert _error_body(_as_response(b"plain error"), ()) == "plain error"
+    assert error_body(_as_response(b"plain error"), ()) == "plain error"
 
 
 def test_mask_secrets() -> None:
@@ -263,12 +258,12 @@ def test_mask_secrets() -> None:
 
 
 def test_deeply_nested_json_is_not_a_crash() -> None:
-    assert _media_type_of(b"[" * 200_000 + b"]" * 200_000) == MEDIA_MANIFEST
+    assert media_type_of(b"[" * 200_000 + b"]" * 200_000) == MEDIA_MANIFEST
 
 
 def test_a_deeply_nested_token_answer_is_no_token(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    main = Stub(auth="bearer", password=PASSWORD, token_body=b"[" * 200_000 + b"]" * 200_000)
+    main = Store(auth="bearer", password=PASSWORD, token_body=b"[" * 200_000 + b"]" * 200_000)
     with serve(main) as host:
         _docker_config(tmp_path, host, monkeypatch)
         with pytest.raises(BuildError, match="answered without a token"):

@@ -15,31 +15,31 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from pinning.errors import SignatureError
 from pinning.oci.documents import MEDIA_MANIFEST
-from pinning.oci.registry import Registry
+from pinning.oci.registry import MEDIA_INDEX, Registry
 from pinning.sign.bundle import (
     BUNDLE_MEDIA,
     EMPTY_DIGEST,
-    MAX_BUNDLE_BYTES,
-    MAX_BUNDLES,
-    MAX_REASONS,
-    MEDIA_INDEX,
-    REASON_CHARS,
     SIGN_PREDICATE,
-    attach_bundle,
-    failure_summary,
     index_entry,
     key_hint,
-    list_referrers,
     make_bundle,
     merged_index,
     open_bundle,
     referrer_manifest,
     referrers_tag,
-    verify_bundles,
 )
+from pinning.sign.bundlecheck import MAX_REASONS, failure_summary, verify_bundles
 from pinning.sign.cosign import LOCK_PREDICATE, STATEMENT_V1, statement
+from pinning.sign.referrers import (
+    MAX_BUNDLE_BYTES,
+    MAX_BUNDLES,
+    REASON_CHARS,
+    attach_bundle,
+    list_referrers,
+)
 from pinning.util.digests import canonical_json, sha256_digest
-from tests.unit.sign.oci_fake import MemoryRegistry, Store, image, serve
+from tests.support.oci_registry import MemoryRegistry, Store, serve
+from tests.unit.sign.images import image
 
 REPO = "pin/trial"
 NAME = "127.0.0.1:5000/pin/trial"

@@ -17,7 +17,8 @@ from pinning.sign.bundle import SIGN_PREDICATE, referrers_tag
 from pinning.sign.cosign import LOCK_PREDICATE, SLSA_PREDICATE
 from pinning.sign.crypto import generate
 from tests.support.cli import json_result, pin
-from tests.unit.sign.oci_fake import Store, built_lock, image, recorded, serve
+from tests.support.oci_registry import Store, serve
+from tests.unit.sign.images import built_lock, image, recorded
 
 REPO = "pin/trial"
 ENV = {**os.environ, "PIN_KEY_PASSWORD": "correct horse"}
