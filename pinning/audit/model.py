@@ -91,6 +91,16 @@ class Citation(Strict):
         return self
 
 
+CPP_EXTENSION = Citation(
+    source="pytorch/pytorch@0011ec5c5d6171a395bb339b873343a4cdfebd18:"
+           "torch/utils/cpp_extension.py",
+    published_unknown="the source file carries no date; the commit was read from a code "
+                      "index without its commit date")
+"""PyTorch's extension builder: on a ROCm build of torch it hipifies CUDA sources and compiles
+them with hipcc for ``PYTORCH_ROCM_ARCH`` (not ``TORCH_CUDA_ARCH_LIST``); cited by the rules
+on extension builds in Python, Dockerfiles and compiled extensions."""
+
+
 class Finding(Strict):
     """One item of the bill.
 

@@ -24,6 +24,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import Field, ValidationError, model_validator
 
+from pinning.audit.indexes import LabelKind, index_kind, local_kind
 from pinning.audit.model import Citation, Context, DeclaredPackage, Finding, Kind, Verdict
 from pinning.errors import MatrixError
 from pinning.util.files import read_toml
@@ -33,13 +34,10 @@ from pinning.util.versions import normalize_name, specifier_problem, version_pro
 __all__ = [
     "DATA_FILE",
     "NO_DATA_RULE",
-    "IndexKind",
     "Knowledge",
     "PackageFile",
     "PackageRow",
-    "index_kind",
     "load_knowledge",
-    "local_kind",
 ]
 
 DATA_FILE = "pinning/audit/data/packages.toml"
@@ -48,82 +46,13 @@ DATA_FILE = "pinning/audit/data/packages.toml"
 NO_DATA_RULE = "package.no-data"
 """Rule id of the finding for a distribution pin's data says nothing about."""
 
-IndexKind = Literal["cuda", "rocm", "cpu"]
 Status = Literal["ready", "swap", "port", "blocked"]
-LabelKind = Literal["cuda", "rocm", "cpu", "other", "none"]
-
-# Hosts whose every index serves one kind of wheel. NVIDIA's pip indexes (pypi.nvidia.com,
-# pypi.ngc.nvidia.com); AMD's wheel hosts (repo.radeon.com manylinux folders, the TheRock
-# nightlies and the multi-arch framework wheels named in ROCm's install pages).
-_CUDA_HOSTS = frozenset({"pypi.nvidia.com", "pypi.ngc.nvidia.com"})
-_ROCM_HOSTS = frozenset({"repo.radeon.com", "rocm.nightlies.amd.com",
-                         "rocm.frameworks.amd.com"})
 # pin's own engineering notes and workspace: never a source (the folder is matched as a path
 # segment, ``shared``, so this file does not spell the path itself).
 _FORBIDDEN_SOURCES = ("facts.md", "design.md", "/work/")
 _FORBIDDEN_SEGMENT = "shared"
 _HIGH_VERSION = "99999"
 """A version above any real release: the candidate an open-ended requirement resolves to."""
-
-
-# -- index URLs and local labels ------------------------------------------------------------
-
-
-def _cuda_segment(segment: str) -> bool:
-    """``cu121``, ``cu118``, ``cu130``: ``cu`` then two or more digits."""
-    return segment.startswith("cu") and len(segment) >= 4 and segment[2:].isdigit()
-
-
-def _rocm_segment(segment: str) -> bool:
-    """``rocm6.4``, ``rocm571``, ``rocm7.2.1`` or a bare ``rocm`` folder."""
-    rest = segment.removeprefix("rocm")
-    if rest == segment:
-        return False
-    return rest == "" or (rest[0].isdigit() and all(c.isdigit() or c == "." for c in rest))
-
-
-def index_kind(url: str) -> IndexKind | None:
-    """What wheels the package index ``url`` serves: ``"cuda"`` for NVIDIA's pip indexes
-    and any index whose path has a ``cuXXX`` folder (``https://download.pytorch.org/whl/cu121``,
-    ``.../whl/nightly/cu128``), ``"rocm"`` for a ``rocmX.Y`` folder
-    (``https://download.pytorch.org/whl/rocm6.4``, ``https://wheels.vllm.ai/rocm/``) or AMD's
-    wheel hosts (``repo.radeon.com``), ``"cpu"`` for PyTorch's ``/whl/cpu``; ``None`` for
-    anything else (PyPI, a private mirror) and for a string that is not a URL. Never raises.
-    """
-    try:
-        parts = urlsplit(url.strip())
-        host = (parts.hostname or "").lower()
-    except ValueError:
-        return None
-    if host in _CUDA_HOSTS:
-        return "cuda"
-    if host in _ROCM_HOSTS:
-        return "rocm"
-    for segment in parts.path.lower().split("/"):
-        if _cuda_segment(segment):
-            return "cuda"
-        if _rocm_segment(segment):
-            return "rocm"
-        if segment == "cpu" and host == "download.pytorch.org":
-            return "cpu"
-    return None
-
-
-def local_kind(local: str | None) -> LabelKind:
-    """The build a PEP 440 local version label names: ``"cuda"`` for ``cu121``
-    (``2.5.1+cu121``), ``"rocm"`` for ``rocm6.2`` / ``rocm7.2.0.lw.git7e1940d4`` / ``rocm571``,
-    ``"cpu"`` for ``cpu``; ``"other"`` for any other label (``git2e4abc8``, an untagged
-    source build); ``"none"`` without a label.
-    """
-    if not local:
-        return "none"
-    segments = local.lower().replace("_", ".").replace("-", ".").split(".")
-    for segment in segments:
-        if _cuda_segment(segment):
-            return "cuda"
-        if segment.startswith("rocm") and (segment == "rocm" or segment[4].isdigit()):
-            return "rocm"
-    return "cpu" if segments[0] == "cpu" else "other"
 
 
 # -- the data file ---------------------------------------------------------------------------

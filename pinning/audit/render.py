@@ -134,6 +134,51 @@ def _artifact(path: str) -> dict[str, str]:
     return {"uri": quote(path, safe="/"), "uriBaseId": "%SRCROOT%"}
 
 
+def _sarif_rule(f: Finding) -> dict[str, Any]:
+    """The SARIF ``reportingDescriptor`` of ``f``'s rule (``helpUri``: its source when a URL)."""
+    rule: dict[str, Any] = {
+        "id": f.rule, "name": f.kind.value,
+        "shortDescription": {"text": f"{f.kind.value}: {f.verdict.value}"},
+        "properties": {"kind": f.kind.value},
+    }
+    if f.citation.source.startswith(("https://", "http://")):
+        rule["helpUri"] = f.citation.source
+    return rule
+
+
+def _sarif_results(f: Finding, rule_index: int) -> list[dict[str, Any]]:
+    """The SARIF results of ``f``: one per line it occurs on (so a code-scanning view marks
+    every line), one without a location when it names no file.
+    """
+    base: dict[str, Any] = {
+        "ruleId": f.rule,
+        "ruleIndex": rule_index,
+        "level": _LEVEL[f.verdict],
+        "message": {"text": f"{f.subject}: {f.why} Do: {f.todo}"},
+        "properties": {
+            "verdict": f.verdict.value, "kind": f.kind.value,
+            "source": f.citation.source,
+            "published": f.citation.published.isoformat() if f.citation.published
+            else None,
+            **({"package": f.package} if f.package else {}),
+            **({"replacement": f.replacement} if f.replacement else {}),
+        },
+    }
+    if not f.path:
+        return [base]
+    results = []
+    occurrences: list[int | None] = list(f.lines) or [f.line]
+    for line in occurrences:
+        physical: dict[str, Any] = {"artifactLocation": _artifact(f.path)}
+        if line:
+            region: dict[str, Any] = {"startLine": line}
+            if f.column and line == f.line:
+                region["startColumn"] = f.column
+            physical["region"] = region
+        results.append({**base, "locations": [{"physicalLocation": physical}]})
+    return results
+
+
 def render_sarif(report: AuditReport, *, version: str) -> dict[str, Any]:
     """The report as a SARIF 2.1.0 log (a JSON-ready dict): ready findings are left out;
     blocked is ``error``, port ``warning``, swap ``note``, no-data ``none``; a finding
@@ -144,44 +189,9 @@ def render_sarif(report: AuditReport, *, version: str) -> dict[str, Any]:
     rules: dict[str, dict[str, Any]] = {}
     results: list[dict[str, Any]] = []
     for f in report.findings:
-        if f.verdict is Verdict.READY:
-            continue
-        if f.rule not in rules:
-            rule: dict[str, Any] = {
-                "id": f.rule, "name": f.kind.value,
-                "shortDescription": {"text": f"{f.kind.value}: {f.verdict.value}"},
-                "properties": {"kind": f.kind.value},
-            }
-            if f.citation.source.startswith(("https://", "http://")):
-                rule["helpUri"] = f.citation.source
-            rules[f.rule] = rule
-        base: dict[str, Any] = {
-            "ruleId": f.rule,
-            "ruleIndex": list(rules).index(f.rule),
-            "level": _LEVEL[f.verdict],
-            "message": {"text": f"{f.subject}: {f.why} Do: {f.todo}"},
-            "properties": {
-                "verdict": f.verdict.value, "kind": f.kind.value,
-                "source": f.citation.source,
-                "published": f.citation.published.isoformat() if f.citation.published
-                else None,
-                **({"package": f.package} if f.package else {}),
-                **({"replacement": f.replacement} if f.replacement else {}),
-            },
-        }
-        if not f.path:
-            results.append(base)
-            continue
-        # One result per occurrence, so a code-scanning view marks every line.
-        occurrences: list[int | None] = list(f.lines) or [f.line]
-        for line in occurrences:
-            physical: dict[str, Any] = {"artifactLocation": _artifact(f.path)}
-            if line:
-                region: dict[str, Any] = {"startLine": line}
-                if f.column and line == f.line:
-                    region["startColumn"] = f.column
-                physical["region"] = region
-            results.append({**base, "locations": [{"physicalLocation": physical}]})
+        if f.verdict is not Verdict.READY:
+            rules.setdefault(f.rule, _sarif_rule(f))
+            results += _sarif_results(f, list(rules).index(f.rule))
     return {
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,

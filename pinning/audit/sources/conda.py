@@ -13,8 +13,8 @@ names, and the package knowledge may have no row for them (then: no data). Versi
 exact version only for ``==`` (conda's ``=1.2`` means ``1.2.*``); the rest of the spec is
 the specifier.
 
-Findings (kind ``index``, verdict ``swap``, source :data:`~pinning.audit.sources.
-requirements.PYTORCH_INDEXES`: PyTorch's conda commands install CUDA builds with
+Findings (kind ``index``, verdict ``swap``, source :data:`~pinning.audit.indexes.
+PYTORCH_INDEXES`: PyTorch's conda commands install CUDA builds with
 ``pytorch-cuda=X.Y -c pytorch -c nvidia`` or ``cudatoolkit=X.Y``, and the page lists ROCm
 builds only as pip wheels from ``https://download.pytorch.org/whl/rocmX.Y``): the ``nvidia``
 channel (rule :data:`RULE_CHANNEL`) and the ``pytorch-cuda`` / ``cudatoolkit`` packages (rule
@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from pinning.audit.files import read_text
+from pinning.audit.indexes import PYTORCH_INDEXES, ROCM_INDEX, index_findings
 from pinning.audit.model import (
     Context,
     DeclaredPackage,
@@ -39,14 +40,8 @@ from pinning.audit.model import (
     Skipped,
     Verdict,
 )
-from pinning.audit.sources.requirements import (
-    PYTORCH_INDEXES,
-    ROCM_INDEX,
-    index_findings,
-    parse_lines,
-    shown,
-    valid_name,
-)
+from pinning.audit.sources.pep508 import shown, valid_name
+from pinning.audit.sources.requirements import parse_lines
 
 __all__ = ["RULE_CHANNEL", "RULE_PACKAGE", "scan_environment_yml"]
 

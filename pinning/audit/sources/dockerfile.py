@@ -4,7 +4,12 @@ base images, pip installs and ``TORCH_CUDA_ARCH_LIST``.
 Read statically: logical lines join the escape-character continuations (``# escape=``
 parser directive honoured), comment lines are dropped, and ``ARG`` defaults are substituted
 into ``FROM`` as far as they are known (best effort: a ``FROM ${BASE}`` whose ARG has no
-default is noted as skipped; a ``FROM stage`` naming an earlier stage is not an image).
+default is noted as skipped; a ``FROM stage`` naming an earlier stage is not an image). Shell
+words and ARG substitution are read by :mod:`pinning.audit.sources.shell`.
+
+Our own reader, not dockerfile-parse: that library's ARG substitution reads ``${A:-b}`` and
+``${A:+b}`` wrongly and is unbounded (600 references to a 60 KB ARG made 36 MB), and its
+instruction splitter would replace only the 30 lines of :func:`_logical_lines`.
 """
 
 from __future__ import annotations
@@ -12,21 +17,23 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from pinning.audit.files import read_text
+from pinning.audit.indexes import index_kind
 from pinning.audit.model import (
+    CPP_EXTENSION,
     Citation,
     Context,
-    DeclaredPackage,
     FileScan,
     Finding,
     Kind,
     Skipped,
     Verdict,
 )
-from pinning.audit.packages import index_kind
-from pinning.util.versions import normalize_name
+from pinning.audit.sources import shell
+from pinning.audit.sources.pep508 import parse_requirement
 
 _ROCM_DOCKER = Citation(
     source="https://rocm.docs.amd.com/projects/install-on-linux/en/latest/how-to/docker.html",
@@ -35,29 +42,8 @@ _ROCM_PYTORCH = Citation(
     source="https://rocm.docs.amd.com/projects/install-on-linux/en/docs-6.2.0/how-to/"
            "3rd-party/pytorch-install.html",
     published=dt.date(2024, 9, 3))
-_CPP_EXTENSION = Citation(
-    source="pytorch/pytorch@0011ec5c5d6171a395bb339b873343a4cdfebd18:"
-           "torch/utils/cpp_extension.py",
-    published_unknown="the source file carries no date; the commit was read from a code "
-                      "index without its commit date")
 
 _DIRECTIVE = re.compile(r"^#[ \t]*([A-Za-z]+)[ \t]*=[ \t]*(\S*)")
-_SHELL_SPECIAL = re.compile(r"[\s'\"\\]")
-_NOT_SPACE = re.compile(r"\S")
-_BRACE = re.compile(r"[{}]")
-_QUOTED_SPECIAL = re.compile(r'["\\]')
-_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_NAME_CHARS = _NAME_START | frozenset("0123456789")
-_SIMPLE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-
-MAX_ARG_VALUE = 4 * 1024
-"""The longest ARG value substituted into a ``FROM`` (4 KiB); a longer one stops it."""
-
-MAX_SUBSTITUTED = 64 * 1024
-"""The longest ``FROM`` image after ARG substitution (64 KiB); a longer one stops it."""
-
-MAX_NESTING = 8
-"""The deepest ``${A:-${B:-...}}`` nesting substituted."""
 
 MAX_REQUIREMENTS = 10_000
 """The most ``pip install`` words judged per Dockerfile (requirements and skipped words);
@@ -110,124 +96,6 @@ def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
         yield start, " ".join(p.strip() for p in parts)
 
 
-class _Stop(Exception):
-    """Substitution given up: the reason, one line."""
-
-
-def _name_end(text: str, start: int) -> int:
-    """The end of the variable name starting at ``text[start]`` (``start`` when none)."""
-    if start >= len(text) or text[start] not in _NAME_START:
-        return start
-    end = start + 1
-    while end < len(text) and text[end] in _NAME_CHARS:
-        end += 1
-    return end
-
-
-def _closing(text: str, start: int) -> int:
-    """The index of the ``}`` closing a ``${`` whose word starts at ``start`` (nested
-    ``${...}`` counted); raises :class:`_Stop` when there is none (Docker refuses it too).
-    """
-    depth = 1
-    pos = start
-    while True:
-        m = _BRACE.search(text, pos)
-        if m is None:
-            raise _Stop("a ${ without its closing }")
-        pos = m.end()
-        if m.group(0) == "}":
-            depth -= 1
-            if depth == 0:
-                return m.start()
-        elif m.start() > 0 and text[m.start() - 1] == "$":
-            depth += 1
-
-
-class _Expansion:
-    """Running state of one substitution: characters produced, and whether an ARG was
-    unknown.
-    """
-
-    def __init__(self) -> None:
-        self.size = 0
-        self.unknown = False
-
-    def add(self, out: list[str], piece: str, *, value: bool = False) -> None:
-        if value and len(piece) > MAX_ARG_VALUE:
-            raise _Stop(f"an ARG value longer than {MAX_ARG_VALUE // 1024} KiB")
-        self.size += len(piece)
-        if self.size > MAX_SUBSTITUTED:
-            raise _Stop(f"longer than {MAX_SUBSTITUTED // 1024} KiB after ARG substitution")
-        out.append(piece)
-
-
-def _expand(text: str, args: dict[str, str], depth: int, state: _Expansion) -> str:
-    """``text`` with ``$NAME``, ``${NAME}``, ``${NAME:-word}`` and ``${NAME:+word}`` (and the
-    forms without ``:``) substituted from ``args``; an unknown name stays as written and
-    marks ``state.unknown``. Linear in ``len(text)`` times the nesting depth.
-    """
-    out: list[str] = []
-    pos = 0
-    while True:
-        dollar = text.find("$", pos)
-        if dollar < 0:
-            state.add(out, text[pos:])
-            return "".join(out)
-        state.add(out, text[pos:dollar])
-        brace = text.startswith("{", dollar + 1)
-        start = dollar + 1 + brace
-        end = _name_end(text, start)
-        if end == start:  # a `$` not starting a variable: kept
-            state.add(out, "$")
-            pos = dollar + 1
-            continue
-        name = text[start:end]
-        known = name in args
-        value = args.get(name, "")
-        if not brace:
-            pos = end
-        elif text.startswith("}", end):
-            pos = end + 1
-        else:
-            colon = text.startswith(":", end)
-            op = text[end + colon:end + colon + 1]
-            if op not in ("-", "+"):
-                raise _Stop(f"${{{name}{text[end:end + 2]}...}}: a substitution form not "
-                            "read (only :- and :+)")
-            close = _closing(text, end + colon + 1)
-            word = text[end + colon + 1:close]
-            pos = close + 1
-            is_set = known and (not colon or value != "")
-            if op == "-" and not is_set:
-                if depth >= MAX_NESTING:
-                    raise _Stop(f"${{...}} nested deeper than {MAX_NESTING}")
-                value, known = _expand(word, args, depth + 1, state), True
-            elif op == "+" and known:
-                if depth >= MAX_NESTING:
-                    raise _Stop(f"${{...}} nested deeper than {MAX_NESTING}")
-                value = _expand(word, args, depth + 1, state) if is_set else ""
-        if known:
-            state.add(out, value, value=True)
-        else:
-            state.unknown = True
-            state.add(out, text[dollar:pos])
-
-
-def _substitute(text: str, args: dict[str, str]) -> tuple[str, str | None]:
-    """``text`` with the known ARG values substituted, and ``None``, or ``text`` and why it
-    could not be (an ARG without a default, an ARG value over :data:`MAX_ARG_VALUE`, a
-    result over :data:`MAX_SUBSTITUTED`, a malformed ``${``). Time and memory linear.
-    """
-    state = _Expansion()
-    try:
-        out = _expand(text, args, 0, state)
-    except _Stop as exc:
-        return text, str(exc)
-    if state.unknown:
-        return out, "an ARG without a default"
-    return out, None
-
-
 def scan_dockerfile(path: Path, display: str, ctx: Context) -> FileScan:
     """Findings and pip-installed packages of the Dockerfile ``path`` (shown as ``display``).
 
@@ -237,7 +105,7 @@ def scan_dockerfile(path: Path, display: str, ctx: Context) -> FileScan:
     / inline ``TORCH_CUDA_ARCH_LIST``: port). Each requirement of a ``pip install`` /
     ``pip3`` / ``python -m pip`` / ``uv pip install`` becomes a :class:`DeclaredPackage`
     (origin ``dockerfile``, the RUN's line). CUDA indexes are told by
-    :func:`pinning.audit.packages.index_kind`, as in requirements files. Raises
+    :func:`pinning.audit.indexes.index_kind`, as in requirements files. Raises
     :class:`~pinning.audit.model.Skip` for an unreadable file.
     """
     scan = FileScan()
@@ -262,71 +130,9 @@ def scan_dockerfile(path: Path, display: str, ctx: Context) -> FileScan:
     return scan
 
 
-def _words(text: str) -> list[str]:
-    """The shell words of ``text`` (POSIX quoting: ``'...'``, ``"..."`` with ``\\`` escapes
-    of ``"``, ``\\``, ``$`` and backquote, a ``\\`` outside quotes escaping the next
-    character; an unclosed quote runs to the end). Linear time: plain runs are skipped with
-    one search each.
-    """
-    if "'" not in text and '"' not in text and "\\" not in text:
-        return text.split()
-    words: list[str] = []
-    cur: list[str] = []
-    in_word = False
-    pos, n = 0, len(text)
-    while pos < n:
-        m = _SHELL_SPECIAL.search(text, pos)
-        stop = m.start() if m else n
-        if stop > pos:
-            cur.append(text[pos:stop])
-            in_word = True
-        if m is None:
-            break
-        c = text[stop]
-        if c == "\\":
-            cur.append(text[stop + 1:stop + 2])
-            in_word, pos = True, stop + 2
-        elif c == "'":
-            close = text.find("'", stop + 1)
-            close = n if close < 0 else close
-            cur.append(text[stop + 1:close])
-            in_word, pos = True, close + 1
-        elif c == '"':
-            pos = _double_quoted(text, stop + 1, cur)
-            in_word = True
-        else:  # whitespace ends a word
-            if in_word:
-                words.append("".join(cur))
-                cur, in_word = [], False
-            nxt = _NOT_SPACE.search(text, stop)
-            pos = nxt.start() if nxt else n
-    if in_word:
-        words.append("".join(cur))
-    return words
-
-
-def _double_quoted(text: str, pos: int, cur: list[str]) -> int:
-    """Append the body of the ``"..."`` whose body starts at ``pos`` to ``cur``; the index
-    after its closing quote (the end of ``text`` when unclosed).
-    """
-    n = len(text)
-    while pos < n:
-        m = _QUOTED_SPECIAL.search(text, pos)
-        if m is None:
-            cur.append(text[pos:])
-            return n
-        cur.append(text[pos:m.start()])
-        if m.group(0) == '"':
-            return m.end()
-        nxt = text[m.end():m.end() + 1]
-        cur.append(nxt if nxt in '"\\$`' and nxt else "\\" + nxt)
-        pos = m.end() + 1
-    return n
-
-
 def _assignments(text: str, *, legacy: bool = False) -> list[tuple[str, str | None]]:
     """``KEY=VALUE ...`` pairs (``ENV KEY VALUE`` with ``legacy``; ``ARG KEY`` -> None)."""
-    words = _words(text)
+    words = shell.words(text)
     if legacy and words and "=" not in words[0]:
         return [(words[0], " ".join(words[1:]))]
     out: list[tuple[str, str | None]] = []
@@ -350,7 +156,7 @@ def _arch(scan: FileScan, key: str, value: str | None, display: str, line: int,
         why="TORCH_CUDA_ARCH_LIST picks NVIDIA compute capabilities for extension builds; a "
             "ROCm build of PyTorch reads PYTORCH_ROCM_ARCH instead",
         todo=todo, replacement=f"PYTORCH_ROCM_ARCH={targets}" if targets else
-        "PYTORCH_ROCM_ARCH", citation=_CPP_EXTENSION))
+        "PYTORCH_ROCM_ARCH", citation=CPP_EXTENSION))
 
 
 def _rocm_image(image: str) -> str | None:
@@ -377,7 +183,7 @@ def _from(scan: FileScan, rest: str, args: dict[str, str], stages: set[str], dis
     if len(words) >= 3 and words[1].lower() == "as":
         stages.add(words[2].lower())
     shown = words[0] if len(words[0]) <= 200 else words[0][:200] + "..."
-    image, problem = _substitute(words[0], args)
+    image, problem = shell.substitute(words[0], args)
     if problem is not None:
         scan.skipped.append(Skipped(path=f"{display}:{line}", reason=f"FROM {shown}: "
                                     f"{problem}; the base image is not known"))
@@ -402,7 +208,7 @@ def _run(scan: FileScan, rest: str, display: str, line: int, ctx: Context,
     """The TORCH_CUDA_ARCH_LIST assignments and pip installs of one ``RUN``; ``budget`` is
     the one-element count of pip words still to judge in the file.
     """
-    words = _words(rest)
+    words = shell.words(rest)
     for w in words:
         key, eq, value = w.partition("=")
         if eq and key.removeprefix("export ") == "TORCH_CUDA_ARCH_LIST":
@@ -480,29 +286,14 @@ def _pip_args(scan: FileScan, args: list[str], display: str, line: int,
 
 def _declare(scan: FileScan, text: str, indexes: tuple[str, ...], display: str,
              line: int) -> None:
-    from packaging.requirements import InvalidRequirement, Requirement
-
     if "$" in text or text.startswith((".", "/", "~")) or "://" in text \
             or text.endswith((".whl", ".tar.gz", ".zip")):
         scan.skipped.append(Skipped(path=f"{display}:{line}", reason=f"pip install {text}: "
                                     "a path, URL or variable, not a requirement"))
         return
-    if _SIMPLE_NAME.fullmatch(text) and text[-1].isalnum():  # a bare name: no parse
-        scan.packages.append(DeclaredPackage(
-            name=normalize_name(text), raw=text, origin="dockerfile", index_urls=indexes,
-            path=display, line=line))
-        return
-    try:
-        req = Requirement(text)
-    except InvalidRequirement:
+    got = parse_requirement(text, "dockerfile", path=display, line=line)
+    if isinstance(got, str):
         scan.skipped.append(Skipped(path=f"{display}:{line}",
                                     reason=f"pip install {text}: not a requirement"))
-        return
-    specs = list(req.specifier)
-    version = specs[0].version if len(specs) == 1 and specs[0].operator in ("==", "===") \
-        and "*" not in specs[0].version else None
-    scan.packages.append(DeclaredPackage(
-        name=normalize_name(req.name), raw=text, origin="dockerfile", version=version,
-        specifier="" if version else str(req.specifier),
-        local=version.split("+", 1)[1] if version and "+" in version else None,
-        extras=tuple(sorted(req.extras)), index_urls=indexes, path=display, line=line))
+    else:
+        scan.packages.append(replace(got, index_urls=indexes))

@@ -31,7 +31,7 @@ from packaging.version import InvalidVersion, Version
 
 from pinning.audit.files import read_text
 from pinning.audit.model import Context, DeclaredPackage, FileScan, Skip, Skipped
-from pinning.audit.sources.requirements import valid_name
+from pinning.audit.sources.pep508 import valid_name
 
 __all__ = ["scan_poetry_lock", "scan_pylock", "scan_uv_lock"]
 

@@ -33,13 +33,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from pinning.audit.files import read_text
+from pinning.audit.indexes import index_findings
 from pinning.audit.model import Context, DeclaredPackage, FileScan, Skip, Skipped
-from pinning.audit.sources.requirements import (
-    index_findings,
-    parse_requirement,
-    shown,
-    valid_name,
-)
+from pinning.audit.sources.pep508 import parse_requirement, shown, valid_name
 
 __all__ = ["scan_pyproject"]
 
@@ -322,7 +318,7 @@ def scan_pyproject(path: Path, display: str, ctx: Context) -> FileScan:
     Returns a :class:`FileScan`: ``packages`` from PEP 621, PEP 735, Poetry (origin
     ``pyproject``) with their index URLs; ``findings`` of kind ``index`` for each CUDA wheel
     index among ``[[tool.uv.index]]``, ``[tool.uv] index-url``/``extra-index-url`` and
-    ``[[tool.poetry.source]]`` (:func:`~pinning.audit.sources.requirements.index_findings`);
+    ``[[tool.poetry.source]]`` (:func:`~pinning.audit.indexes.index_findings`);
     ``skipped`` for each entry that is not a requirement. Raises :class:`Skip` when the file
     cannot be read or is not TOML.
     """

@@ -8,16 +8,14 @@ include other files (relative to the including file), ``-i``/``--index-url``,
 file it includes), ``--hash`` belongs to its requirement, ``-e``/``--editable`` names a path or
 URL. Nothing is fetched: a remote include is skipped with its reason, and an include that
 lies outside the audited folders (:attr:`~pinning.audit.model.Context.roots`) is not read.
+One requirement is read by :mod:`pinning.audit.sources.pep508` (nothing of a bad line is
+quoted, only :func:`~pinning.audit.sources.pep508.shown` text); a CUDA index is a finding of
+:func:`pinning.audit.indexes.index_findings`.
 
-Nothing of a line that is not a requirement is copied into the report (a requirements file
-may hold a credential by mistake): its skipped reason names the problem, not the text; text
-that is shown (an option name, an include target, a URL) goes through :func:`shown`, which
-cuts it short, escapes control characters and drops a URL's ``user:password@``.
-
-An index URL that serves CUDA wheels (``https://download.pytorch.org/whl/cu121``,
-``https://pypi.nvidia.com``) is a finding of kind ``index`` (rule :data:`RULE_INDEX`,
-verdict ``swap``): PyTorch publishes ROCm wheels on ``https://download.pytorch.org/whl/rocmX.Y``
-beside its CUDA indexes (:data:`PYTORCH_INDEXES`).
+Our own reader, not pip-requirements-parser: that library is a 3,000-line copy of pip's
+parser (plus pyparsing) whose errors quote the offending line (a credential may sit there)
+and which has no include walk bounded to the audited folders with loop entries, so the same
+lines would stay here around it.
 """
 
 from __future__ import annotations
@@ -29,64 +27,18 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier
-from packaging.utils import (
-    InvalidName,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_wheel_filename,
-)
-from packaging.version import InvalidVersion, Version
 
 from pinning.audit.files import read_text
-from pinning.audit.model import (
-    Citation,
-    Context,
-    DeclaredPackage,
-    FileScan,
-    Finding,
-    Kind,
-    Skip,
-    Skipped,
-    Verdict,
+from pinning.audit.indexes import index_findings, without_userinfo
+from pinning.audit.model import Context, DeclaredPackage, FileScan, Skip, Skipped
+from pinning.audit.sources.pep508 import (
+    looks_like_url_or_path,
+    parse_requirement,
+    shown,
+    url_requirement,
 )
-from pinning.audit.packages import index_kind
-from pinning.util.text import printable
 
-__all__ = [
-    "PYTORCH_INDEXES",
-    "ROCM_INDEX",
-    "RULE_INDEX",
-    "ParsedLines",
-    "index_findings",
-    "logical_lines",
-    "parse_lines",
-    "parse_requirement",
-    "scan_requirements",
-    "shown",
-    "valid_name",
-]
-
-RULE_INDEX = "index.cuda-wheel-index"
-"""Rule id of a CUDA wheel index named by a requirements file, pyproject or conda pip list."""
-
-PYTORCH_INDEXES = Citation(
-    source=("pytorch/pytorch.github.io@e3f009bbc0d7509ed5c85b633313ec72aa2d1a40:"
-            "_get_started/previous-versions.md"),
-    published_unknown=("PyTorch's install-command page (pytorch.org/get-started/"
-                       "previous-versions) carries no date; cited at its commit"),
-)
-"""PyTorch's install commands per release: for torch 2.3.1 the CUDA wheels come from
-``--index-url https://download.pytorch.org/whl/cu121`` (and ``cu118``) and the ROCm wheels
-from ``--index-url https://download.pytorch.org/whl/rocm6.0``; conda installs name
-``pytorch-cuda=12.1 -c pytorch -c nvidia`` (``cudatoolkit=11.3`` up to 1.12) and list no
-ROCm build."""
-
-ROCM_INDEX = "https://download.pytorch.org/whl/rocmX.Y"
-"""The replacement named in a finding: PyTorch's ROCm index of the ROCm release you target."""
+__all__ = ["ParsedLines", "logical_lines", "parse_lines", "scan_requirements"]
 
 MAX_INCLUDE_DEPTH = 10
 """How deep ``-r``/``-c`` includes are followed (the top file is depth 0)."""
@@ -103,148 +55,7 @@ _INDEX_OPTIONS = {"-i": "--index-url", "--index-url": "--index-url",
                   "--find-links": "--find-links"}
 _INCLUDES = {"-r": False, "--requirement": False, "-c": True, "--constraint": True}
 _SHORT = ("-r", "-c", "-i", "-f", "-e")
-
-SHOWN_CHARS = 80
-"""At most this many characters of a file's text are quoted in a skipped reason."""
-
 _OPTION_NAME = re.compile(r"--?[a-z][a-z0-9-]{0,39}")
-_USERINFO = re.compile(r"://[^/?#@\s]*@")
-_EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
-_NVIDIA_HOSTS = frozenset({"pypi.nvidia.com", "pypi.ngc.nvidia.com"})
-
-
-def shown(text: str, limit: int = SHOWN_CHARS) -> str:
-    """``text`` made safe to quote in a report: a URL's ``user:password@`` dropped, cut to
-    ``limit`` characters (``...`` appended when cut) and control characters escaped
-    (:func:`pinning.util.text.printable`, one line).
-    """
-    short = _USERINFO.sub("://", text[: limit * 8])
-    cut = short[:limit] + ("..." if len(short) > limit else "")
-    return printable(cut, newlines=False)
-
-
-def valid_name(name: str) -> bool:
-    """Whether ``name`` is a valid distribution name (PEP 508: ASCII letters and digits,
-    with ``.``, ``_``, ``-`` inside), as :mod:`packaging` checks it.
-    """
-    try:
-        canonicalize_name(name, validate=True)
-    except InvalidName:
-        return False
-    return True
-
-
-def index_findings(indexes: Iterable[tuple[str, str, int | None]]) -> list[Finding]:
-    """One ``index`` finding (rule :data:`RULE_INDEX`, verdict ``swap``) per CUDA wheel
-    index among ``indexes`` — ``(url, display path, 1-based line or None)`` — per file; a URL
-    named on several lines of one file gives one finding whose ``lines`` lists them all.
-    URLs that are not CUDA indexes give nothing. Source: :data:`PYTORCH_INDEXES`.
-    """
-    seen: dict[tuple[str, str], list[int]] = {}
-    for url, display, line in indexes:
-        if index_kind(url) != "cuda":
-            continue
-        lines = seen.setdefault((display, url.rstrip("/")), [])
-        if line is not None and line not in lines:
-            lines.append(line)
-    return [_index_finding(_USERINFO.sub("://", url), display, lines)
-            for (display, url), lines in seen.items()]
-
-
-def _index_finding(url: str, display: str, lines: list[int]) -> Finding:
-    host = (urlsplit(url).hostname or "").lower()
-    if host in _NVIDIA_HOSTS:
-        why = (f"{url} is NVIDIA's package index: what it serves is built for CUDA and does "
-               "not run on ROCm.")
-        todo = ("Drop this index for the ROCm build and look up each package it served in the "
-                "bill; take torch from PyTorch's ROCm index "
-                f"({ROCM_INDEX}) for the ROCm release you target.")
-    else:
-        why = (f"{url} is a CUDA wheel index: its torch wheels carry CUDA device code and "
-               "do not run on ROCm.")
-        todo = (f"Point this at PyTorch's ROCm index for the ROCm release you target "
-                f"({ROCM_INDEX}; for torch 2.3.1 PyTorch lists rocm6.0) and drop `+cuXXX` "
-                "locals from pins.")
-    return Finding(kind=Kind.INDEX, rule=RULE_INDEX, verdict=Verdict.SWAP, subject=url,
-                   path=display, line=lines[0] if lines else None,
-                   lines=lines if len(lines) > 1 else [], why=why, todo=todo,
-                   replacement=ROCM_INDEX, citation=PYTORCH_INDEXES)
-
-
-# -- one requirement --------------------------------------------------------------------------
-
-
-def _pinned(req: Requirement) -> tuple[str | None, str | None]:
-    """``(version, local)`` when ``req`` pins one exact version (``==`` / ``===``, no
-    wildcard), else ``(None, None)``.
-    """
-    specs = list(req.specifier)
-    if len(specs) != 1 or specs[0].operator not in ("==", "===") or "*" in specs[0].version:
-        return None, None
-    version = specs[0].version
-    try:
-        return version, Version(version).local
-    except InvalidVersion:
-        return version, version.partition("+")[2] or None
-
-
-def parse_requirement(text: str, origin: str, *, path: str | None = None,
-                      line: int | None = None) -> DeclaredPackage | str:
-    """The PEP 508 requirement ``text`` as a :class:`DeclaredPackage` (name normalised,
-    exact version and local label when pinned with one ``==``/``===``, extras sorted,
-    marker kept in ``raw``), or a one-line reason why it is not one: ``not a requirement
-    (<what packaging expected>)``, never the text itself (it may be a credential).
-    """
-    raw = text.strip()
-    try:
-        req = Requirement(raw)
-    except InvalidRequirement as exc:
-        return f"not a requirement ({_problem(exc)})"
-    version, local = _pinned(req)
-    return DeclaredPackage(
-        name=canonicalize_name(req.name), raw=raw, origin=origin, version=version,
-        specifier="" if version is not None else str(req.specifier), local=local,
-        extras=tuple(sorted(req.extras)), path=path, line=line)
-
-
-def _problem(exc: InvalidRequirement) -> str:
-    """What packaging found wrong, without the text it was given: the message of its parser
-    (``Expected end or semicolon ...``), or a fixed phrase for a bad version specifier (whose
-    message quotes the text).
-    """
-    if isinstance(exc.__cause__, InvalidSpecifier):
-        return "invalid version specifier"
-    message = getattr(exc, "message", None)
-    first = message if isinstance(message, str) else str(exc).split("\n", 1)[0]
-    return shown(first)
-
-
-def _url_requirement(target: str, origin: str, path: str, line: int) -> DeclaredPackage | str:
-    """A requirement given as a URL or path: its name from ``#egg=NAME``, or name and
-    version from a wheel file name; else the reason it has no name statically.
-    """
-    egg = _EGG.search(target)
-    if egg is not None and not valid_name(egg.group(1)):
-        return "#egg= names no valid distribution name"
-    if egg is not None:
-        return DeclaredPackage(name=canonicalize_name(egg.group(1)), raw=target,
-                               origin=origin, path=path, line=line)
-    base = unquote(urlsplit(target).path).rsplit("/", 1)[-1]
-    if base.endswith(".whl"):
-        try:
-            name, version, _build, _tags = parse_wheel_filename(base)
-        except (InvalidWheelFilename, InvalidVersion):
-            return f"wheel file name '{shown(base)}' is not valid"
-        return DeclaredPackage(name=name, raw=target, origin=origin, version=str(version),
-                               local=version.local, path=path, line=line)
-    return ("a URL or path requirement without #egg=NAME: its name is only known by "
-            "building it, which pin does not do")
-
-
-def _looks_like_url_or_path(text: str) -> bool:
-    head = text.split(";", 1)[0].strip()
-    return ("://" in head.split("@", 1)[0] or head.startswith((".", "/", "~"))
-            or head.endswith((".whl", ".zip", ".tar.gz")))
 
 
 # -- lines ------------------------------------------------------------------------------------
@@ -346,11 +157,11 @@ def _unknown_option(name: str) -> str:
 def _option(name: str, value: str, line: int, display: str, origin: str,
             out: ParsedLines) -> None:
     if name in _INDEX_OPTIONS:
-        out.indexes.append((_USERINFO.sub("://", value), line))
+        out.indexes.append((without_userinfo(value), line))
     elif name in _INCLUDES:
         out.includes.append((value, line, _INCLUDES[name]))
     elif name in ("-e", "--editable"):
-        got = _url_requirement(value, origin, display, line)
+        got = url_requirement(value, origin, display, line)
         if isinstance(got, str):
             out.skipped.append(Skipped(path=f"{display}:{line}",
                                        reason=f"editable requirement '{shown(value)}': {got}"))
@@ -373,8 +184,8 @@ def _requirement_line(text: str, line: int, display: str, origin: str,
             out.skipped.append(Skipped(path=f"{display}:{line}", reason=f"options: {exc}"))
             tokens = []
         _options(tokens, line, display, origin, out)
-    if _looks_like_url_or_path(requirement) and " @ " not in requirement:
-        got = _url_requirement(requirement, origin, display, line)
+    if looks_like_url_or_path(requirement) and " @ " not in requirement:
+        got = url_requirement(requirement, origin, display, line)
     else:
         got = parse_requirement(requirement, origin, path=display, line=line)
     if isinstance(got, str):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pinning.audit.files import read_text
 from pinning.audit.model import Context, DeclaredPackage, FileScan, Skip, Skipped
-from pinning.audit.sources.requirements import parse_requirement, shown
+from pinning.audit.sources.pep508 import parse_requirement, shown
 
 __all__ = ["scan_setup_cfg", "scan_setup_py"]
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pinning.audit.elf import iter_targets, scan_elf
+from pinning.audit import offload
+from pinning.audit.elf import scan_elf
 from pinning.audit.model import Context, Skip, Verdict
 
 GCC = shutil.which("gcc") or "gcc"
@@ -125,9 +126,9 @@ def test_compressed_bundle_zlib_cannot_read_is_unknown(tmp_path: Path) -> None:
 
 
 def test_bundle_parser_skips_the_host_entry_and_truncation() -> None:
-    assert list(iter_targets(TWO)) == ["gfx90a:xnack-", "gfx942:sramecc+:xnack-"]
-    assert list(iter_targets(TWO[:40])) == []
-    assert list(iter_targets(b"\0" * 100)) == []
+    assert list(offload.iter_targets(TWO)) == ["gfx90a:xnack-", "gfx942:sramecc+:xnack-"]
+    assert list(offload.iter_targets(TWO[:40])) == []
+    assert list(offload.iter_targets(b"\0" * 100)) == []
 
 
 def test_not_an_elf_file_is_skipped(tmp_path: Path) -> None:
@@ -192,10 +193,8 @@ MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 
 
 def _bundle_of(data: bytes) -> tuple[list[str], str | None, str | None]:
-    from pinning.audit.elf import _Bundle, _read_bundles
-
-    b = _Bundle()
-    _read_bundles(data, b)
+    b = offload.Bundle()
+    offload.read_bundles(data, b)
     return b.targets, b.unknown, b.incomplete
 
 
@@ -203,9 +202,7 @@ def test_quadratic_reproducer_is_parsed_once(monkeypatch: pytest.MonkeyPatch) ->
     # the review's shape: a bundle claiming 4096 entries, then 20,000 entries whose IDs are
     # the magic and a count of 4096. Parsed once, it examines about 20,000 entries; re-parsed
     # from every magic it would examine 20,000 x 4096 and run out of this budget.
-    import pinning.audit.elf as elf
-
-    monkeypatch.setattr(elf, "MAX_TOTAL_ENTRIES", 21_000)
+    monkeypatch.setattr(offload, "MAX_TOTAL_ENTRIES", 21_000)
     fake_id = MAGIC + struct.pack("<Q", 4096)
     data = MAGIC + struct.pack("<Q", 4096) + (struct.pack("<QQQ", 0, 0, 32) + fake_id) * 20_000
     targets, unknown, incomplete = _bundle_of(data)
@@ -214,15 +211,13 @@ def test_quadratic_reproducer_is_parsed_once(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_entry_cap_gives_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    import pinning.audit.elf as elf
-
-    monkeypatch.setattr(elf, "MAX_TOTAL_ENTRIES", 3)
+    monkeypatch.setattr(offload, "MAX_TOTAL_ENTRIES", 3)
     targets, unknown, incomplete = _bundle_of(TWO + OLD)
     assert targets == ["gfx90a:xnack-", "gfx942:sramecc+:xnack-"] and unknown is None
     assert incomplete == ("more than 3 offload bundle entries in .hip_fatbin; the rest were "
                           "not read")
     # without the cap both bundles are read
-    monkeypatch.setattr(elf, "MAX_TOTAL_ENTRIES", 65_536)
+    monkeypatch.setattr(offload, "MAX_TOTAL_ENTRIES", 65_536)
     assert _bundle_of(TWO + OLD)[0] == ["gfx1100", "gfx90a", "gfx90a:xnack-",
                                          "gfx942:sramecc+:xnack-"]
 
@@ -234,17 +229,15 @@ def test_magic_inside_a_code_object_is_not_a_bundle() -> None:
     header = len(MAGIC) + 8 + 24 + len(entry)
     outer = MAGIC + struct.pack("<Q", 1) + struct.pack("<QQQ", header, len(inner),
                                                        len(entry)) + entry + inner
-    assert list(iter_targets(outer)) == ["gfx942"]
+    assert list(offload.iter_targets(outer)) == ["gfx942"]
     # a bundle after what the first covers is read
-    assert list(iter_targets(outer + inner)) == ["gfx1100", "gfx942"]
+    assert list(offload.iter_targets(outer + inner)) == ["gfx1100", "gfx942"]
 
 
 @needs_gcc
 def test_incomplete_list_without_the_target_is_no_data(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    import pinning.audit.elf as elf
-
-    monkeypatch.setattr(elf, "MAX_TOTAL_ENTRIES", 3)
+    monkeypatch.setattr(offload, "MAX_TOTAL_ENTRIES", 3)
     so = add_section(build_so(tmp_path), ".hip_fatbin", OLD + TWO)
     [f] = scan_elf(so, "ext.so", MI300X).findings
     assert (f.rule, f.verdict) == ("extension.hip-targets-unknown", Verdict.NO_DATA)
@@ -261,5 +254,5 @@ def test_compressed_bundle_is_skipped_by_its_recorded_size() -> None:
     inner = zlib.compress(TWO)
     ccob = b"CCOB" + struct.pack("<HHIIQ", 2, 0, 24 + len(inner), len(TWO), 0) + inner
     padded = ccob + b"\0" * (4096 - len(ccob))
-    assert list(iter_targets(padded + OLD)) == ["gfx1100", "gfx90a", "gfx90a:xnack-",
+    assert list(offload.iter_targets(padded + OLD)) == ["gfx1100", "gfx90a", "gfx90a:xnack-",
                                                 "gfx942:sramecc+:xnack-"]

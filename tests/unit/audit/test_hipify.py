@@ -14,15 +14,8 @@ from pathlib import Path
 import pytest
 
 from pinning.audit import hipify
-from pinning.audit.hipify import (
-    DATA_FILE,
-    citation_for,
-    dump_data,
-    import_tables,
-    load_data,
-    lookup,
-    lookup_all,
-)
+from pinning.audit.hipify import DATA_FILE, load_data, lookup, lookup_all
+from pinning.audit.hipify_tables import PRIORITY, citation_for, dump_data, import_tables
 from pinning.errors import MatrixError
 from tests.support.paths import ROOT
 
@@ -47,7 +40,7 @@ def test_cudnn_miopen_table_is_imported_and_the_legacy_17_column_one_is_not() ->
     files = [t["file"] for t in import_tables(TABLES)["tables"]]
     assert "CUDNN_API_supported_by_MIOPEN.md" in files
     assert "CUDNN_API_supported_by_HIP_and_MIOPEN.md" not in files
-    assert files[:5] == list(hipify.PRIORITY)
+    assert files[:5] == list(PRIORITY)
     assert len(files) == 15
 
 

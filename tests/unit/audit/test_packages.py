@@ -7,14 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from pinning.audit.indexes import index_kind, local_kind
 from pinning.audit.model import Context, DeclaredPackage, Kind, Verdict
 from pinning.audit.packages import (
     DATA_FILE,
     NO_DATA_RULE,
     Knowledge,
-    index_kind,
     load_knowledge,
-    local_kind,
 )
 from pinning.errors import MatrixError
 from tests.support.paths import ROOT

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pinning.audit.indexes import RULE_INDEX
 from pinning.audit.model import Context, FileScan, Kind, Skip, Verdict
 from pinning.audit.sources.conda import RULE_CHANNEL, RULE_PACKAGE, scan_environment_yml
-from pinning.audit.sources.requirements import RULE_INDEX
 from pinning.audit.sources.setup import scan_setup_cfg, scan_setup_py
 
 CTX = Context()

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pinning.audit.indexes import RULE_INDEX
 from pinning.audit.model import Context, FileScan, Kind, Skip, Verdict
 from pinning.audit.sources.pyproject import scan_pyproject
-from pinning.audit.sources.requirements import RULE_INDEX
 
 CTX = Context()
 

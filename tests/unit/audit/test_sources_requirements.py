@@ -9,14 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pinning.audit.indexes import RULE_INDEX, index_findings
 from pinning.audit.model import Context, FileScan, Kind, Skip, Verdict
-from pinning.audit.sources.requirements import (
-    RULE_INDEX,
-    index_findings,
-    logical_lines,
-    parse_requirement,
-    scan_requirements,
-)
+from pinning.audit.sources.pep508 import parse_requirement
+from pinning.audit.sources.requirements import logical_lines, scan_requirements
 
 CTX = Context()
 
@@ -240,7 +236,7 @@ def test_a_line_that_is_no_requirement_is_not_copied_into_the_report(tmp_path: P
 
 
 def test_a_long_line_is_shown_cut_short() -> None:
-    from pinning.audit.sources.requirements import shown
+    from pinning.audit.sources.pep508 import shown
     assert shown("x" * 500) == "x" * 80 + "..."
     assert shown("short") == "short"
     assert shown("a\u202eb\nc") == "a\\u202eb\\x0ac"
