@@ -1,5 +1,6 @@
-"""Signed acceptance results: the in-toto statement, its DSSE envelope, the attestation on
-the image and the check ``pin verify-image --require-acceptance`` makes.
+"""Signed acceptance results: the in-toto statement, its DSSE envelope, reading one back
+(plain or signed) and the attestation on the image. The check ``pin verify-image
+--require-acceptance`` makes is :mod:`pinning.accept.require`.
 
 A signed result is an in-toto Statement v1 (``https://in-toto.io/Statement/v1``) whose
 ``predicateType`` is :data:`~pinning.accept.result.PREDICATE_TYPE` and whose ``predicate``
@@ -25,7 +26,7 @@ from pydantic import ValidationError
 
 from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult, check_consistent
 from pinning.errors import SignatureError, UsageError
-from pinning.sign.cosign import STATEMENT_V1, ImageVerification, attest_image, statement
+from pinning.sign.cosign import STATEMENT_V1, attest_image, statement
 from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope
 from pinning.util.digests import canonical_json
 from pinning.util.jsonread import load_json
@@ -33,14 +34,12 @@ from pinning.util.models import validation_summary
 from pinning.util.text import printable
 
 __all__ = ["acceptance_statement", "attach_result", "open_signed_result", "read_result_file",
-           "require_acceptance", "sign_result"]
+           "sign_result"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 # The subject name of a statement about the gates file alone (the result does not record
 # the file's path, only its sha256).
 GATES_SUBJECT = "pin-accept-gates"
-SIGN_HINT = ("Run the gates against the image and lock with `pin accept run --sign` "
-             "(it attaches the signed result to the image).")
 _HINT = "Pass the result file pin accept run or pin accept judge wrote."
 
 
@@ -188,33 +187,11 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _non_finite(doc: Any, path: str = "") -> str | None:
-    """The JSON path (``serve.points[0].checks[1].measured``) of the first number in
-    ``doc`` that is not finite, or ``None``.
-    """
-    stack: list[tuple[Any, str]] = [(doc, path)]
-    while stack:
-        node, where = stack.pop()
-        if isinstance(node, float) and not math.isfinite(node):
-            return where or "(the document)"
-        if isinstance(node, dict):
-            stack += [(v, f"{where}.{k}" if where else str(k)) for k, v in node.items()]
-        elif isinstance(node, list):
-            stack += [(v, f"{where}[{i}]") for i, v in enumerate(node)]
-    return None
-
-
 def _validate(data: object, label: str) -> AcceptanceResult:
-    """``data`` as a consistent :class:`AcceptanceResult`: only finite numbers, valid
-    against the model, and :func:`~pinning.accept.result.check_consistent`;
-    :class:`UsageError` naming ``label``.
+    """``data`` (parsed by :func:`_loads`, so its numbers are finite) as a consistent
+    :class:`AcceptanceResult`: valid against the model, and
+    :func:`~pinning.accept.result.check_consistent`; :class:`UsageError` naming ``label``.
     """
-    bad = _non_finite(data)
-    if bad is not None:
-        raise UsageError(f"{label}: `{printable(bad, newlines=False)[:120]}` is not a finite "
-                         "number (NaN or infinity); pin writes only finite numbers, so the "
-                         "result was edited or damaged.",
-                         hint="Pass the file pin accept run or pin accept judge wrote.")
     try:
         result = AcceptanceResult.model_validate(data)
     except ValidationError as exc:
@@ -314,83 +291,6 @@ def attach_result(result: AcceptanceResult, image_ref: str, key: ec.EllipticCurv
     predicate = result.model_dump(mode="json", by_alias=True)
     return attest_image(registry, repo, served, key, PREDICATE_TYPE, predicate,
                         reference=image.name)
-
-
-def _when(result: AcceptanceResult) -> str:
-    """``finished <time>`` (or started), or ``time not recorded``."""
-    if result.finished_at:
-        return f"finished {result.finished_at}"
-    if result.started_at:
-        return f"started {result.started_at}"
-    return "time not recorded"
-
-
-def require_acceptance(verification: ImageVerification, *, lock_content_hash: str,
-                       digest: str) -> str:
-    """Require, among the verified attestations of :data:`PREDICATE_TYPE` in
-    ``verification`` (from :func:`pinning.sign.cosign.verify_image` with attestations), a
-    valid :class:`AcceptanceResult` with ``passed`` true, ``subject.lock-content-hash`` equal
-    to ``lock_content_hash`` (``sha256:<hex>``) and ``subject.image-digest`` equal to
-    ``digest`` (the image's manifest digest). Returns the check line for people (``passing
-    acceptance result for lock sha256:abcd…: gates import, train passed (mode host,
-    finished <time>)``; the latest finished when several pass).
-
-    Raises :class:`SignatureError` (exit 9) saying what is missing: no acceptance
-    attestation, none that is a valid result, results only for other locks (their content
-    hash prefixes), only for other images, or only failing ones (their failed checks).
-    """
-    found = verification.attestations.get(PREDICATE_TYPE, [])
-    if not found:
-        raise SignatureError(f"No acceptance attestation ({PREDICATE_TYPE}) for {digest}.",
-                             hint=SIGN_HINT)
-    results: list[AcceptanceResult] = []
-    invalid: list[str] = []
-    for predicate in found:
-        try:
-            candidate = AcceptanceResult.model_validate(predicate)
-        except ValidationError as exc:
-            invalid.append(validation_summary(exc, predicate, limit=2))
-            continue
-        try:
-            check_consistent(candidate, label="an attested result")
-        except UsageError as exc:  # its verdicts disagree with its own checks: not evidence
-            invalid.append(exc.message)
-            continue
-        results.append(candidate)
-    if not results:
-        raise SignatureError(f"No acceptance attestation for {digest} is a valid pin acceptance "
-                             f"result ({'; '.join(invalid)[:300]}).", hint=SIGN_HINT)
-    for_lock = [r for r in results if r.subject.lock_content_hash == lock_content_hash]
-    if not for_lock:
-        others = sorted({_prefix(r.subject.lock_content_hash) for r in results})
-        raise SignatureError(f"The acceptance results attested for {digest} are for other locks "
-                             f"({', '.join(others)}), not {_prefix(lock_content_hash)}.",
-                             hint=SIGN_HINT)
-    for_image = [r for r in for_lock if r.subject.image_digest == digest]
-    if not for_image:
-        others = sorted({_prefix(r.subject.image_digest) for r in for_lock})
-        raise SignatureError(f"The acceptance results for lock {_prefix(lock_content_hash)} "
-                             f"attested on {digest} are for other images ({', '.join(others)}).",
-                             hint=SIGN_HINT)
-    passing = [r for r in for_image if r.passed]
-    if not passing:
-        failed = sorted({f for r in for_image for f in r.failed})
-        detail = "; ".join(printable(f, newlines=False) for f in failed[:5]) or "no failed check"
-        raise SignatureError(f"Only failing acceptance results ({len(for_image)}) for lock "
-                             f"{_prefix(lock_content_hash)} and {digest}: {detail}.",
-                             hint="Fix what failed and run the gates again.")
-    best = max(passing, key=lambda r: r.finished_at or r.started_at or "")
-    gates = ", ".join(g for g, ok in best.gates.items() if ok)
-    return (f"passing acceptance result for lock {_prefix(lock_content_hash)}: gates {gates} "
-            f"passed (mode {best.mode}, {_when(best)})")
-
-
-def _prefix(value: str | None) -> str:
-    """``sha256:<first 12 hex>…`` for messages (``unknown`` for ``None``)."""
-    if value is None:
-        return "unknown"
-    head, _, tail = value.partition(":")
-    return printable(f"{head}:{tail[:12]}…" if tail else value[:19], newlines=False)
 
 
 def read_result_file(path: Path, public_key: Path | None = None

@@ -4,13 +4,14 @@
 ``ARGV`` in the image that ``SPEC.json`` (a :class:`ContainerSpec`) names, with the network
 off, the spec's folders bind-mounted at the same paths, the caller's uid:gid, every
 ``PIN_*`` variable of its own environment plus the ones the spec names, and the GPUs of the
-spec's vendor (:func:`device_options`). It streams the container's standard output to its
-own standard output and standard error to standard error, exits with the container's exit
-status, and removes the container at the end, also on SIGTERM or SIGINT (then it exits with
-128 + the signal number). A shim killed with SIGKILL cannot clean up: the next shim with the
-same container name removes the leftover before it starts, and :func:`remove_leftovers`
-removes it for good. Because the shim is an ordinary process, the gates run it as they run
-a trainer on the host: :func:`wrap_argv` turns a trainer's argv into the shim's.
+spec's vendor (:func:`~pinning.accept.engine.device_options`). It streams the container's
+standard output to its own standard output and standard error to standard error, exits
+with the container's exit status, and removes the container at the end, also on SIGTERM or
+SIGINT (then it exits with 128 + the signal number). A shim killed with SIGKILL cannot
+clean up: the next shim with the same container name removes the leftover before it
+starts, and :func:`~pinning.accept.engine.remove_leftovers` removes it for good. Because
+the shim is an ordinary process, the gates run it as they run a trainer on the host:
+:func:`wrap_argv` turns a trainer's argv into the shim's.
 
 When the shim itself fails it prints one paragraph on standard error and exits with the
 :class:`~pinning.errors.PinError` exit status (2 for a bad spec or a missing image, 8 when
@@ -26,33 +27,36 @@ import secrets
 import signal
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
-from pinning.errors import BuildError, PinError, UsageError
+from pinning.accept.engine import (
+    ACCEPT_LABEL,
+    Vendor,
+    connect,
+    device_options,
+    engine_error,
+    missing_image,
+    remove_leftovers,
+)
+from pinning.errors import PinError, UsageError
 from pinning.util.files import atomic_write_bytes
 from pinning.util.models import EnvName, OneLine, Strict, validation_summary
 from pinning.util.text import printable
 
-__all__ = ["ACCEPT_LABEL", "ContainerSpec", "Mount", "Vendor", "connect", "device_options",
-           "image_identity", "main", "new_name", "read_spec", "remove_leftovers",
-           "wrap_argv", "write_spec"]
+__all__ = ["ContainerSpec", "Mount", "main", "new_name", "read_spec", "wrap_argv",
+           "write_spec"]
 
-# Every container the shim creates carries this label (value "1"); remove_leftovers only
-# removes containers that do.
-ACCEPT_LABEL = "dev.pin.accept"
 # A container name: Docker's own rule ([a-zA-Z0-9][a-zA-Z0-9_.-]+, moby/moby
 # daemon/names/names.go, read on a date not recorded), at most 128 characters here.
 _NAME_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{1,127}$"
 # A bound on how long one wait call blocks (seconds) before it is asked again, so that a
 # long run never meets the client's read timeout.
 _WAIT_SLICE_S = 60
-
-Vendor = Literal["amd", "nvidia", "cpu"]
 
 
 def _absolute(value: str) -> str:
@@ -80,7 +84,8 @@ class ContainerSpec(Strict):
 
     ``image``: the image reference or ID, present in the engine (never pulled);
     ``name``: the container name (``pin-accept-<hex>``, see :func:`new_name`);
-    ``vendor``: ``amd``, ``nvidia`` or ``cpu`` (which GPUs to pass, :func:`device_options`);
+    ``vendor``: ``amd``, ``nvidia`` or ``cpu`` (which GPUs to pass,
+    :func:`~pinning.accept.engine.device_options`);
     ``mounts``: bind mounts (distinct paths); ``workdir``: the working directory inside
     (absolute; ``None`` keeps the image's); ``env``: names of variables passed from the
     shim's environment besides every ``PIN_*`` one (a name that is not set is skipped);
@@ -147,153 +152,6 @@ def wrap_argv(spec_path: Path, argv: list[str]) -> list[str]:
             *argv]
 
 
-def device_options(vendor: Vendor, root: Path = Path("/")) -> dict[str, Any]:
-    """Keyword arguments for ``containers.create`` that pass the host's GPUs of ``vendor``.
-
-    ``amd``: ``{"devices": ["<root>/dev/kfd:/dev/kfd:rwm", "<root>/dev/dri/<node>:/dev/dri/
-    <node>:rwm", ...], "group_add": [gid, ...]}`` for ``/dev/kfd`` and every entry of
-    ``/dev/dri`` that is not a folder, with the group IDs (decimal strings, sorted) that own
-    those nodes (the ``video`` and ``render`` groups of the host, read with ``os.stat``);
-    ``nvidia``: ``{"device_requests": [DeviceRequest(count=-1, capabilities=[["gpu"]])]}``
-    (every GPU, through the engine's NVIDIA runtime hook); ``cpu``: ``{}``. ``root`` is the
-    folder that holds ``dev`` (``/``; a fake tree in tests). Raises
-    :class:`~pinning.errors.UsageError` (exit 2) for ``amd`` when ``/dev/kfd`` is missing.
-    """
-    if vendor == "cpu":
-        return {}
-    if vendor == "nvidia":
-        import docker.types
-
-        return {"device_requests": [docker.types.DeviceRequest(count=-1,
-                                                               capabilities=[["gpu"]])]}
-    kfd = root / "dev" / "kfd"
-    if not os.path.exists(kfd):
-        raise UsageError(f"{kfd} does not exist: an AMD GPU cannot be used in a container "
-                         "on this host.",
-                         hint="Load the amdgpu driver (ROCm), or run the gates on a host "
-                              "with an AMD GPU.")
-    nodes = [kfd]
-    dri = root / "dev" / "dri"
-    if dri.is_dir():
-        nodes += sorted(p for p in dri.iterdir() if not p.is_dir())
-    devices, gids = [], set()
-    for node in nodes:
-        inside = "/" + node.relative_to(root).as_posix()
-        devices.append(f"{node}:{inside}:rwm")
-        gids.add(os.stat(node).st_gid)
-    return {"devices": devices, "group_add": [str(g) for g in sorted(gids)]}
-
-
-def connect(engine: str | None) -> Any:
-    """A Docker SDK client for ``engine`` (a URL; ``None``: ``DOCKER_HOST``, else
-    ``unix:///var/run/docker.sock``), as ``pin build`` connects.
-
-    Raises :class:`~pinning.errors.BuildError` (exit 8) when the engine does not answer,
-    saying how to point pin at one.
-    """
-    from pinning.image.engine import engine_client
-
-    try:
-        return engine_client(engine)
-    except BuildError as exc:
-        raise BuildError(exc.message,
-                         hint="Start dockerd, or point pin at a running engine: set "
-                              "DOCKER_HOST=unix:///path/docker.sock (or tcp://HOST:PORT), "
-                              "or pass --engine URL.") from exc
-
-
-def _engine_error(what: str, exc: BaseException) -> BuildError:
-    from pinning.oci.registry import clip_text
-
-    return BuildError(f"Docker Engine: {what}: {clip_text(str(exc))}",
-                      hint="Check the engine is running (DOCKER_HOST / --engine).")
-
-
-def _missing_image(ref: str) -> UsageError:
-    return UsageError(f"Image {printable(ref, newlines=False)} is not in the Docker Engine.",
-                      hint=f"Pull it (docker pull {printable(ref, newlines=False)}) or build "
-                           "it (pin build LOCK), then run again.")
-
-
-def _repository(ref: str) -> str:
-    """The repository part of ``ref`` (``HOST/REPO`` without tag or digest), in Docker's
-    short form (``docker.io/library/`` and ``docker.io/`` dropped) for comparison.
-    """
-    name = ref.split("@", 1)[0]
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    if colon > slash:
-        name = name[:colon]
-    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/library/",
-                   "index.docker.io/"):
-        if name.startswith(prefix):
-            return name.removeprefix(prefix)
-    return name
-
-
-def image_identity(client: Any, ref: str) -> tuple[str, Literal["manifest", "image-id"], str]:
-    """``(digest, kind, reason)`` that identify the image ``ref`` names in the engine.
-
-    ``kind`` is ``manifest`` when the registry manifest digest is known: ``ref`` names one
-    (``...@sha256:<hex>``) or the image's ``RepoDigests`` hold exactly one for ``ref``'s
-    repository; else ``image-id`` with the engine's local image ID (``sha256:<hex>`` of
-    the image config), which no registry can check. ``reason`` says which, in one line.
-    Raises :class:`~pinning.errors.UsageError` (exit 2) when the image is not in the engine
-    (pull or build it), :class:`~pinning.errors.BuildError` (exit 8) when the engine fails.
-    """
-    import docker.errors
-
-    from pinning.image.engine import engine_errors
-
-    try:
-        image = client.images.get(ref)
-    except docker.errors.ImageNotFound as exc:
-        raise _missing_image(ref) from exc
-    except engine_errors() as exc:
-        raise _engine_error(f"cannot inspect image {printable(ref, newlines=False)}",
-                            exc) from exc
-    shown = printable(ref, newlines=False)
-    image_id = str(image.id)
-    if "@" in ref:
-        digest = ref.rsplit("@", 1)[1]
-        if digest.startswith("sha256:"):
-            return digest, "manifest", f"{shown} names its manifest digest"
-    repo = _repository(ref)
-    found = sorted({str(d).rsplit("@", 1)[1] for d in image.attrs.get("RepoDigests") or []
-                    if "@" in str(d) and _repository(str(d)) == repo})
-    if len(found) == 1:
-        return found[0], "manifest", f"the engine records the manifest digest of {repo}"
-    why = (f"the engine records {len(found)} manifest digests for {repo}" if found else
-           f"the engine records no registry manifest digest for {repo} (built or "
-           "tagged locally, never pushed or pulled by digest)")
-    return image_id, "image-id", f"{why}; the local image ID stands in"
-
-
-def remove_leftovers(client: Any, names: Iterable[str]) -> list[str]:
-    """Remove (killing them first) the containers called ``names`` that carry the
-    ``dev.pin.accept`` label, as a shim killed by SIGKILL leaves them; return the names
-    removed. A name with no container, or a container without the label, is left alone.
-    Raises :class:`~pinning.errors.BuildError` (exit 8) when the engine fails.
-    """
-    import docker.errors
-
-    from pinning.image.engine import engine_errors
-
-    removed = []
-    for name in names:
-        try:
-            container = client.containers.get(name)
-            if (container.labels or {}).get(ACCEPT_LABEL) != "1":
-                continue
-            container.remove(force=True)
-        except docker.errors.NotFound:
-            continue
-        except engine_errors() as exc:
-            raise _engine_error(f"cannot remove container {name}", exc) from exc
-        removed.append(name)
-    return removed
-
-
 class _Signalled(BaseException):
     """SIGTERM or SIGINT arrived; carries the signal number."""
 
@@ -349,11 +207,11 @@ def _create(client: Any, spec: ContainerSpec, argv: list[str]) -> Any:
     try:
         return client.containers.create(**create)
     except docker.errors.ImageNotFound as exc:
-        raise _missing_image(spec.image) from exc
+        raise missing_image(spec.image) from exc
     except engine_errors() as exc:
         hint = (" (is the NVIDIA Container Toolkit installed for this engine?)"
                 if spec.vendor == "nvidia" and "device driver" in str(exc) else "")
-        raise _engine_error(f"cannot create the container{hint}", exc) from exc
+        raise engine_error(f"cannot create the container{hint}", exc) from exc
 
 
 def _start_and_stream(container: Any, spec: ContainerSpec, argv: list[str]) -> int:
@@ -384,7 +242,7 @@ def _start_and_stream(container: Any, spec: ContainerSpec, argv: list[str]) -> i
             return int(status.get("StatusCode", 1))
         except engine_errors() as exc:
             if "timed out" not in str(exc).lower():
-                raise _engine_error("lost the container", exc) from exc
+                raise engine_error("lost the container", exc) from exc
 
 
 def _run(spec: ContainerSpec, argv: list[str]) -> int:

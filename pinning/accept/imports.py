@@ -26,20 +26,20 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from pinning.accept.config import ImportGate
-from pinning.accept.train import TrainCheck, _kill_group, _tail
+from pinning.accept.procs import run_logged, stderr_tail
+from pinning.accept.result import ImportedModule, ImportResult, NumericResult
+from pinning.accept.train import TrainCheck
 from pinning.errors import UsageError
 from pinning.util.jsonread import load_json
-from pinning.util.models import Strict
 from pinning.util.text import printable
 
-__all__ = ["PROBE", "ImportResult", "ImportedModule", "NumericResult", "run_import_gate"]
+__all__ = ["PROBE", "run_import_gate"]
 
 #: The file path of the import probe script (stdlib and torch only; run by path).
 PROBE: Path = Path(__file__).resolve().parent / "harness" / "import_probe.py"
@@ -55,101 +55,6 @@ _MAX_ERR = 4 * 1024 * 1024
 # allowance over seeds 0-3), at 256 it exceeds them (up to 2.3x), and a float16 product at
 # 64 can round exactly like the reference (seed 1: no mismatch), so a zero-tolerance float16
 # test uses 256 (about 90 mismatches of 65536).
-
-
-class ImportedModule(Strict):
-    """One listed module as the probe imported it: ``name``, ``ok``, ``version`` (its
-    ``__version__``, ``None`` when it has none or did not import), ``seconds`` the import
-    took, and for a failure the exception's ``error-type`` (``ModuleNotFoundError``) and
-    ``error`` message.
-    """
-
-    name: str
-    ok: bool
-    version: str | None = None
-    seconds: float | None = None
-    error_type: str | None = None
-    error: str | None = None
-
-
-class NumericResult(Strict):
-    """The numeric check as run: ``device`` (``cuda:0`` or ``cpu``) and ``device-name``
-    (on the CPU it says the CPU was compared with the CPU), ``dtype``, matrix ``shape``,
-    generator ``seed``, the ``rtol``/``atol`` used and their sources (``gates file`` or
-    ``torch.testing default``), ``elements``, ``mismatched`` (outside ``atol + rtol *
-    |expected|``), ``nonfinite`` (NaN or infinite differences), ``max-abs-error``, the
-    element closest to or furthest past its allowance (``worst-index``, its
-    ``worst-abs-error`` and ``worst-allowed``), assert_close's ``passed`` and ``message``;
-    or ``ran`` false and the ``error``.
-    """
-
-    ran: bool
-    error: str | None = None
-    device: str | None = None
-    device_name: str | None = None
-    dtype: str | None = None
-    shape: list[int] | None = None
-    seed: int | None = None
-    rtol: float | None = None
-    atol: float | None = None
-    rtol_source: str | None = None
-    atol_source: str | None = None
-    elements: int | None = None
-    mismatched: int | None = None
-    nonfinite: int | None = None
-    max_abs_error: float | None = None
-    worst_index: list[int] | None = None
-    worst_abs_error: float | None = None
-    worst_allowed: float | None = None
-    passed: bool | None = None
-    message: str | None = None
-
-
-class ImportResult(Strict):
-    """The import gate's result.
-
-    ``python`` is the command prefix run (joined with spaces); ``python-executable`` and
-    ``python-version`` as the probe reported them; ``exit-code`` of the probe (``None``
-    when it could not start or timed out) and ``error`` when it gave no usable report. The
-    build: ``torch-version``, ``torch-cuda``, ``torch-hip`` (``torch.version.cuda`` /
-    ``hip``), ``torch-error`` when torch did not import, ``cuda-available``,
-    ``device-count``, per device ``device-names``, ``gcn-arch-names`` (ROCm; ``None``
-    elsewhere) and ``compute-capabilities`` (``"9.0"``), ``device-error`` when asking torch
-    about devices failed, ``numeric-device`` (the device of the numeric check) and
-    ``numeric``; ``collect-env`` (torch's own report) or ``None`` with
-    ``collect-env-error`` saying why; ``modules``; the ``checks`` (``probe``, ``import
-    <name>`` per module, ``numeric``) and ``passed`` (all checks pass).
-    """
-
-    python: str
-    python_executable: str | None = None
-    python_version: str | None = None
-    exit_code: int | None = None
-    error: str | None = None
-    torch_version: str | None = None
-    torch_cuda: str | None = None
-    torch_hip: str | None = None
-    torch_error: str | None = None
-    cuda_available: bool | None = None
-    device_count: int | None = None
-    device_names: list[str] = Field(default_factory=list)
-    gcn_arch_names: list[str | None] = Field(default_factory=list)
-    compute_capabilities: list[str | None] = Field(default_factory=list)
-    device_error: str | None = None
-    numeric_device: str | None = None
-    numeric: NumericResult | None = None
-    collect_env: str | None = None
-    collect_env_error: str | None = None
-    modules: list[ImportedModule] = Field(default_factory=list)
-    checks: list[TrainCheck]
-    passed: bool
-
-    @property
-    def failed_checks(self) -> list[str]:
-        """``["import vllm: ModuleNotFoundError: No module named 'vllm'", ...]`` for each
-        failed check.
-        """
-        return [f"{c.name}: {c.reason}" for c in self.checks if not c.passed]
 
 
 class _Lax(BaseModel):
@@ -181,33 +86,6 @@ class _CollectEnv(_Lax):
     error: str | None = None
 
 
-class _Worst(_Lax):
-    index: list[int]
-    abs_error: float | None = None
-    allowed: float | None = None
-
-
-class _Numeric(_Lax):
-    ran: bool
-    error: str | None = None
-    device: str | None = None
-    device_name: str | None = None
-    dtype: str | None = None
-    shape: list[int] | None = None
-    seed: int | None = None
-    rtol: float | None = None
-    atol: float | None = None
-    rtol_source: str | None = None
-    atol_source: str | None = None
-    elements: int | None = None
-    mismatched: int | None = None
-    nonfinite: int | None = None
-    max_abs_error: float | None = None
-    worst: _Worst | None = None
-    passed: bool | None = None
-    message: str | None = None
-
-
 class _Python(_Lax):
     executable: str | None = None
     version: str | None = None
@@ -220,7 +98,20 @@ class _Report(_Lax):
     modules: list[ImportedModule] = []
     torch: _Torch | None = None
     collect_env: _CollectEnv | None = None
-    numeric: _Numeric | None = None
+    numeric: NumericResult | None = None
+
+    @field_validator("numeric", mode="before")
+    @classmethod
+    def _flatten_numeric(cls, raw: object) -> object:
+        """The probe's numeric report in :class:`NumericResult`'s shape, the one model of
+        it: ``worst`` (``index``, ``abs_error``, ``allowed``) flattened to ``worst_*``, and
+        keys the result does not know dropped (a newer probe may add some).
+        """
+        if not isinstance(raw, dict):
+            return raw
+        worst = raw.get("worst") if isinstance(raw.get("worst"), dict) else {}
+        flat = {**raw, **{f"worst_{k}": v for k, v in (worst or {}).items()}}
+        return {k: v for k, v in flat.items() if k in NumericResult.model_fields}
 
 
 def run_import_gate(gate: ImportGate, python: str | Sequence[str], workdir: Path, *,
@@ -268,33 +159,19 @@ def _run_probe(argv: list[str], workdir: Path,
     """Run the probe; ``(exit status, report, why there is no usable report)``."""
     out_path = workdir / "import-probe.stdout"
     err_path = workdir / "import-probe.stderr"
-    exit_code: int | None = None
-    try:
-        with out_path.open("wb") as out, err_path.open("wb") as err:
-            child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                     start_new_session=True)
-            try:
-                exit_code = child.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_group(child)
-                return None, None, (f"timed out after {timeout_s:g} s"
-                                    f"{_stage(err_path)}{_tail(err_path)}")
-            except BaseException:  # Ctrl-C or an error here: never leave the probe running
-                _kill_group(child)
-                raise
-    except OSError as exc:
-        return None, None, (f"could not start {printable(argv[0], newlines=False)}: "
-                            f"{exc.strerror or exc}")
+    exit_code, failed = run_logged(argv, out_path, err_path, timeout_s)
+    if failed is not None:
+        return None, None, f"{failed}{_stage(err_path)}{stderr_tail(err_path)}"
     report, why = _read_report(out_path)
     if report is None:
         status = f"exited with status {exit_code}" if exit_code else "exited 0"
-        return exit_code, None, f"{status}{_stage(err_path)} and {why}{_tail(err_path)}"
+        return exit_code, None, f"{status}{_stage(err_path)} and {why}{stderr_tail(err_path)}"
     if report.error is not None:
         return exit_code, None, (f"refused its spec (exit {exit_code}): "
                                  f"{printable(report.error, newlines=False)}")
     if exit_code != 0:
         return exit_code, report, (f"printed its report but exited with status {exit_code}"
-                                   f"{_tail(err_path)}")
+                                   f"{stderr_tail(err_path)}")
     return exit_code, report, None
 
 
@@ -365,7 +242,7 @@ def _judge(gate: ImportGate, python: str, exit_code: int | None, report: _Report
         return ImportResult(python=python, exit_code=exit_code, error=failure, checks=checks,
                             passed=False)
     checks += [_module_check(name, report) for name in gate.modules]
-    numeric = _numeric(report.numeric)
+    numeric = report.numeric
     if gate.numeric_check:
         checks.append(_numeric_check(numeric))
     torch, env = report.torch, report.collect_env
@@ -428,22 +305,6 @@ def _module_check(name: str, report: _Report) -> TrainCheck:
     return TrainCheck(name=f"import {name}", measured=found.seconds, limit=None, passed=False,
                       reason=printable(f"{kind}: {found.error or '(no message)'}",
                                        newlines=False))
-
-
-def _numeric(raw: _Numeric | None) -> NumericResult | None:
-    """The report's numeric check in the result's shape."""
-    if raw is None:
-        return None
-    worst = raw.worst
-    return NumericResult(
-        ran=raw.ran, error=raw.error, device=raw.device, device_name=raw.device_name,
-        dtype=raw.dtype, shape=raw.shape, seed=raw.seed, rtol=raw.rtol, atol=raw.atol,
-        rtol_source=raw.rtol_source, atol_source=raw.atol_source, elements=raw.elements,
-        mismatched=raw.mismatched, nonfinite=raw.nonfinite, max_abs_error=raw.max_abs_error,
-        worst_index=worst.index if worst else None,
-        worst_abs_error=worst.abs_error if worst else None,
-        worst_allowed=worst.allowed if worst else None, passed=raw.passed,
-        message=raw.message)
 
 
 def _numeric_check(n: NumericResult | None) -> TrainCheck:

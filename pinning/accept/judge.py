@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from typing import Literal
 
 from pinning.accept.config import LatencyMetric, ServeSlo
-from pinning.accept.results import PerRequest, ReadResult, ServeSummary
+from pinning.accept.summary import PerRequest, ReadResult, ServeSummary
 from pinning.util.models import Strict
 
-__all__ = ["Check", "PointVerdict", "goodput", "judge_point", "percentile"]
+__all__ = ["Check", "PointVerdict", "failed_lines", "goodput", "judge_point", "load_text",
+           "load_words", "make_check", "percentile"]
 
 Basis = Literal["from-file", "recomputed", "missing"]
 
@@ -50,6 +51,28 @@ class PointVerdict(Strict):
     summary: ServeSummary
     checks: list[Check]
     passed: bool
+
+
+def load_words(concurrency: int | None, rate: float | None) -> str:
+    """A load for people: ``concurrency 4``, ``rate 2 req/s``, both (``concurrency 4, rate
+    2 req/s``) or ``unlimited rate``; the one wording of every table and message.
+    """
+    parts = [f"concurrency {concurrency}"] if concurrency is not None else []
+    parts += [f"rate {rate:g} req/s"] if rate is not None else []
+    return ", ".join(parts) or "unlimited rate"
+
+
+def load_text(point: PointVerdict) -> str:
+    """:func:`load_words` of a run's concurrency and request rate."""
+    return load_words(point.summary.max_concurrency, point.summary.request_rate)
+
+
+def failed_lines(points: Sequence[PointVerdict]) -> list[str]:
+    """``<source>#<index> (<load>): <slo>: <reason>`` for every failed check of ``points``,
+    in order: the serve gate's ``failed-checks`` entries for its runs.
+    """
+    return [f"{p.summary.source}#{p.summary.index} ({load_text(p)}): {c.slo}: {c.reason}"
+            for p in points for c in p.checks if not c.passed]
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -108,21 +131,25 @@ def _recomputed(requests: PerRequest | None, metric: str, pct: str) -> float | N
     return percentile(vals, float(pct[1:])) * 1000.0 if vals else None
 
 
-def _check(slo: str, measured: float | None, limit: float, unit: str,
-           bound: Literal["max", "min"], basis: Basis, missing: str) -> Check:
-    """A :class:`Check` with its reason sentence."""
+_RECOMPUTED = ", recomputed from the per-request data"
+
+
+def make_check(slo: str, measured: float | None, limit: float, unit: str,
+               bound: Literal["max", "min"], basis: Basis, missing: str,
+               note: str = "") -> Check:
+    """A :class:`Check` of ``measured`` against ``limit`` (``unit`` may be empty) in the
+    ``bound`` direction, with its reason sentence (``0.41 ms <= 2 ms`` then ``note``);
+    failed with ``not measured: <missing>`` when ``measured`` is ``None``.
+    """
     if measured is None:
         return Check(slo=slo, measured=None, limit=limit, unit=unit, bound=bound,
                      basis="missing", passed=False, reason=f"not measured: {missing}")
     passed = measured <= limit if bound == "max" else measured >= limit
-    word = "<=" if bound == "max" else ">="
-    fails = ">" if bound == "max" else "<"
-    reason = (f"{measured:.6g} {unit} {word} {limit:.6g} {unit}" if passed
-              else f"{measured:.6g} {unit} {fails} {limit:.6g} {unit} (limit)")
-    if basis == "recomputed":
-        reason += ", recomputed from the per-request data"
+    word = ("<=" if passed else ">") if bound == "max" else (">=" if passed else "<")
+    u = f" {unit}" if unit else ""
+    reason = f"{measured:.6g}{u} {word} {limit:.6g}{u}" + ("" if passed else " (limit)")
     return Check(slo=slo, measured=measured, limit=limit, unit=unit, bound=bound,
-                 basis=basis, passed=passed, reason=reason)
+                 basis=basis, passed=passed, reason=reason + note)
 
 
 def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
@@ -141,13 +168,14 @@ def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
         if value is None:
             value = _recomputed(reqs, metric, pct)
             basis = "recomputed"
-        checks.append(_check(key, value, limit, "ms", "max", basis,
-                             f"the results have no {pct} {metric.upper()} and no "
-                             "per-request data to compute it from"))
+        checks.append(make_check(key, value, limit, "ms", "max", basis,
+                                 f"the results have no {pct} {metric.upper()} and no "
+                                 "per-request data to compute it from",
+                                 _RECOMPUTED if basis == "recomputed" else ""))
     if slo.failed_max is not None:
-        checks.append(_check("failed-max", None if s.failed is None else float(s.failed),
-                             float(slo.failed_max), "requests", "max", "from-file",
-                             "the results do not record failed requests"))
+        checks.append(make_check("failed-max", None if s.failed is None else float(s.failed),
+                                 float(slo.failed_max), "requests", "max", "from-file",
+                                 "the results do not record failed requests"))
     if slo.goodput_min_rps is not None:
         checks.append(_goodput_check(s, reqs, slo))
     rates: dict[str, float] = {t.name: t.per_s for t in s.throughput}
@@ -157,8 +185,8 @@ def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
             ("output-throughput-min-tps", "output-tokens", slo.output_throughput_min_tps,
              "output tok/s")):
         if limit_rate is not None:
-            checks.append(_check(key, rates.get(name), limit_rate, unit, "min", "from-file",
-                                 f"the results have no {name} throughput"))
+            checks.append(make_check(key, rates.get(name), limit_rate, unit, "min",
+                                     "from-file", f"the results have no {name} throughput"))
     checks.append(_completed_check(s))
     return PointVerdict(summary=s, checks=checks, passed=all(c.passed for c in checks))
 
@@ -168,8 +196,8 @@ def _completed_check(s: ServeSummary) -> Check:
     SLOs: a run in which no request completed measured nothing (its latencies, if any,
     describe no successful request), so it can never pass.
     """
-    check = _check("completed-min", float(s.completed), 1.0, "requests", "min", "from-file",
-                   "")
+    check = make_check("completed-min", float(s.completed), 1.0, "requests", "min",
+                       "from-file", "")
     if check.passed:
         return check
     return check.model_copy(update={"reason": "no request completed: nothing was measured"
@@ -184,14 +212,13 @@ def _goodput_check(s: ServeSummary, reqs: PerRequest | None, slo: ServeSlo) -> C
     limits = slo.per_request_limits()
     if reqs is not None and reqs.latencies is not None and s.duration_s:
         good, rate = goodput(reqs, limits, s.duration_s)
-        check = _check("goodput-min-rps", rate, slo.goodput_min_rps, "req/s", "min",
-                       "recomputed", "")
-        return check.model_copy(update={"reason": check.reason + f" ({good} good of "
-                                        f"{len(reqs.errors)} requests)"})
+        return make_check("goodput-min-rps", rate, slo.goodput_min_rps, "req/s", "min",
+                          "recomputed", "",
+                          f"{_RECOMPUTED} ({good} good of {len(reqs.errors)} requests)")
     from_file = next((t.per_s for t in s.throughput if t.name == "goodput"), None)
-    check = _check("goodput-min-rps", from_file, slo.goodput_min_rps, "req/s", "min",
-                   "from-file", "no per-request latencies to recompute it and no goodput "
-                                "in the results")
+    check = make_check("goodput-min-rps", from_file, slo.goodput_min_rps, "req/s", "min",
+                       "from-file", "no per-request latencies to recompute it and no "
+                                    "goodput in the results")
     if from_file is None:
         return check
     return check.model_copy(update={"reason": check.reason + ", the file's own goodput "

@@ -9,31 +9,7 @@ aiohttp client reading ``data:`` events; date not recorded), and ``temperature: 
 so runs repeat), which that client does not send: it leaves sampling to the server's
 defaults. For chat pin sends ``max_tokens`` where that client sends
 ``max_completion_tokens`` (vLLM 0.32.0 honours both; tried here). What each request
-records, with times in seconds from :func:`time.perf_counter`:
-
-* ``ttft_s``: from sending to the first event whose text is non-empty (``choices[0].text``;
-  for chat ``choices[0].delta.content`` or ``reasoning_content``). vLLM's completions client
-  starts the clock at the first ``choices`` event even when its text is empty; pin waits for
-  text, so a chat stream's opening ``{"role": "assistant", "content": ""}`` is not a token.
-* ``itls_s``: the gaps between consecutive events with text (one per event, however many
-  tokens it carries, as vLLM counts them).
-* ``latency_s``: from sending to the end of the stream (``[DONE]`` or the connection's end).
-* ``output_tokens`` and its basis: the server's ``usage.completion_tokens`` (``usage``),
-  else the caller's tokenizer count of the text (``tokenizer``), else the number of events
-  with text (``chunks``).
-* ``error``: ``""`` on success; else why (``HTTP 500: <body head>``, ``timeout after 600 s``,
-  the error event's message, ``no token received``, a stream that ended before ``[DONE]``
-  and without a ``finish_reason``, a ``usage.completion_tokens`` above ``max_tokens``).
-
-A request succeeds only when its stream ended with ``data: [DONE]`` or a choice carried a
-non-null ``finish_reason``: vLLM's completions stream puts ``finish_reason`` on the chunk of
-the last token, then sends the ``usage`` chunk (``choices: []``) and always ends with
-``data: [DONE]``, even after an error event (vllm-project/vllm@
-00463e627b4cbe549b5e9815a2bdb0100ae88ea9:vllm/entrypoints/openai/serving_completion.py;
-date not recorded); a stream cut before either is a dropped connection, not an answer. The
-server's ``usage.completion_tokens`` is believed up to ``max_tokens`` (vLLM may merge
-several tokens into one event, so a count above the number of events is normal); above both
-``max_tokens`` and the events received it is impossible and fails the request.
+records, and when it succeeds, :mod:`pinning.accept.sse` says.
 
 Requests start at once (``request_rate=None``) or at Poisson arrivals: exponential gaps
 from ``random.Random(seed).expovariate(rate)``, the first request at 0. vLLM's
@@ -53,336 +29,32 @@ flight at once (``requests`` when no ``concurrency`` is set; ``concurrency`` its
 ``min_duration_s``).
 
 Credentials in the endpoint (``http://user:password@host/v1``) are sent as HTTP basic auth
-and never recorded: :func:`redact_endpoint` gives the form stored and printed.
+and never recorded: :func:`~pinning.accept.endpoint.redact_endpoint` gives the form stored
+and printed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import errno
 import json
 import random
-import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 import yarl
 
-from pinning.accept.judge import percentile
-from pinning.accept.results import LatencyStats, PerRequest, ReadResult, ServeSummary, Throughput
+from pinning.accept.endpoint import redact_endpoint, split_endpoint
+from pinning.accept.loadrun import Api, LoadRun, RequestRecord
+from pinning.accept.sse import BODY_HEAD, Stream, fill_record
 from pinning.accept.workload import Prompt
 from pinning.errors import UsageError
-from pinning.util.jsonread import load_json
 
-__all__ = ["Api", "LoadRun", "RequestRecord", "TokenBasis", "check_endpoint",
-           "poisson_schedule", "redact_endpoint", "run_load", "run_point", "thirds"]
+__all__ = ["poisson_schedule", "run_load", "run_point"]
 
-Api = Literal["completions", "chat"]
-#: Where a request's output-token count came from (module docstring).
-TokenBasis = Literal["usage", "tokenizer", "chunks"]
-_BODY_HEAD = 300
 _FD_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
-
-
-def redact_endpoint(endpoint: str) -> str:
-    """``endpoint`` with the userinfo of its authority replaced by ``***``
-    (``http://user:pw@host:8000/v1?x=1`` -> ``http://***@host:8000/v1?x=1``); unchanged when
-    it has none. Works on text that is not a valid URL too, so error messages can use it.
-    """
-    scheme, sep, rest = endpoint.partition("://")
-    if not sep:
-        return endpoint
-    end = len(rest)
-    for stop in "/?#":
-        at = rest.find(stop)
-        if at != -1:
-            end = min(end, at)
-    authority = rest[:end]
-    if "@" not in authority:
-        return endpoint
-    return f"{scheme}://***@{authority.rpartition('@')[2]}{rest[end:]}"
-
-
-def _split_endpoint(endpoint: str) -> tuple[yarl.URL, str | None]:
-    """``(URL without userinfo, basic-auth header value or None)`` of ``endpoint``;
-    ``UsageError`` naming ``[serve] endpoint`` when it is not an http(s) URL with a host
-    and a valid port.
-    """
-    shown = redact_endpoint(endpoint)
-    hint = ("Set `[serve] endpoint` in the gates file to the server's base URL, such as "
-            "http://127.0.0.1:8000/v1.")
-    try:
-        url = yarl.URL(endpoint)
-        port = url.port
-        host = url.host
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"[serve] endpoint {shown}: not a valid URL ({exc}).",
-                         hint=hint) from exc
-    if url.scheme not in ("http", "https") or not host or port is None:
-        raise UsageError(f"[serve] endpoint {shown}: not an http:// or https:// URL with a "
-                         "host.", hint=hint)
-    auth = None
-    if url.user is not None or url.password is not None:
-        pair = f"{url.user or ''}:{url.password or ''}".encode()
-        auth = "Basic " + base64.b64encode(pair).decode("ascii")
-        url = url.with_user(None)
-    return url, auth
-
-
-def check_endpoint(endpoint: str) -> None:
-    """Raise ``UsageError`` (exit 2) naming ``[serve] endpoint`` when ``endpoint`` is not an
-    http(s) URL with a host and a port in 0-65535 (``http://host:99999/v1``,
-    ``http://[::1/v1``); the message shows it with :func:`redact_endpoint`.
-    """
-    _split_endpoint(endpoint)
-
-
-@dataclass
-class RequestRecord:
-    """One measured request. ``start_s`` is when it was sent, seconds after the run's
-    start; ``ttft_s``, ``itls_s`` (gaps between events with text) and ``latency_s`` are
-    seconds from sending (0 when it failed before them); ``output_tokens`` counted on
-    ``token_basis``; ``input_tokens`` the server's ``usage.prompt_tokens``, else the
-    prompt's counted tokens, else ``None``; ``text`` the generated text; ``error`` ``""``
-    when it succeeded.
-    """
-
-    start_s: float
-    ttft_s: float = 0.0
-    itls_s: list[float] = field(default_factory=list)
-    latency_s: float = 0.0
-    output_tokens: int = 0
-    token_basis: TokenBasis = "chunks"
-    input_tokens: int | None = None
-    text: str = ""
-    error: str = ""
-
-
-class _Stream:
-    """The SSE parser and timer of one response: fed raw bytes as they arrive."""
-
-    __slots__ = ("buf", "chat", "chunks", "data", "done", "error", "finished", "first", "itls",
-                 "last", "parts", "prompt_tokens", "usage_tokens")
-
-    def __init__(self, chat: bool) -> None:
-        self.chat = chat
-        self.buf = b""
-        self.data: bytes | None = None
-        self.first = 0.0
-        self.last = 0.0
-        self.itls: list[float] = []
-        self.parts: list[str] = []
-        self.chunks = 0
-        self.usage_tokens: int | None = None
-        self.prompt_tokens: int | None = None
-        self.done = False
-        self.finished = False
-        self.error = ""
-
-    def feed(self, data: bytes, now: float) -> None:
-        """Take the bytes of one read; handle each complete event, keep the rest."""
-        if b"\n" not in data:
-            self.buf += data
-            return
-        lines = (self.buf + data).split(b"\n") if self.buf else data.split(b"\n")
-        self.buf = lines.pop()
-        for line in lines:
-            if line[-1:] == b"\r":
-                line = line[:-1]
-            if not line:
-                if self.data is not None:
-                    self.event(self.data, now)
-                    self.data = None
-            elif line[:5] == b"data:":
-                value = line[6:] if line[5:6] == b" " else line[5:]
-                self.data = value if self.data is None else self.data + b"\n" + value
-            elif line[:6] == b"error:":
-                self.error = "error event: " + line[6:].strip().decode("utf-8", "replace")
-
-    def finish(self, now: float) -> None:
-        """The stream ended: handle a last event that had no blank line after it."""
-        if self.buf:
-            self.feed(b"\n", now)
-        if self.data is not None:
-            self.event(self.data, now)
-            self.data = None
-
-    def event(self, payload: bytes, now: float) -> None:
-        """One ``data:`` payload: ``[DONE]``, an error object, or a chunk."""
-        if payload == b"[DONE]":
-            self.done = True
-            return
-        try:
-            obj = load_json(payload, UsageError, label="an event")
-            err = obj.get("error")
-            if err is not None or obj.get("object") == "error":
-                self.error = "error event: " + _message(err if err is not None else obj)
-                return
-            choices = obj.get("choices")
-            if choices:
-                if any(c.get("finish_reason") is not None for c in choices):
-                    self.finished = True
-                choice = choices[0]
-                if self.chat:
-                    delta = choice.get("delta") or {}
-                    text = delta.get("content") or delta.get("reasoning_content")
-                else:
-                    text = choice.get("text")
-                if text:
-                    if self.chunks:
-                        self.itls.append(now - self.last)
-                    else:
-                        self.first = now
-                    self.last = now
-                    self.chunks += 1
-                    self.parts.append(text)
-            usage = obj.get("usage")
-            if usage:
-                self.usage_tokens = _whole(usage.get("completion_tokens"))
-                self.prompt_tokens = _whole(usage.get("prompt_tokens"))
-        except (UsageError, ValueError, AttributeError, TypeError, IndexError, KeyError):
-            self.error = f"unexpected event: {payload[:_BODY_HEAD]!r}"
-
-
-def _whole(value: Any) -> int | None:
-    """``value`` when it is a whole number >= 0, else ``None``."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _message(err: Any) -> str:
-    """The ``message`` of an OpenAI-style error object, or the object as JSON."""
-    if isinstance(err, dict) and isinstance(err.get("message"), str):
-        return str(err["message"])[:_BODY_HEAD]
-    return json.dumps(err)[:_BODY_HEAD]
-
-
-@dataclass
-class LoadRun:
-    """One finished run: its ``records`` in the order requests were sent (warm-up ones
-    excluded), ``endpoint`` with any credentials redacted (:func:`redact_endpoint`),
-    ``duration_s`` from the first measured send to the last completion, and
-    the settings it ran with.
-    """
-
-    endpoint: str
-    model: str
-    api: Api
-    records: list[RequestRecord]
-    duration_s: float
-    concurrency: int | None
-    request_rate: float | None
-    warmup: int
-    seed: int
-
-    def texts(self) -> list[tuple[str, str]]:
-        """``(generated text, error)`` of each record, in the order sent (the prompts'
-        order when no ``min_duration_s`` repeated them).
-        """
-        return [(r.text, r.error) for r in self.records]
-
-    def to_read_result(self, source: str, index: int = 0,
-                       harness_version: str | None = None) -> ReadResult:
-        """The run as a :class:`ReadResult` (harness ``pin-loadgen``) that
-        ``pinning.accept.judge.judge_point`` judges as it judges a vLLM result: totals,
-        throughputs (per second of ``duration_s``; ``output tokens`` counted as each
-        record's basis says, named in ``metadata["output-token-count"]``), latency stats in
-        ms over successful requests (TPOT over those with more than one token, ITL over
-        every gap; std is the population standard deviation, as numpy's default) and the
-        per-request arrays in seconds (a failed request: zeros and its error).
-        """
-        ok = [r for r in self.records if not r.error]
-        dur = self.duration_s
-        out_tokens = sum(r.output_tokens for r in ok)
-        in_known = all(r.input_tokens is not None for r in ok)
-        in_tokens = sum(r.input_tokens or 0 for r in ok) if in_known else None
-        rates = [("requests", len(ok), "requests"),
-                 ("output-tokens", out_tokens, "output tokens")]
-        if in_tokens is not None:
-            rates.append(("total-tokens", in_tokens + out_tokens, "input + output tokens"))
-        bases = _tally(r.token_basis for r in ok)
-        summary = ServeSummary(
-            source=source, index=index, harness="pin-loadgen", harness_version=harness_version,
-            backend="openai-" + self.api, endpoint=self.endpoint, model=self.model,
-            max_concurrency=self.concurrency, request_rate=self.request_rate,
-            completed=len(ok), failed=len(self.records) - len(ok), duration_s=dur,
-            total_input_tokens=in_tokens, total_output_tokens=out_tokens,
-            throughput=[Throughput(name=n, per_s=v / dur if dur > 0 else 0.0, basis=b)
-                        for n, v, b in rates],
-            latency=_latency(ok),
-            metadata={"api": self.api, "output-token-count": bases or "none",
-                      "input-token-count": "known" if in_known and ok else "not known",
-                      "warmup-requests": str(self.warmup), "seed": str(self.seed)},
-            detailed=True)
-        requests = PerRequest(
-            ttfts=[r.ttft_s for r in self.records],
-            latencies=[r.latency_s for r in self.records],
-            itls=[list(r.itls_s) for r in self.records],
-            output_lens=[r.output_tokens for r in self.records],
-            errors=[r.error for r in self.records])
-        return ReadResult(summary, requests)
-
-
-def _tally(bases: Any) -> str:
-    """``"usage"`` when every basis is the same, else ``"usage 10, chunks 2"``."""
-    counts: dict[str, int] = {}
-    for b in bases:
-        counts[b] = counts.get(b, 0) + 1
-    if len(counts) == 1:
-        return next(iter(counts))
-    return ", ".join(f"{b} {n}" for b, n in sorted(counts.items()))
-
-
-def _stats(values_s: list[float]) -> LatencyStats:
-    """Mean, median, population std and p50/p90/p95/p99 of ``values_s``, in ms."""
-    ms = [v * 1000.0 for v in values_s]
-    return LatencyStats(mean=statistics.fmean(ms), median=statistics.median(ms),
-                        std=statistics.pstdev(ms),
-                        percentiles={p: percentile(ms, float(p[1:]))
-                                     for p in ("p50", "p90", "p95", "p99")})
-
-
-def _latency(ok: list[RequestRecord]) -> dict[str, LatencyStats]:
-    """The four metrics' stats over the successful records (a metric with no value is
-    left out).
-    """
-    series = {
-        "ttft": [r.ttft_s for r in ok],
-        "tpot": [(r.latency_s - r.ttft_s) / (r.output_tokens - 1)
-                 for r in ok if r.output_tokens > 1],
-        "itl": [g for r in ok for g in r.itls_s],
-        "e2el": [r.latency_s for r in ok]}
-    return {m: _stats(v) for m, v in series.items() if v}
-
-
-def thirds(run: LoadRun) -> tuple[float, float]:
-    """``(first-third, last-third)`` output-token throughput of ``run`` (tokens/s).
-
-    The rule: the run's wall time ``duration_s`` is cut in three equal parts; each
-    successful request's ``output_tokens`` are spread evenly over its events with text,
-    each credited at the time it arrived (``start_s + ttft_s`` plus the gaps); a part's
-    throughput is the tokens credited inside it over a third of the duration. ``(0, 0)``
-    for a run of no duration.
-    """
-    third = run.duration_s / 3.0
-    if third <= 0:
-        return 0.0, 0.0
-    first = last = 0.0
-    for r in run.records:
-        if r.error or not r.output_tokens:
-            continue
-        each = r.output_tokens / (len(r.itls_s) + 1)
-        t = r.start_s + r.ttft_s
-        for gap in (0.0, *r.itls_s):
-            t += gap
-            if t < third:
-                first += each
-            elif t >= 2 * third:
-                last += each
-    return first / third, last / third
 
 
 def poisson_schedule(rate: float, seed: int, count: int) -> list[float]:
@@ -404,7 +76,7 @@ class _Runner:
     def __init__(self, endpoint: str, model: str, api: Api, *, timeout_s: float,
                  ignore_eos: bool, count_tokens: Callable[[str], int] | None,
                  api_key: str | None, stop_on_404: bool) -> None:
-        url, basic = _split_endpoint(endpoint)
+        url, basic = split_endpoint(endpoint)
         self.endpoint = redact_endpoint(endpoint)
         path = url.path.rstrip("/") + ("/chat/completions" if api == "chat" else "/completions")
         query = "?" + url.raw_query_string if url.raw_query_string else ""  # kept as given
@@ -449,14 +121,14 @@ class _Runner:
         body = self.body(prompt)
         sent = time.perf_counter()
         rec = RequestRecord(start_s=sent - self.t0, input_tokens=prompt.input_tokens)
-        stream = _Stream(self.chat)
+        stream = Stream(self.chat)
         closed = ""
         try:
             async with self.session.post(self.url, data=body, headers=self.headers,
                                          timeout=self.timeout) as resp:
                 self.connected = True
                 if resp.status != 200:
-                    head = await resp.content.read(_BODY_HEAD)
+                    head = await resp.content.read(BODY_HEAD)
                     rec.error = (f"HTTP {resp.status}: "
                                  f"{head.decode('utf-8', 'replace').strip()}")
                     if resp.status == 404 and self.stop_on_404 and not self.answered:
@@ -486,49 +158,15 @@ class _Runner:
         except (aiohttp.ClientError, OSError) as exc:
             if isinstance(exc, OSError) and exc.errno in _FD_ERRNOS:
                 self._set_fatal(self.out_of_files(exc))
-            rec.error = f"{type(exc).__name__}: {exc}"[:_BODY_HEAD]
+            rec.error = f"{type(exc).__name__}: {exc}"[:BODY_HEAD]
             return rec
-        return self._finish(rec, stream, prompt.max_tokens, sent, end, closed)
+        return fill_record(rec, stream, prompt.max_tokens, sent, end, closed,
+                           self.count_tokens)
 
     def _set_fatal(self, error: UsageError) -> None:
         """Keep the first fatal error: the run stops sending and raises it."""
         if self.fatal is None:
             self.fatal = error
-
-    def _finish(self, rec: RequestRecord, stream: _Stream, max_tokens: int, sent: float,
-                end: float, closed: str) -> RequestRecord:
-        """Fill ``rec`` from a stream that ended (``closed``: why the connection broke,
-        ``""`` when it ended in order).
-        """
-        rec.text = "".join(stream.parts)
-        if stream.error:
-            rec.error = stream.error
-            return rec
-        if not (stream.done or stream.finished):
-            rec.error = (f"the stream ended before [DONE] / a finish_reason (connection "
-                         f"closed after {stream.chunks} chunks"
-                         + (f"; {closed}" if closed else "") + ")")[:_BODY_HEAD]
-            return rec
-        if not stream.chunks:
-            rec.error = "no token received: the stream ended without text"
-            return rec
-        usage = stream.usage_tokens
-        if usage is not None and usage > max(max_tokens, stream.chunks):
-            rec.error = (f"the server reported {usage} completion tokens for max_tokens "
-                         f"{max_tokens} ({stream.chunks} chunks with text received)")
-            return rec
-        rec.ttft_s = stream.first - sent
-        rec.itls_s = stream.itls
-        rec.latency_s = end - sent
-        if stream.prompt_tokens is not None:
-            rec.input_tokens = stream.prompt_tokens
-        if usage is not None:
-            rec.output_tokens, rec.token_basis = usage, "usage"
-        elif self.count_tokens is not None:
-            rec.output_tokens, rec.token_basis = self.count_tokens(rec.text), "tokenizer"
-        else:
-            rec.output_tokens, rec.token_basis = stream.chunks, "chunks"
-        return rec
 
     def refused(self, exc: BaseException) -> UsageError:
         """The error for an endpoint nothing answers at."""

@@ -18,18 +18,113 @@ from typing import Literal
 
 from pydantic import Field
 
-from pinning.accept.imports import ImportResult
 from pinning.accept.judge import Check, PointVerdict
 from pinning.accept.train import TrainCheck, TrainResult
 from pinning.errors import UsageError
 from pinning.util.models import FormatVersion, Strict
 from pinning.util.text import printable
 
-__all__ = ["PREDICATE_TYPE", "AcceptanceResult", "QualityResult", "ServeResult",
-           "Subject", "SustainedResult", "check_consistent", "gate_verdicts"]
+__all__ = ["PREDICATE_TYPE", "AcceptanceResult", "ImportResult", "ImportedModule",
+           "NumericResult", "QualityResult", "ServeResult", "Subject", "SustainedResult",
+           "check_consistent", "gate_verdicts"]
 
 #: The in-toto predicate type of a signed acceptance result (pin's own).
 PREDICATE_TYPE = "https://pin.dev/attestation/acceptance/v1"
+
+
+class ImportedModule(Strict):
+    """One listed module as the probe imported it: ``name``, ``ok``, ``version`` (its
+    ``__version__``, ``None`` when it has none or did not import), ``seconds`` the import
+    took, and for a failure the exception's ``error-type`` (``ModuleNotFoundError``) and
+    ``error`` message.
+    """
+
+    name: str
+    ok: bool
+    version: str | None = None
+    seconds: float | None = None
+    error_type: str | None = None
+    error: str | None = None
+
+
+class NumericResult(Strict):
+    """The numeric check as run: ``device`` (``cuda:0`` or ``cpu``) and ``device-name``
+    (on the CPU it says the CPU was compared with the CPU), ``dtype``, matrix ``shape``,
+    generator ``seed``, the ``rtol``/``atol`` used and their sources (``gates file`` or
+    ``torch.testing default``), ``elements``, ``mismatched`` (outside ``atol + rtol *
+    |expected|``), ``nonfinite`` (NaN or infinite differences), ``max-abs-error``, the
+    element closest to or furthest past its allowance (``worst-index``, its
+    ``worst-abs-error`` and ``worst-allowed``), assert_close's ``passed`` and ``message``;
+    or ``ran`` false and the ``error``.
+    """
+
+    ran: bool
+    error: str | None = None
+    device: str | None = None
+    device_name: str | None = None
+    dtype: str | None = None
+    shape: list[int] | None = None
+    seed: int | None = None
+    rtol: float | None = None
+    atol: float | None = None
+    rtol_source: str | None = None
+    atol_source: str | None = None
+    elements: int | None = None
+    mismatched: int | None = None
+    nonfinite: int | None = None
+    max_abs_error: float | None = None
+    worst_index: list[int] | None = None
+    worst_abs_error: float | None = None
+    worst_allowed: float | None = None
+    passed: bool | None = None
+    message: str | None = None
+
+
+class ImportResult(Strict):
+    """The import gate's result.
+
+    ``python`` is the command prefix run (joined with spaces); ``python-executable`` and
+    ``python-version`` as the probe reported them; ``exit-code`` of the probe (``None``
+    when it could not start or timed out) and ``error`` when it gave no usable report. The
+    build: ``torch-version``, ``torch-cuda``, ``torch-hip`` (``torch.version.cuda`` /
+    ``hip``), ``torch-error`` when torch did not import, ``cuda-available``,
+    ``device-count``, per device ``device-names``, ``gcn-arch-names`` (ROCm; ``None``
+    elsewhere) and ``compute-capabilities`` (``"9.0"``), ``device-error`` when asking torch
+    about devices failed, ``numeric-device`` (the device of the numeric check) and
+    ``numeric``; ``collect-env`` (torch's own report) or ``None`` with
+    ``collect-env-error`` saying why; ``modules``; the ``checks`` (``probe``, ``import
+    <name>`` per module, ``numeric``) and ``passed`` (all checks pass).
+    """
+
+    python: str
+    python_executable: str | None = None
+    python_version: str | None = None
+    exit_code: int | None = None
+    error: str | None = None
+    torch_version: str | None = None
+    torch_cuda: str | None = None
+    torch_hip: str | None = None
+    torch_error: str | None = None
+    cuda_available: bool | None = None
+    device_count: int | None = None
+    device_names: list[str] = Field(default_factory=list)
+    gcn_arch_names: list[str | None] = Field(default_factory=list)
+    compute_capabilities: list[str | None] = Field(default_factory=list)
+    device_error: str | None = None
+    numeric_device: str | None = None
+    numeric: NumericResult | None = None
+    collect_env: str | None = None
+    collect_env_error: str | None = None
+    modules: list[ImportedModule] = Field(default_factory=list)
+    checks: list[TrainCheck]
+    passed: bool
+
+    @property
+    def failed_checks(self) -> list[str]:
+        """``["import vllm: ModuleNotFoundError: No module named 'vllm'", ...]`` for each
+        failed check.
+        """
+        return [f"{c.name}: {c.reason}" for c in self.checks if not c.passed]
 
 
 class Subject(Strict):

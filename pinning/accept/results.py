@@ -1,4 +1,5 @@
-"""Readers of serving results teams already have, normalised to one model.
+"""Readers of serving results teams already have, normalised to one model
+(:mod:`pinning.accept.summary`).
 
 Formats, detected from content (never from the file name):
 
@@ -26,101 +27,24 @@ Bad input raises ``UsageError`` (exit 2) naming the file and what was expected.
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field
-
+from pinning.accept.fields import HINT, finite, finite_list, request_rate, text_value, whole
+from pinning.accept.summary import (
+    MAX_COUNT,
+    LatencyStats,
+    PerRequest,
+    ReadResult,
+    ServeSummary,
+    Throughput,
+)
 from pinning.errors import UsageError
-from pinning.util.jsonread import as_finite
-from pinning.util.models import Strict
 
-__all__ = ["Harness", "LatencyStats", "PerRequest", "ReadResult", "ServeSummary",
-           "Throughput", "read_results"]
+__all__ = ["read_results"]
 
-Harness = Literal["vllm-bench-serve", "sglang-bench-serving", "guidellm", "pin-loadgen"]
 _METRICS = ("ttft", "tpot", "itl", "e2el")
-_HINT = ("Pass the file `vllm bench serve --save-result` wrote (JSON), the --output-file of "
-         "SGLang's bench_serving (JSON lines) or GuideLLM's benchmarks.json, unedited.")
 _MAX_BYTES = 256 * 1024 * 1024
-#: The largest count (requests, tokens, concurrency) pin accepts from a results file: a
-#: sanity bound (10^12), far above any benchmark run, that rejects hand-edited or corrupt
-#: values such as 1e30.
-MAX_COUNT = 10**12
-
-
-class LatencyStats(Strict):
-    """One latency metric of a run, in milliseconds: mean, median, standard deviation and
-    percentiles (``{"p99": 89.8}``) as present in the file.
-    """
-
-    mean: float | None = None
-    median: float | None = None
-    std: float | None = None
-    percentiles: dict[str, float] = Field(default_factory=dict)
-
-
-class Throughput(Strict):
-    """A rate and what it counts: ``requests`` per second, or tokens per second with the
-    token basis named (``output tokens`` only, or ``input + output tokens``).
-    """
-
-    name: Literal["requests", "output-tokens", "total-tokens", "goodput"]
-    per_s: float
-    basis: str
-
-
-class ServeSummary(Strict):
-    """One run (one concurrency or rate point) of a serving benchmark, normalised.
-
-    ``source`` is the file, ``index`` the run's place in it (JSONL line or GuideLLM
-    benchmark, from 0). ``request-rate`` ``None`` means unlimited (``inf``). ``failed``
-    ``None`` when the file does not say. Latencies in milliseconds, durations in seconds.
-    """
-
-    source: str
-    index: int = 0
-    harness: Harness
-    harness_version: str | None = None
-    backend: str | None = None
-    endpoint: str | None = None
-    model: str | None = None
-    max_concurrency: int | None = None
-    request_rate: float | None = None
-    completed: int
-    failed: int | None = None
-    duration_s: float | None = None
-    total_input_tokens: int | None = None
-    total_output_tokens: int | None = None
-    throughput: list[Throughput] = Field(default_factory=list)
-    latency: dict[str, LatencyStats] = Field(default_factory=dict)
-    metadata: dict[str, str] = Field(default_factory=dict)
-    detailed: bool = False
-
-
-class PerRequest(Strict):
-    """Per-request arrays saved with ``--save-detailed`` (seconds): ``ttfts``,
-    end-to-end ``latencies`` (``None`` where the harness saves none), ``itls`` (each
-    request's gaps), ``output_lens`` (tokens) and ``errors`` (empty string = success).
-    """
-
-    ttfts: list[float]
-    latencies: list[float] | None
-    itls: list[list[float]]
-    output_lens: list[int]
-    errors: list[str]
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    """A run's :class:`ServeSummary` and its :class:`PerRequest` arrays when saved."""
-
-    summary: ServeSummary
-    requests: PerRequest | None
-
-
 
 
 def read_results(path: Path) -> list[ReadResult]:
@@ -132,8 +56,8 @@ def read_results(path: Path) -> list[ReadResult]:
     from pinning.util.files import decode_utf8, read_regular_bytes
 
     label = f"Results file {path}"
-    raw = read_regular_bytes(Path(path), UsageError, label=label, hint=_HINT, limit=_MAX_BYTES)
-    docs = _parse(decode_utf8(raw, UsageError, label=label, hint=_HINT), label)
+    raw = read_regular_bytes(Path(path), UsageError, label=label, hint=HINT, limit=_MAX_BYTES)
+    docs = _parse(decode_utf8(raw, UsageError, label=label, hint=HINT), label)
     name = str(path)
     first = docs[0]
     if len(docs) == 1 and isinstance(first.get("benchmarks"), list) and "args" in first:
@@ -148,7 +72,7 @@ def read_results(path: Path) -> list[ReadResult]:
         else:
             raise UsageError(f"{where}: not a result pin reads (no `completed` and "
                              "`mean_ttft_ms`, `mean_e2e_latency_ms` or `benchmarks`).",
-                             hint=_HINT)
+                             hint=HINT)
     return out
 
 
@@ -157,7 +81,7 @@ def _parse(text: str, label: str) -> list[dict[str, Any]]:
     from pinning.util.jsonread import load_json
 
     try:
-        whole = load_json(text, UsageError, label=label, hint=_HINT)
+        whole = load_json(text, UsageError, label=label, hint=HINT)
     except UsageError as err:
         if not isinstance(err.__cause__, json.JSONDecodeError):
             raise  # too deep, a number too long: the lines would not read either
@@ -166,129 +90,44 @@ def _parse(text: str, label: str) -> list[dict[str, Any]]:
         return [whole]
     if whole is not None:
         raise UsageError(f"{label}: expected a JSON object, found {type(whole).__name__}.",
-                         hint=_HINT)
+                         hint=HINT)
     from pinning.util.files import json_lines
 
     docs: list[dict[str, Any]] = []
-    for n, doc in json_lines(text, UsageError, label=label, hint=_HINT):
+    for n, doc in json_lines(text, UsageError, label=label, hint=HINT):
         if not isinstance(doc, dict):
-            raise UsageError(f"{label} line {n}: expected a JSON object.", hint=_HINT)
+            raise UsageError(f"{label} line {n}: expected a JSON object.", hint=HINT)
         docs.append(doc)
     if not docs:
-        raise UsageError(f"{label}: empty; no result in it.", hint=_HINT)
+        raise UsageError(f"{label}: empty; no result in it.", hint=HINT)
     return docs
-
-
-def _num(doc: dict[str, Any], key: str, where: str, *, required: bool = False,
-         nonneg: bool = False) -> float | None:
-    """``doc[key]`` as a finite float (``>= 0`` with ``nonneg``: latencies, durations,
-    throughputs); ``None`` when absent (or null) and not required.
-    """
-    value = doc.get(key)
-    if value is None:
-        if required:
-            raise UsageError(f"{where}: `{key}` is missing.", hint=_HINT)
-        return None
-    number = as_finite(value)
-    if number is None:
-        raise UsageError(f"{where}: `{key}` must be a finite number, not "
-                         f"{_short(value)}.", hint=_HINT)
-    if nonneg and number < 0:
-        raise UsageError(f"{where}: `{key}` is {number:.6g}; a latency, duration or "
-                         "throughput cannot be negative, so the file is not what the "
-                         "harness wrote.", hint=_HINT)
-    return number
-
-
-def _short(value: object) -> str:
-    """``repr(value)`` cut to 40 characters (a 4,000-digit integer is not quoted whole)."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**40 else "a number "\
-        "too large for a float"
-    return text[:40]
-
-
-def _int(doc: dict[str, Any], key: str, where: str, *, required: bool = False) -> int | None:
-    """``doc[key]`` as a whole number from 0 to :data:`MAX_COUNT`; ``None`` when absent
-    and not required.
-    """
-    value = _num(doc, key, where, required=required)
-    if value is None:
-        return None
-    if value < 0 or value != int(value) or value > MAX_COUNT:
-        raise UsageError(f"{where}: `{key}` must be a whole number from 0 to "
-                         f"{MAX_COUNT:.0e}, not {value:.6g}.", hint=_HINT)
-    return int(value)
-
-
-def _text(doc: dict[str, Any], key: str) -> str | None:
-    """``doc[key]`` when it is a string (or a number, as text); else ``None``."""
-    value = doc.get(key)
-    if isinstance(value, bool) or value is None:
-        return None
-    return str(value) if isinstance(value, str | int | float) else None
-
-
-def _rate(doc: dict[str, Any], where: str) -> float | None:
-    """``request_rate``: a positive number, or ``"inf"``/``inf``/absent for unlimited
-    (``None``; vLLM writes the string ``"inf"`` when no ``--request-rate`` was given).
-    """
-    value = doc.get("request_rate")
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError as exc:
-            raise UsageError(f"{where}: `request_rate` {value!r:.40} is not a number.",
-                             hint=_HINT) from exc
-    if value is None or value == math.inf:
-        return None
-    rate = _num({"request_rate": value}, "request_rate", where)
-    if rate is not None and rate <= 0:
-        raise UsageError(f"{where}: `request_rate` is {rate:.6g}; a request rate must be "
-                         "above 0 (or inf for unlimited).", hint=_HINT)
-    return rate
-
-
-def _floats(doc: dict[str, Any], key: str, where: str) -> list[float] | None:
-    """``doc[key]`` as a list of finite numbers ``>= 0`` (times in seconds, token counts);
-    ``None`` when absent.
-    """
-    value = doc.get(key)
-    if value is None:
-        return None
-    numbers = [as_finite(v) for v in value] if isinstance(value, list) else [None]
-    if any(v is None for v in numbers):
-        raise UsageError(f"{where}: `{key}` must be a list of finite numbers.", hint=_HINT)
-    if any(v is not None and v < 0 for v in numbers):
-        raise UsageError(f"{where}: `{key}` holds a negative value; per-request times and "
-                         "counts cannot be negative.", hint=_HINT)
-    return [v for v in numbers if v is not None]
 
 
 def _per_request(doc: dict[str, Any], where: str, *, latencies: bool) -> PerRequest | None:
     """The per-request arrays, when ``ttfts`` and ``output_lens`` are saved; every array
     must have the same length.
     """
-    ttfts = _floats(doc, "ttfts", where)
-    lens = _floats(doc, "output_lens", where)
+    ttfts = finite_list(doc, "ttfts", where)
+    lens = finite_list(doc, "output_lens", where)
     if ttfts is None or lens is None:
         return None
-    lat = _floats(doc, "latencies", where) if latencies else None
+    lat = finite_list(doc, "latencies", where) if latencies else None
     itls_raw = doc.get("itls", [[] for _ in ttfts])
     if not isinstance(itls_raw, list) or not all(isinstance(x, list) for x in itls_raw):
-        raise UsageError(f"{where}: `itls` must be a list of lists of numbers.", hint=_HINT)
-    itls = [_floats({"itls": x}, "itls", where) or [] for x in itls_raw]
+        raise UsageError(f"{where}: `itls` must be a list of lists of numbers.", hint=HINT)
+    itls = [finite_list({"itls": x}, "itls", where) or [] for x in itls_raw]
     errors_raw = doc.get("errors", ["" for _ in ttfts])
     if not isinstance(errors_raw, list):
-        raise UsageError(f"{where}: `errors` must be a list.", hint=_HINT)
+        raise UsageError(f"{where}: `errors` must be a list.", hint=HINT)
     errors = [e if isinstance(e, str) else str(e) for e in errors_raw]
     sizes = {len(ttfts), len(lens), len(itls), len(errors)} | ({len(lat)} if lat else set())
     if len(sizes) != 1:
         raise UsageError(f"{where}: the per-request arrays (ttfts, output_lens, itls, errors"
                          f"{', latencies' if lat else ''}) differ in length {sorted(sizes)}.",
-                         hint=_HINT)
+                         hint=HINT)
     if any(v != int(v) or v > MAX_COUNT for v in lens):
         raise UsageError(f"{where}: `output_lens` must hold whole numbers from 0 to "
-                         f"{MAX_COUNT:.0e}.", hint=_HINT)
+                         f"{MAX_COUNT:.0e}.", hint=HINT)
     return PerRequest(ttfts=ttfts, latencies=lat, itls=itls,
                       output_lens=[int(v) for v in lens], errors=errors)
 
@@ -336,7 +175,7 @@ def _stats(doc: dict[str, Any], where: str, names: dict[str, str]) -> dict[str, 
         stat, metric = key[:-3].split("_", 1)
         if metric not in names:
             continue
-        value = _num(doc, key, where, nonneg=True)
+        value = finite(doc, key, where, nonneg=True)
         if value is None:
             continue
         slot = found.setdefault(names[metric], {"percentiles": {}})
@@ -364,7 +203,7 @@ def _throughputs(doc: dict[str, Any], where: str, keys: dict[str, str]) -> list[
              "output-tokens": "output tokens", "total-tokens": "input + output tokens"}
     out = []
     for name, key in keys.items():
-        value = _num(doc, key, where, nonneg=True)
+        value = finite(doc, key, where, nonneg=True)
         if value is not None:
             out.append(Throughput.model_validate({"name": name, "per-s": value,
                                                   "basis": basis[name]}))
@@ -377,20 +216,20 @@ def _vllm(doc: dict[str, Any], source: str, index: int, where: str) -> ReadResul
                 if k not in _VLLM_KNOWN and not k.endswith("_ms")
                 and isinstance(v, str | int | float) and not isinstance(v, bool)}
     requests = _per_request(doc, where, latencies=True)
-    completed = _int(doc, "completed", where, required=True)
-    failed = _int(doc, "failed", where)
+    completed = whole(doc, "completed", where, required=True)
+    failed = whole(doc, "failed", where)
     assert completed is not None
     _counts_agree(requests, completed, failed, where)
     summary = ServeSummary.model_validate({
         "source": source, "index": index, "harness": "vllm-bench-serve",
-        "backend": _text(doc, "backend"), "endpoint": _text(doc, "endpoint_type"),
-        "model": _text(doc, "model_id"),
-        "max-concurrency": _int(doc, "max_concurrency", where),
-        "request-rate": _rate(doc, where),
+        "backend": text_value(doc, "backend"), "endpoint": text_value(doc, "endpoint_type"),
+        "model": text_value(doc, "model_id"),
+        "max-concurrency": whole(doc, "max_concurrency", where),
+        "request-rate": request_rate(doc, where),
         "completed": completed, "failed": failed,
-        "duration-s": _num(doc, "duration", where, nonneg=True),
-        "total-input-tokens": _int(doc, "total_input_tokens", where),
-        "total-output-tokens": _int(doc, "total_output_tokens", where),
+        "duration-s": finite(doc, "duration", where, nonneg=True),
+        "total-input-tokens": whole(doc, "total_input_tokens", where),
+        "total-output-tokens": whole(doc, "total_output_tokens", where),
         "throughput": _throughputs(doc, where, {
             "requests": "request_throughput", "goodput": "request_goodput",
             "output-tokens": "output_throughput", "total-tokens": "total_token_throughput"}),
@@ -402,18 +241,18 @@ def _vllm(doc: dict[str, Any], source: str, index: int, where: str) -> ReadResul
 def _sglang(doc: dict[str, Any], source: str, index: int, where: str) -> ReadResult:
     """One line of SGLang ``bench_serving``'s JSONL output."""
     requests = _per_request(doc, where, latencies=False)
-    completed = _int(doc, "completed", where, required=True)
+    completed = whole(doc, "completed", where, required=True)
     assert completed is not None
     _counts_agree(requests, completed, None, where)
     failed = None if requests is None else sum(1 for e in requests.errors if e)
     summary = ServeSummary.model_validate({
         "source": source, "index": index, "harness": "sglang-bench-serving",
-        "backend": _text(doc, "backend"),
-        "max-concurrency": _int(doc, "max_concurrency", where),
-        "request-rate": _rate(doc, where), "completed": completed, "failed": failed,
-        "duration-s": _num(doc, "duration", where, nonneg=True),
-        "total-input-tokens": _int(doc, "total_input_tokens", where),
-        "total-output-tokens": _int(doc, "total_output_tokens", where),
+        "backend": text_value(doc, "backend"),
+        "max-concurrency": whole(doc, "max_concurrency", where),
+        "request-rate": request_rate(doc, where), "completed": completed, "failed": failed,
+        "duration-s": finite(doc, "duration", where, nonneg=True),
+        "total-input-tokens": whole(doc, "total_input_tokens", where),
+        "total-output-tokens": whole(doc, "total_output_tokens", where),
         "throughput": _throughputs(doc, where, {
             "requests": "request_throughput", "output-tokens": "output_throughput",
             "total-tokens": "total_throughput"}),
@@ -432,19 +271,19 @@ def _dist(metrics: dict[str, Any], key: str, where: str, scale: float) -> Latenc
         return None
     succ = node.get("successful")
     if not isinstance(succ, dict):
-        raise UsageError(f"{where}: metrics.{key}.successful must be an object.", hint=_HINT)
+        raise UsageError(f"{where}: metrics.{key}.successful must be an object.", hint=HINT)
     pcts = succ.get("percentiles") or {}
     if not isinstance(pcts, dict):
         raise UsageError(f"{where}: metrics.{key}.successful.percentiles must be an object.",
-                         hint=_HINT)
+                         hint=HINT)
     out: dict[str, Any] = {"percentiles": {}}
     for name, src in (("mean", "mean"), ("median", "median"), ("std", "std_dev")):
-        value = _num(succ, src, f"{where}: metrics.{key}.successful", nonneg=True)
+        value = finite(succ, src, f"{where}: metrics.{key}.successful", nonneg=True)
         if value is not None:
             out[name] = value * scale
     for pct in ("p50", "p90", "p95", "p99"):
-        value = _num(pcts, pct, f"{where}: metrics.{key}.successful.percentiles",
-                     nonneg=True)
+        value = finite(pcts, pct, f"{where}: metrics.{key}.successful.percentiles",
+                       nonneg=True)
         if value is not None:
             out["percentiles"][pct] = value * scale
     return LatencyStats.model_validate(out)
@@ -456,29 +295,29 @@ def _guidellm(doc: dict[str, Any], source: str, label: str) -> list[ReadResult]:
     assert isinstance(args, dict)
     benches = doc["benchmarks"]
     if not benches:
-        raise UsageError(f"{label}: GuideLLM report with no benchmarks.", hint=_HINT)
+        raise UsageError(f"{label}: GuideLLM report with no benchmarks.", hint=HINT)
     out = []
     for i, bench in enumerate(benches):
         where = f"{label} benchmarks[{i}]"
         if not isinstance(bench, dict) or not isinstance(bench.get("metrics"), dict):
-            raise UsageError(f"{where}: expected an object with `metrics`.", hint=_HINT)
+            raise UsageError(f"{where}: expected an object with `metrics`.", hint=HINT)
         metrics = bench["metrics"]
         totals = metrics.get("request_totals")
         if not isinstance(totals, dict):
-            raise UsageError(f"{where}: metrics.request_totals is missing.", hint=_HINT)
-        completed = _int(totals, "successful", where, required=True)
-        failed = _int(totals, "errored", where)
+            raise UsageError(f"{where}: metrics.request_totals is missing.", hint=HINT)
+        completed = whole(totals, "successful", where, required=True)
+        failed = whole(totals, "errored", where)
         config = bench.get("config") if isinstance(bench.get("config"), dict) else {}
         assert isinstance(config, dict)
         strategy = config.get("strategy") if isinstance(config.get("strategy"), dict) else {}
         assert isinstance(strategy, dict)
         kind = strategy.get("type_")
-        streams = _int(strategy, "streams", where) if kind == "concurrent" else None
-        rate = _num(strategy, "rate", where) if kind in ("constant", "poisson") else None
+        streams = whole(strategy, "streams", where) if kind == "concurrent" else None
+        rate = finite(strategy, "rate", where) if kind in ("constant", "poisson") else None
         if rate is not None and rate <= 0:
             raise UsageError(f"{where}: config.strategy.rate is {rate:.6g}; a request rate "
-                             "must be above 0.", hint=_HINT)
-        duration = _num(bench, "duration", where, nonneg=True)
+                             "must be above 0.", hint=HINT)
+        duration = finite(bench, "duration", where, nonneg=True)
         latency = {name: stats for name, stats in (
             ("ttft", _dist(metrics, "time_to_first_token_ms", where, 1.0)),
             ("tpot", _dist(metrics, "time_per_output_token_ms", where, 1.0)),
@@ -495,8 +334,8 @@ def _guidellm(doc: dict[str, Any], source: str, label: str) -> list[ReadResult]:
                                                         "basis": basis}))
         summary = ServeSummary.model_validate({
             "source": source, "index": i, "harness": "guidellm",
-            "backend": _text(args, "backend") or _text(args, "backend_type"),
-            "endpoint": _text(args, "target"), "model": _text(args, "model"),
+            "backend": text_value(args, "backend") or text_value(args, "backend_type"),
+            "endpoint": text_value(args, "target"), "model": text_value(args, "model"),
             "max-concurrency": streams, "request-rate": rate, "completed": completed,
             "failed": failed, "duration-s": duration, "throughput": rates,
             "latency": latency, "metadata": {"strategy": str(kind)} if kind else {}})

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Literal
 
 from pinning.accept.config import AcceptConfig, read_config
-from pinning.accept.result import AcceptanceResult, ServeResult, Subject, gate_verdicts
+from pinning.accept.result import (
+    AcceptanceResult,
+    ImportResult,
+    ServeResult,
+    Subject,
+    gate_verdicts,
+)
+from pinning.accept.train import TrainResult
 from pinning.errors import PinError, UsageError
 from pinning.util.files import sha256_hex
 
@@ -78,7 +85,33 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
 
     raw, cfg = read_config(request.config)
     gates = _selected(cfg, request.gates, request.config)
-    config_dir = request.config.parent
+    python = _python(request, cfg, gates)
+    started = _now()
+    say = request.progress or (lambda _line: None)
+    subject = subject_for(request)
+    imports, train = _process_gates(request, cfg, gates, python, say)
+    serve = None
+    if "serve" in gates and cfg.serve is not None:
+        from pinning.accept.endpoint import redact_endpoint
+        from pinning.accept.serve import run_serve_gate
+
+        say(f"serve: {redact_endpoint(cfg.serve.endpoint)} "
+            f"({cfg.serve.model or 'model not named'})")
+        serve = run_serve_gate(cfg.serve, request.config.parent, pin_version=__version__,
+                               progress=say)
+    verdicts, failed = gate_verdicts(imports, train, serve)
+    return AcceptanceResult(
+        pin_version=__version__, mode="image" if request.image else "host",
+        config_sha256=sha256_hex(raw), started_at=started, finished_at=_now(),
+        subject=subject, import_=imports, train=train, serve=serve, gates=verdicts,
+        passed=bool(verdicts) and all(verdicts.values()), failed=failed)
+
+
+def _python(request: RunRequest, cfg: AcceptConfig, gates: list[str]) -> str | None:
+    """The Python that runs the import probe and the builtin trainer: ``--python``, else
+    ``python3`` inside an image; ``UsageError`` (exit 2) when a host run needs one and has
+    none, or it is not an executable.
+    """
     needs_python = ("import" in gates or (
         "train" in gates and cfg.train is not None and cfg.train.builtin is not None))
     python = request.python
@@ -90,10 +123,17 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
         python = "python3"
     if needs_python and request.image is None and python is not None:
         _check_python(python)
-    started = _now()
-    say = request.progress or (lambda _line: None)
-    subject = subject_for(request)
-    imports = train = serve = None
+    return python
+
+
+def _process_gates(request: RunRequest, cfg: AcceptConfig, gates: list[str],
+                   python: str | None, say: Callable[[str], None]
+                   ) -> tuple[ImportResult | None, TrainResult | None]:
+    """Run the import and training gates that were selected (in ``request.image`` when
+    given) in a temporary work folder; their results (``None`` for a gate not run).
+    """
+    imports = train = None
+    config_dir = request.config.parent
     with tempfile.TemporaryDirectory(prefix="pin-accept-") as work:
         workdir = Path(work).resolve()
         for_gate: Callable[[str], Callable[[list[str]], list[str]]] | None = None
@@ -126,19 +166,7 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
                                        wrap=for_gate("train") if for_gate else None)
         finally:
             cleanup()
-    if "serve" in gates and cfg.serve is not None:
-        from pinning.accept.loadgen import redact_endpoint
-        from pinning.accept.serve import run_serve_gate
-
-        say(f"serve: {redact_endpoint(cfg.serve.endpoint)} "
-            f"({cfg.serve.model or 'model not named'})")
-        serve = run_serve_gate(cfg.serve, config_dir, pin_version=__version__, progress=say)
-    verdicts, failed = gate_verdicts(imports, train, serve)
-    return AcceptanceResult(
-        pin_version=__version__, mode="image" if request.image else "host",
-        config_sha256=sha256_hex(raw), started_at=started, finished_at=_now(),
-        subject=subject, import_=imports, train=train, serve=serve, gates=verdicts,
-        passed=bool(verdicts) and all(verdicts.values()), failed=failed)
+    return imports, train
 
 
 def _check_python(python: str) -> None:
@@ -176,10 +204,11 @@ def _image_wrap(request: RunRequest, workdir: Path, config_dir: Path
     inside ``request.image``, and the clean-up of what a killed shim left behind.
     """
     from pinning.accept import container as ctr
+    from pinning.accept.engine import connect, remove_leftovers
     from pinning.accept.harness import HARNESS_DIR
 
     assert request.image is not None
-    client = ctr.connect(request.engine)
+    client = connect(request.engine)
     vendor = request.vendor if request.vendor != "auto" else detect_vendor()
     mounts = [ctr.Mount(path=str(workdir), read_only=False),
               ctr.Mount(path=str(HARNESS_DIR), read_only=True)]
@@ -198,7 +227,7 @@ def _image_wrap(request: RunRequest, workdir: Path, config_dir: Path
         return lambda argv: ctr.wrap_argv(spec_path, argv)
 
     def cleanup() -> None:
-        ctr.remove_leftovers(client, names)
+        remove_leftovers(client, names)
 
     return for_gate, cleanup
 
@@ -218,9 +247,9 @@ def subject_for(request: RunRequest) -> Subject:
     else:
         unknown["lock-content-hash"] = "no --lock given"
     if request.image is not None:
-        from pinning.accept import container as ctr
+        from pinning.accept.engine import connect, image_identity
 
-        digest, kind, why = ctr.image_identity(ctr.connect(request.engine), request.image)
+        digest, kind, why = image_identity(connect(request.engine), request.image)
         fields.update(image=request.image, image_digest=digest, image_digest_kind=kind)
         if digest is None:
             unknown["image-digest"] = why or "the engine gave no digest"
@@ -256,8 +285,8 @@ def _host_identity(request: RunRequest, lock: object) -> tuple[str | None, str |
 
             facts = read_snapshot(Path(request.snapshot))
         else:
+            from pinning.probe.hasher import Hasher, default_cache_file
             from pinning.probe.host import probe_host
-            from pinning.probe.modelfiles import Hasher, default_cache_file
             from pinning.util.proc import SystemRunner
 
             hasher = Hasher(default_cache_file()) if model is not None else None
@@ -279,7 +308,7 @@ def judge_files(config: Path, sources: Sequence[Path], *,
     result file; ``LockError`` (exit 5) for a bad lock.
     """
     from pinning import __version__
-    from pinning.accept.judge import judge_point
+    from pinning.accept.judge import failed_lines, judge_point
     from pinning.accept.results import read_results
 
     raw, cfg = read_config(config)
@@ -302,8 +331,7 @@ def judge_files(config: Path, sources: Sequence[Path], *,
                           unknown=subject.unknown)
     reads = [r for src in sources for r in read_results(src)]
     points = [judge_point(r, cfg.serve.slo) for r in reads]
-    failed = [f"{p.summary.source}#{p.summary.index}: {c.slo}: {c.reason}"
-              for p in points for c in p.checks if not c.passed]
+    failed = failed_lines(points)
     harnesses = sorted({p.summary.harness for p in points})
     versions = sorted({p.summary.harness_version for p in points
                        if p.summary.harness_version})

@@ -13,7 +13,7 @@ tokenizer for random prompts, a bad prompt, reference or score file), an endpoin
 not a valid URL, refuses the first connection or answers its first request with HTTP 404
 (a base URL without ``/v1``), and when pin runs out of file descriptors; a run with failed
 requests is judged, not raised. Credentials in the endpoint are used but never recorded or
-printed (:func:`pinning.accept.loadgen.redact_endpoint`).
+printed (:func:`pinning.accept.endpoint.redact_endpoint`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pinning.accept.config import ServeGate, ServeQuality, ServeSustained
-from pinning.accept.judge import Check, PointVerdict, judge_point
+from pinning.accept.judge import Check, PointVerdict, failed_lines, judge_point, make_check
 from pinning.accept.result import QualityResult, ServeResult, SustainedResult
 from pinning.errors import UsageError
 
@@ -41,7 +41,8 @@ def run_serve_gate(gate: ServeGate, config_dir: Path, *, pin_version: str,
 
     Raises ``UsageError`` (exit 2) as the module says.
     """
-    from pinning.accept.loadgen import check_endpoint, redact_endpoint, run_point
+    from pinning.accept.endpoint import check_endpoint, redact_endpoint
+    from pinning.accept.loadgen import run_point
     from pinning.accept.workload import build_prompts, load_tokenizer
 
     check_endpoint(gate.endpoint)
@@ -70,8 +71,7 @@ def run_serve_gate(gate: ServeGate, config_dir: Path, *, pin_version: str,
     sustained = None
     if gate.sustained is not None:
         sustained = sustained_check(gate, gate.sustained, prompts, count, progress=progress)
-    failed = [f"{p.summary.source}#{p.summary.index} ({_where(p)}): {c.slo}: {c.reason}"
-              for p in points for c in p.checks if not c.passed]
+    failed = failed_lines(points)
     if quality is not None:
         failed += [f"quality: {c.slo}: {c.reason}" for c in quality.checks if not c.passed]
     if sustained is not None and not sustained.passed:
@@ -114,17 +114,6 @@ def _with_errors(point: PointVerdict, run: Any) -> PointVerdict:
     return point.model_copy(update={"checks": checks})
 
 
-def _where(point: PointVerdict) -> str:
-    """``concurrency 4`` / ``rate 2.0/s`` for a run."""
-    s = point.summary
-    parts = []
-    if s.max_concurrency:
-        parts.append(f"concurrency {s.max_concurrency}")
-    if s.request_rate:
-        parts.append(f"rate {s.request_rate}/s")
-    return ", ".join(parts) or "unlimited"
-
-
 def _counter(progress: Progress | None, label: str) -> Callable[[int, int], None] | None:
     """A load-generator progress callback printing ``label: done/total`` about every
     tenth of the run.
@@ -148,23 +137,6 @@ def _counter(progress: Progress | None, label: str) -> Callable[[int, int], None
             progress(f"serve: {label}: {done}/{total} requests")
 
     return tick
-
-
-def _check(slo: str, measured: float | None, limit: float, unit: str, bound: str,
-           missing: str, note: str = "") -> Check:
-    """A quality or sustained :class:`Check` (``bound`` ``min`` or ``max``)."""
-    if measured is None:
-        return Check(slo=slo, measured=None, limit=limit, unit=unit,
-                     bound="min" if bound == "min" else "max", basis="missing",
-                     passed=False, reason=f"not measured: {missing}")
-    passed = measured >= limit if bound == "min" else measured <= limit
-    word = (">=" if passed else "<") if bound == "min" else ("<=" if passed else ">")
-    u = f" {unit}" if unit else ""
-    reason = f"{measured:.6g}{u} {word} {limit:.6g}{u}" + ("" if passed else " (limit)")
-    reason += note
-    return Check(slo=slo, measured=measured, limit=limit, unit=unit,
-                 bound="min" if bound == "min" else "max", basis="recomputed",
-                 passed=passed, reason=reason)
 
 
 def token_agreement(reference: list[str], output: list[str]) -> float:
@@ -270,11 +242,11 @@ def _reference_check(gate: ServeGate, q: ServeQuality, config_dir: Path, tokeniz
     basis = ("tokens of the workload's tokenizer" if tokenizer is not None
              else "whitespace-separated words (no tokenizer set in [serve.workload])")
     if q.exact_match_min is not None:
-        checks.append(_check("exact-match-min", rate, q.exact_match_min, "", "min", "",
-                             f" (share of prompts: {exact} of {len(refs)})"))
+        checks.append(make_check("exact-match-min", rate, q.exact_match_min, "", "min",
+                                 "recomputed", "", f" (share of prompts: {exact} of {len(refs)})"))
     if q.token_agreement_min is not None:
-        checks.append(_check("token-agreement-min", agreement, q.token_agreement_min, "",
-                             "min", "", " (share of token positions)"))
+        checks.append(make_check("token-agreement-min", agreement, q.token_agreement_min, "",
+                                 "min", "recomputed", "", " (share of token positions)"))
     return {"reference": q.reference, "prompts": len(refs), "exact_matches": exact,
             "exact_match_rate": rate, "token_agreement": agreement, "token_basis": basis,
             "mismatches": mismatches[:20]}
@@ -317,7 +289,7 @@ def score_check(q: ServeQuality, config_dir: Path) -> tuple[float | None, Check]
     if score is None:
         raise UsageError(f"{label}: results.{q.score_task}.{q.score_metric} is not a "
                          f"finite number in it ({type(value).__name__!s}).", hint=hint)
-    return score, _check("score-min", score, q.score_min, "", "min", "")
+    return score, make_check("score-min", score, q.score_min, "", "min", "recomputed", "")
 
 
 def sustained_check(gate: ServeGate, sustained: ServeSustained, prompts: list[Any],
@@ -327,7 +299,8 @@ def sustained_check(gate: ServeGate, sustained: ServeSustained, prompts: list[An
     ``duration-s``; the drop ``(first - last) / first * 100`` of output-token throughput
     between the first and last third of the run must be at most ``max-drop-pct``.
     """
-    from pinning.accept.loadgen import run_point, thirds
+    from pinning.accept.loadgen import run_point
+    from pinning.accept.loadrun import thirds
 
     w = gate.workload
     run = run_point(gate.endpoint, gate.model or "", w.api, prompts,
@@ -341,8 +314,8 @@ def sustained_check(gate: ServeGate, sustained: ServeSustained, prompts: list[An
     missing = "no output tokens in the first third of the run"
     if first is not None and last is not None and first > 0:
         drop = (first - last) / first * 100.0
-    check = _check("sustained-max-drop-pct", drop, sustained.max_drop_pct, "%", "max",
-                   missing)
+    check = make_check("sustained-max-drop-pct", drop, sustained.max_drop_pct, "%", "max",
+                       "recomputed", missing)
     if drop is not None:
         check = check.model_copy(update={"reason": check.reason + (
             f" (output tok/s: first third {first:.4g}, last third {last:.4g})")})
@@ -361,7 +334,8 @@ def record_reference(gate: ServeGate, config_dir: Path, *, prompts_file: Path | 
     redacted), in order. Raises ``UsageError`` (exit 2) for bad prompts, an unreachable
     endpoint, or a request that fails (a reference must be complete).
     """
-    from pinning.accept.loadgen import check_endpoint, redact_endpoint, run_point
+    from pinning.accept.endpoint import check_endpoint, redact_endpoint
+    from pinning.accept.loadgen import run_point
     from pinning.accept.workload import build_prompts, load_tokenizer, read_prompt_file
 
     check_endpoint(gate.endpoint)

@@ -19,27 +19,19 @@ from __future__ import annotations
 
 import math
 import os
-import signal
 import statistics
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pinning.accept.config import TrainGate
-from pinning.errors import UsageError
-from pinning.util.jsonread import as_finite, load_json
+from pinning.accept.config import CheckpointCheck, StepTimeCheck, TrainGate
+from pinning.accept.judge import percentile
+from pinning.accept.procs import run_logged, stderr_tail
+from pinning.accept.steps import Proc, read_info, read_steps, span
 from pinning.util.models import Strict
-from pinning.util.text import printable
 
 __all__ = ["TrainCheck", "TrainResult", "TrainRun", "run_train_gate"]
-
-# At most this much of a trainer's standard output is read (64 MiB), and this much of
-# each line (64 KiB); the tail of standard error kept for a reason (2 KiB).
-_MAX_OUT = 64 * 1024 * 1024
-_MAX_LINE = 64 * 1024
-_ERR_TAIL = 2048
 
 
 class TrainCheck(Strict):
@@ -96,26 +88,12 @@ class TrainResult(Strict):
         return [f"{c.name}: {c.reason}" for c in self.checks if not c.passed]
 
 
-@dataclass
-class _Proc:
-    """A finished trainer process as read: step lines and what went wrong."""
-
-    label: str
-    exit_code: int | None = None
-    steps: list[int] = field(default_factory=list)
-    losses: list[float] = field(default_factory=list)
-    tokens: list[int] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)
-    info: dict[str, Any] | None = None
-    error: str | None = None
-    skipped: int = 0
-    first_skipped: str = ""
-
-    def model(self) -> TrainRun:
-        return TrainRun(label=self.label, exit_code=self.exit_code, steps=self.steps,
-                        losses=[x if math.isfinite(x) else None for x in self.losses],
-                        tokens=self.tokens, step_times_s=self.times, info=self.info,
-                        error=self.error)
+def _as_run(proc: Proc) -> TrainRun:
+    """The recorded form of a trainer process (a NaN or infinite loss becomes ``None``)."""
+    return TrainRun(label=proc.label, exit_code=proc.exit_code, steps=proc.steps,
+                    losses=[x if math.isfinite(x) else None for x in proc.losses],
+                    tokens=proc.tokens, step_times_s=proc.times, info=proc.info,
+                    error=proc.error)
 
 
 def run_train_gate(gate: TrainGate, python: str | None, workdir: Path, *,
@@ -137,262 +115,145 @@ def run_train_gate(gate: TrainGate, python: str | None, workdir: Path, *,
     :class:`TrainResult`; a trainer that fails is a failed check, never an exception.
     Raises nothing of its own.
     """
-    cwd = config_dir if config_dir is not None else Path.cwd()
     if python is not None and os.sep in python:
         python = os.path.abspath(python)
-    if gate.builtin is not None:
+    trainer = _Trainer(gate, python, workdir, config_dir or Path.cwd(), timeout_s, wrap)
+    full = trainer.run("full", None, False, "full")
+    checks = [_run_check(full), *_loss_checks(gate, full, config_dir)]
+    if gate.checkpoint is not None:
+        checks += _checkpoint_checks(trainer, gate.checkpoint, full)
+    median = p90 = cv = None
+    if gate.step_time is not None:
+        step_checks, (median, p90, cv) = _step_time_checks(trainer, gate.step_time, full)
+        checks += step_checks
+    return TrainResult(trainer=gate.builtin or " ".join(gate.command or []), steps=gate.steps,
+                       runs=[_as_run(p) for p in trainer.procs], step_time_median_s=median,
+                       step_time_p90_s=p90, step_time_cv=cv, checks=checks,
+                       passed=all(c.passed for c in checks))
+
+
+@dataclass
+class _Trainer:
+    """How the gate's trainer runs (argv, environment, folders, timeout) and every process
+    run so far, in order (:meth:`run`).
+    """
+
+    gate: TrainGate
+    python: str | None
+    workdir: Path
+    cwd: Path
+    timeout_s: float
+    wrap: Callable[[list[str]], list[str]] | None
+    procs: list[Proc] = field(default_factory=list)
+
+    def run(self, label: str, stop_at: int | None, resume: bool, ckpt: str) -> Proc:
+        """Run the trainer as ``label`` with its checkpoints in ``workdir/ckpt``: to step
+        ``stop_at`` (``None``: every step), or on from it with ``resume``; read and keep it.
+        """
         from pinning.accept.harness import TINY_LM
 
-        trainer: str = gate.builtin
-    else:
-        assert gate.command is not None
-        trainer = " ".join(gate.command)
-
-    def run(label: str, stop_at: int | None, resume: bool, ckpt: str) -> _Proc:
-        ckdir = workdir / ckpt
+        gate, ckdir = self.gate, self.workdir / ckpt
         ckdir.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PIN_CHECKPOINT_DIR=str(ckdir), PIN_STEPS=str(gate.steps),
                    PIN_STOP_AT="" if stop_at is None else str(stop_at),
                    PIN_RESUME="1" if resume else "0", PIN_SEED=str(gate.seed))
         if gate.builtin is not None:
-            argv = [python or "python3", str(TINY_LM), "--steps", str(gate.steps),
+            argv = [self.python or "python3", str(TINY_LM), "--steps", str(gate.steps),
                     "--seed", str(gate.seed), "--checkpoint-dir", str(ckdir)]
             argv += ["--stop-at", str(stop_at)] if stop_at is not None else []
             argv += ["--resume"] if resume else []
         else:
             argv = list(gate.command or [])
-        if wrap is not None:
-            argv = wrap(argv)
         first = stop_at + 1 if resume and stop_at is not None else 1
         last = stop_at if stop_at is not None and not resume else gate.steps
-        return _run_process(label, argv, env, workdir, cwd, timeout_s,
-                            range(first, last + 1))
-
-    full = run("full", None, False, "full")
-    procs = [full]
-    checks = [_run_check(full)]
-    checks += _loss_checks(gate, full, config_dir)
-    if gate.checkpoint is not None:
-        k = gate.checkpoint.resume_at
-        stop = run("stop", k, False, "resume")
-        procs.append(stop)
-        checks.append(_run_check(stop))
-        if stop.error is None:
-            resume = run("resume", k, True, "resume")
-            procs.append(resume)
-            checks.append(_run_check(resume))
-            checks.append(_resume_check(gate.checkpoint.max_abs_diff, full, stop, resume))
-        else:
-            checks.append(TrainCheck(name="checkpoint-resume", measured=None,
-                                     limit=gate.checkpoint.max_abs_diff, passed=False,
-                                     reason="not run: the run to stop at step "
-                                            f"{k} did not complete"))
-    median = p90 = cv = None
-    if gate.step_time is not None:
-        st = gate.step_time
-        times = full.times[st.warmup:] if full.error is None else []
-        if len(times) >= 2:
-            median = statistics.median(times)
-            p90 = _quantile(times, 0.9)
-            mean = statistics.fmean(times)
-            cv = statistics.pstdev(times) / mean if mean > 0 else math.inf
-            ok = cv <= st.cv_max
-            checks.append(TrainCheck(
-                name="step-time-cv", measured=cv, limit=st.cv_max, passed=ok,
-                reason=(f"coefficient of variation {cv:.3g} {'within' if ok else 'above'} "
-                        f"{st.cv_max:g} over {len(times)} steps after {st.warmup} warm-up "
-                        f"(median {median:.4g} s, p90 {p90:.4g} s)")))
-        else:
-            checks.append(TrainCheck(name="step-time-cv", measured=None, limit=st.cv_max,
-                                     passed=False, reason="fewer than 2 step times after "
-                                     f"{st.warmup} warm-up steps"))
-        if st.median_max_pct is not None:
-            second = next((p for p in procs if p.label == "stop"), None)
-            if second is None:
-                second = run("repeat", None, False, "repeat")
-                procs.append(second)
-                checks.append(_run_check(second))
-            checks.append(_median_check(st.median_max_pct, median,
-                                        second.times[st.warmup:] if second.error is None
-                                        else [], second.label))
-    return TrainResult(trainer=trainer, steps=gate.steps, runs=[p.model() for p in procs],
-                       step_time_median_s=median, step_time_p90_s=p90, step_time_cv=cv,
-                       checks=checks, passed=all(c.passed for c in checks))
-
-
-def _quantile(values: list[float], q: float) -> float:
-    """The ``q`` quantile of ``values`` (linear interpolation between closest ranks)."""
-    s = sorted(values)
-    pos = (len(s) - 1) * q
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
-def _run_process(label: str, argv: list[str], env: dict[str, str], workdir: Path,
-                 cwd: Path, timeout_s: float, expected: range) -> _Proc:
-    """Run ``argv`` in ``cwd`` with its output in files under ``workdir``; read the step
-    lines.
-    """
-    proc = _Proc(label)
-    out_path, err_path = workdir / f"{label}.stdout", workdir / f"{label}.stderr"
-    try:
-        with out_path.open("wb") as out, err_path.open("wb") as err:
-            child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                     env=env, cwd=cwd, start_new_session=True)
-            try:
-                proc.exit_code = child.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                _kill_group(child)
-                proc.error = f"timed out after {timeout_s:g} s"
-            except BaseException:  # Ctrl-C or an error here: never leave the trainer running
-                _kill_group(child)
-                raise
-    except OSError as exc:
-        proc.error = f"could not start {printable(argv[0], newlines=False)}: " \
-                     f"{exc.strerror or exc}"
+        proc = self._process(label, self.wrap(argv) if self.wrap else argv, env,
+                             range(first, last + 1))
+        self.procs.append(proc)
         return proc
-    _read_steps(proc, out_path)
-    _read_info(proc, err_path)
-    if proc.error is None and proc.exit_code != 0:
-        proc.error = f"exited with status {proc.exit_code}{_tail(err_path)}"
-    elif proc.error is None and not proc.steps:
-        why = (f"; first other line: {proc.first_skipped!r}" if proc.skipped else
-               "; its standard output was empty")
-        proc.error = f"printed no JSON step lines {{\"step\", \"loss\", ...}}{why}"
-    elif proc.error is None and proc.steps != list(expected):
-        proc.error = (f"printed steps {_span(proc.steps)}, expected "
-                      f"{expected.start}-{expected.stop - 1}")
-    return proc
+
+    def _process(self, label: str, argv: list[str], env: dict[str, str],
+                 expected: range) -> Proc:
+        """Run ``argv`` in ``cwd`` with its output in files under ``workdir``; read the
+        step lines and say what went wrong, if anything.
+        """
+        proc = Proc(label)
+        out_path, err_path = self.workdir / f"{label}.stdout", self.workdir / f"{label}.stderr"
+        proc.exit_code, proc.error = run_logged(argv, out_path, err_path, self.timeout_s,
+                                                env=env, cwd=self.cwd)
+        read_steps(proc, out_path)
+        read_info(proc, err_path)
+        if proc.error is None and proc.exit_code != 0:
+            proc.error = f"exited with status {proc.exit_code}{stderr_tail(err_path)}"
+        elif proc.error is None and not proc.steps:
+            why = (f"; first other line: {proc.first_skipped!r}" if proc.skipped else
+                   "; its standard output was empty")
+            proc.error = f"printed no JSON step lines {{\"step\", \"loss\", ...}}{why}"
+        elif proc.error is None and proc.steps != list(expected):
+            proc.error = (f"printed steps {span(proc.steps)}, expected "
+                          f"{expected.start}-{expected.stop - 1}")
+        return proc
 
 
-def _kill_group(child: subprocess.Popen[bytes], grace_s: float = 5.0) -> None:
-    """Stop ``child``'s process group (it was started in a new session) and reap it:
-    SIGTERM first, so a process that cleans up (the container shim removes its container)
-    can, then SIGKILL after ``grace_s`` seconds.
+def _checkpoint_checks(trainer: _Trainer, ck: CheckpointCheck, full: Proc) -> list[TrainCheck]:
+    """Stop after ``resume-at``, resume in a new process: ``run-stop``, ``run-resume`` and
+    ``checkpoint-resume`` (not run when the stopping run did not complete).
     """
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, None)):
-        try:
-            os.killpg(child.pid, sig)
-        except OSError:
-            child.send_signal(sig)
-        try:
-            child.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    stop = trainer.run("stop", ck.resume_at, False, "resume")
+    checks = [_run_check(stop)]
+    if stop.error is not None:
+        return [*checks, TrainCheck(name="checkpoint-resume", measured=None,
+                                    limit=ck.max_abs_diff, passed=False,
+                                    reason="not run: the run to stop at step "
+                                           f"{ck.resume_at} did not complete")]
+    resume = trainer.run("resume", ck.resume_at, True, "resume")
+    return [*checks, _run_check(resume),
+            _resume_check(ck.max_abs_diff, full, stop, resume)]
 
 
-def _span(steps: list[int]) -> str:
-    """``1-20`` for a run of steps, else the first few (``3, 1, 2, ...``)."""
-    if steps == list(range(steps[0], steps[0] + len(steps))):
-        return f"{steps[0]}-{steps[-1]}"
-    return ", ".join(map(str, steps[:5])) + (", ..." if len(steps) > 5 else "")
-
-
-def _tail(path: Path) -> str:
-    """``": <last line(s) of standard error>"``, bounded, or ``""``."""
-    try:
-        with path.open("rb") as fh:
-            fh.seek(max(0, path.stat().st_size - _ERR_TAIL))
-            text = fh.read(_ERR_TAIL).decode("utf-8", "replace")
-    except OSError:
-        return ""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()
-             and not ln.lstrip().startswith("{\"info\"")]
-    return f": {printable(' | '.join(lines[-3:]), newlines=False)}" if lines else ""
-
-
-def _read_steps(proc: _Proc, path: Path) -> None:
-    """Fill ``proc`` from the JSON step lines of ``path`` (bounded); count other lines."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(_MAX_OUT)
-    except OSError as exc:
-        proc.error = f"its output could not be read ({exc.strerror or exc})"
-        return
-    for raw in data.splitlines():
-        line = raw[:_MAX_LINE].decode("utf-8", "replace").strip()
-        if not line:
-            continue
-        step = _step(line)
-        if step is None:
-            if not proc.skipped:
-                proc.first_skipped = printable(line[:120], newlines=False)
-            proc.skipped += 1
-            continue
-        proc.steps.append(step[0])
-        proc.losses.append(step[1])
-        proc.tokens.append(step[2])
-        proc.times.append(step[3])
-
-
-def _step(line: str) -> tuple[int, float, int, float] | None:
-    """``(step, loss, tokens, step_time_s)`` of a step line, or ``None`` for any other."""
-    if not line.startswith("{"):
-        return None
-    try:
-        obj = load_json(line, UsageError, label="a step line")
-    except UsageError:
-        return None
-    if not isinstance(obj, dict):
-        return None
-    step, loss = obj.get("step"), obj.get("loss")
-    tokens, secs = obj.get("tokens", 0), obj.get("step_time_s")
-    if not (isinstance(step, int) and not isinstance(step, bool) and step >= 0):
-        return None
-    if as_finite(tokens) is None or as_finite(secs) is None:
-        return None
-    loss_f, secs_f = _loss_value(loss), as_finite(secs)
-    if loss_f is None or secs_f is None or not (isinstance(tokens, int) and tokens >= 0
-                                                and secs_f >= 0):
-        return None
-    return step, loss_f, tokens, secs_f
-
-
-def _loss_value(loss: object) -> float | None:
-    """A loss as the harness writes it: a number, NaN or infinite included (a diverged
-    step); ``None`` for anything else, an integer too large for a float too.
+def _step_time_checks(trainer: _Trainer, st: StepTimeCheck, full: Proc
+                      ) -> tuple[list[TrainCheck], tuple[float | None, ...]]:
+    """``step-time-cv`` over the full run after warm-up and, with ``median-max-pct``,
+    ``step-time-median`` against the stopping run (or a repeated run when there is none);
+    with ``(median, p90, cv)`` of the full run (``None`` with fewer than 2 samples).
     """
-    if isinstance(loss, bool) or not isinstance(loss, int | float):
-        return None
-    try:
-        return float(loss)
-    except OverflowError:
-        return None
+    times = full.times[st.warmup:] if full.error is None else []
+    median = p90 = cv = None
+    if len(times) >= 2:
+        median, p90 = statistics.median(times), percentile(times, 90.0)
+        mean = statistics.fmean(times)
+        cv = statistics.pstdev(times) / mean if mean > 0 else math.inf
+        ok = cv <= st.cv_max
+        checks = [TrainCheck(
+            name="step-time-cv", measured=cv, limit=st.cv_max, passed=ok,
+            reason=(f"coefficient of variation {cv:.3g} {'within' if ok else 'above'} "
+                    f"{st.cv_max:g} over {len(times)} steps after {st.warmup} warm-up "
+                    f"(median {median:.4g} s, p90 {p90:.4g} s)"))]
+    else:
+        checks = [TrainCheck(name="step-time-cv", measured=None, limit=st.cv_max,
+                             passed=False, reason="fewer than 2 step times after "
+                             f"{st.warmup} warm-up steps")]
+    if st.median_max_pct is not None:
+        second = next((p for p in trainer.procs if p.label == "stop"), None)
+        if second is None:
+            second = trainer.run("repeat", None, False, "repeat")
+            checks.append(_run_check(second))
+        checks.append(_median_check(st.median_max_pct, median,
+                                    second.times[st.warmup:] if second.error is None
+                                    else [], second.label))
+    return checks, (median, p90, cv)
 
 
-def _read_info(proc: _Proc, path: Path) -> None:
-    """Take the harness's ``{"info": {...}}`` line from the head of standard error."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(_MAX_LINE)
-    except OSError:
-        return
-    for raw in head.splitlines()[:20]:
-        if raw.startswith(b"{\"info\""):
-            try:
-                obj = load_json(raw, UsageError, label="an info line")
-            except UsageError:
-                continue
-            info = obj.get("info") if isinstance(obj, dict) else None
-            if isinstance(info, dict):
-                proc.info = {str(k): v for k, v in info.items()
-                             if isinstance(v, str | int | float | bool) or v is None}
-            return
-
-
-def _run_check(proc: _Proc) -> TrainCheck:
+def _run_check(proc: Proc) -> TrainCheck:
     """``run-<label>``: the process completed and printed every step it was asked for."""
     if proc.error is None:
         return TrainCheck(name=f"run-{proc.label}", measured=float(len(proc.steps)),
                           limit=None, passed=True,
-                          reason=f"completed steps {_span(proc.steps)}")
+                          reason=f"completed steps {span(proc.steps)}")
     return TrainCheck(name=f"run-{proc.label}", measured=None, limit=None, passed=False,
                       reason=f"the {proc.label} run {proc.error}")
 
 
-def _loss_checks(gate: TrainGate, full: _Proc, config_dir: Path | None) -> list[TrainCheck]:
+def _loss_checks(gate: TrainGate, full: Proc, config_dir: Path | None) -> list[TrainCheck]:
     """``finite-loss``, ``loss-ratio`` and (with a reference curve) ``loss-reference``."""
     if not full.losses:
         return [TrainCheck(name="loss-ratio", measured=None, limit=gate.loss.final_max_ratio,
@@ -419,7 +280,7 @@ def _loss_checks(gate: TrainGate, full: _Proc, config_dir: Path | None) -> list[
     return out
 
 
-def _reference_check(reference: str, band: float, full: _Proc,
+def _reference_check(reference: str, band: float, full: Proc,
                      config_dir: Path | None) -> TrainCheck:
     """``loss-reference``: every step's loss within ``band`` (relative) of the reference
     curve (JSON lines with ``step`` and ``loss``, as a trainer prints them).
@@ -427,8 +288,8 @@ def _reference_check(reference: str, band: float, full: _Proc,
     path = Path(reference)
     if not path.is_absolute() and config_dir is not None:
         path = config_dir / path
-    ref = _Proc("reference")
-    _read_steps(ref, path)
+    ref = Proc("reference")
+    read_steps(ref, path)
     if ref.error is not None or not ref.steps:
         return TrainCheck(name="loss-reference", measured=None, limit=band, passed=False,
                           reason=f"reference {reference}: "
@@ -450,7 +311,7 @@ def _reference_check(reference: str, band: float, full: _Proc,
                               f"(step {at}) {'within' if ok else 'above'} {band:g}"))
 
 
-def _resume_check(limit: float, full: _Proc, stop: _Proc, resume: _Proc) -> TrainCheck:
+def _resume_check(limit: float, full: Proc, stop: Proc, resume: Proc) -> TrainCheck:
     """``checkpoint-resume``: the stopped-then-resumed losses against the full run's."""
     if full.error is not None or resume.error is not None:
         return TrainCheck(name="checkpoint-resume", measured=None, limit=limit, passed=False,

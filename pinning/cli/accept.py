@@ -7,7 +7,6 @@ so ``pin --help`` stays fast.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
@@ -20,17 +19,17 @@ from pinning.cli.options import (
     path_given,
     refuse_stdout_twice,
 )
-from pinning.cli.remote import open_service, post_artefact, report_options
+from pinning.cli.results import json_bytes, write_output
+from pinning.cli.service import open_service, post_artefact, report_options
 from pinning.errors import AcceptanceFailed, UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ec import EllipticCurvePrivateKey
-    from pydantic import BaseModel
 
     from pinning.accept.result import AcceptanceResult
 
-__all__ = ["accept", "register"]
+__all__ = ["accept"]
 
 
 @click.group()
@@ -60,19 +59,17 @@ def init(output: str, force: bool) -> None:
     """
     from importlib.resources import files
 
-    from pinning.util.files import atomic_write_bytes
-
     path = cli_path(output)
     if output != "-" and (path.exists() or path.is_symlink()) and not force:
         raise UsageError(f"{output} exists; pin accept init does not replace it.",
                          hint="Give --force to replace it, or -o another file.")
     data = files("pinning.accept").joinpath("template.toml").read_bytes()
-    try:
-        if output != "-" and path.is_symlink():
+    if output != "-" and path.is_symlink():
+        try:
             path.unlink()  # --force replaces the link itself, never the file it points to
-        atomic_write_bytes(path, data)
-    except OSError as exc:
-        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+        except OSError as exc:
+            raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+    write_output(output, data)
     if output != "-":
         click.echo(f"Wrote {printable(output, newlines=False)}: edit every EXAMPLE value "
                    "before you rely on it.")
@@ -113,7 +110,9 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
                          lock=lock_file)
     _deliver(result, output, fmt)
     if not result.passed:
-        raise AcceptanceFailed(_failure(result))
+        from pinning.cli.accept_report import failure_text
+
+        raise AcceptanceFailed(failure_text(result))
 
 
 @accept.command("run", short_help="Run the import, training and serving gates.")
@@ -192,15 +191,17 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
     client = open_service(report_to, token_file, ca_cert) if report_to else None
     request = RunRequest(config=cli_path(config), gates=gates, lock=lock_file,
                          image=image, vendor=vendor, python=python, snapshot=snapshot,
-                         engine=engine, timeout_s=timeout_s, progress=_progress(fmt, output))
+                         engine=engine, timeout_s=timeout_s, progress=_progress)
     result = run_gates(request)
     envelope = _sign(result, key, image, registry_url) if key is not None else None
     _deliver(result, output, fmt, envelope=envelope)
-    body = envelope if envelope is not None else _result_bytes(result)
+    body = envelope if envelope is not None else json_bytes(result)
     post_artefact(client, lambda c: c.post_acceptance(body), "acceptance result",
                   local_failed=not result.passed)
     if not result.passed:
-        raise AcceptanceFailed(_failure(result))
+        from pinning.cli.accept_report import failure_text
+
+        raise AcceptanceFailed(failure_text(result))
 
 
 def _deliver(result: AcceptanceResult, output: str | None, fmt: str, *,
@@ -210,10 +211,7 @@ def _deliver(result: AcceptanceResult, output: str | None, fmt: str, *,
     standard output).
     """
     if output is not None:
-        if envelope is not None:
-            _write_bytes(output, envelope)
-        else:
-            _write_result(output, result)
+        write_output(output, envelope if envelope is not None else json_bytes(result))
     if fmt == "json":
         emit(result.model_dump(mode="json", by_alias=True))
     elif output != "-":
@@ -225,13 +223,9 @@ def _deliver(result: AcceptanceResult, output: str | None, fmt: str, *,
                        + (" (signed)." if envelope is not None else "."))
 
 
-def _progress(fmt: str, output: str | None) -> Callable[[str], None]:
-    """Progress lines on standard error (always there: the gates take minutes)."""
-
-    def show(line: str) -> None:
-        click.echo(printable(line, newlines=False), err=True)
-
-    return show
+def _progress(line: str) -> None:
+    """A progress line on standard error (always shown: the gates take minutes)."""
+    click.echo(printable(line, newlines=False), err=True)
 
 
 def _signing_key(key_path: str) -> EllipticCurvePrivateKey:
@@ -239,21 +233,22 @@ def _signing_key(key_path: str) -> EllipticCurvePrivateKey:
     runs, so a missing key or a wrong passphrase costs nothing. Raises ``UsageError`` (exit
     2) without a passphrase, ``SignatureError`` (exit 9) for a key that cannot be loaded.
     """
-    from pinning.cli.sign import _ask
     from pinning.sign.policy import signing_key
 
-    return signing_key(cli_path(key_path), _ask)
+    def ask(confirm: bool) -> str:  # pin keygen's prompt; no import of another command
+        return str(click.prompt("Key passphrase", hide_input=True,
+                                confirmation_prompt=confirm))
+
+    return signing_key(cli_path(key_path), ask)
 
 
-def _sign(result: BaseModel, key: EllipticCurvePrivateKey, image: str | None,
+def _sign(result: AcceptanceResult, key: EllipticCurvePrivateKey, image: str | None,
           registry_url: str | None) -> bytes:
     """The signed envelope of ``result``; attached to ``image`` when it is a registry
     reference with a manifest digest.
     """
     from pinning.accept.attest import attach_result, sign_result
-    from pinning.accept.result import AcceptanceResult
 
-    assert isinstance(result, AcceptanceResult)
     name = image.split("@", 1)[0] if image else None
     envelope = sign_result(result, key, image_name=name)
     subject = result.subject
@@ -293,9 +288,9 @@ def reference(config: str, prompts: str | None, output: str, fmt: str) -> None:
                          "its endpoint.", hint="Add [serve] (see `pin accept init`).")
     lines = record_reference(cfg.serve, path.parent,
                              prompts_file=cli_path(prompts) if prompts else None,
-                             progress=_progress(fmt, output))
+                             progress=_progress)
     data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
-    _write_bytes(output, data)
+    write_output(output, data)
     if fmt == "json":
         emit({"output": output, "prompts": len(lines)})
     elif output != "-":
@@ -315,9 +310,11 @@ def show(result_file: str, pub_path: str | None, fmt: str) -> None:
     Exit 0 whatever the result says (the verdict is printed), 2 for a file that is not a
     result, 9 when --key is given and the signature does not verify.
     """
+    from pinning.accept.attest import read_result_file
     from pinning.cli.accept_report import result_text
 
-    result, verified = _read_result(result_file, pub_path)
+    result, verified = read_result_file(cli_path(result_file),
+                                        cli_path(pub_path) if pub_path else None)
     if fmt == "json":
         emit({"result": result.model_dump(mode="json", by_alias=True),
               "signature-verified": verified})
@@ -342,39 +339,18 @@ def compare(first: str, second: str, pub_path: str | None, fmt: str) -> None:
     Serving runs are paired by concurrency and rate. Exit 0 (the comparison is printed),
     2 for a file that is not a result, 9 for a bad signature with --key.
     """
+    from pinning.accept.attest import read_result_file
     from pinning.accept.compare import compare_results
     from pinning.cli.accept_report import compare_text
 
-    a, _ = _read_result(first, pub_path)
-    b, _ = _read_result(second, pub_path)
+    key = cli_path(pub_path) if pub_path else None
+    a, _ = read_result_file(cli_path(first), key)
+    b, _ = read_result_file(cli_path(second), key)
     table = compare_results(a, b, first, second)
     if fmt == "json":
         emit(table.model_dump(mode="json", by_alias=True))
     else:
         click.echo(compare_text(table))
-
-
-def _failure(result: AcceptanceResult) -> str:
-    """The error paragraph of a failed result: which checks failed, by name (their values,
-    limits and reasons are in the output above, or the JSON result).
-    """
-    names: list[str] = []
-    if result.import_ is not None:
-        names += [f"import: {c.name}" for c in result.import_.checks if not c.passed]
-    if result.train is not None:
-        names += [f"train: {c.name}" for c in result.train.checks if not c.passed]
-    if result.serve is not None:
-        serve = result.serve
-        names += [f"serve: {p.summary.source}#{p.summary.index}: {c.slo}"
-                  for p in serve.points for c in p.checks if not c.passed]
-        if serve.quality is not None:
-            names += [f"serve: quality: {c.slo}" for c in serve.quality.checks if not c.passed]
-        if serve.sustained is not None and not serve.sustained.passed:
-            names.append(f"serve: sustained: {serve.sustained.check.slo}")
-    shown = "; ".join(names[:20]) + (f"; and {len(names) - 20} more" if len(names) > 20
-                                     else "")
-    return (f"Acceptance failed: {len(names) or len(result.failed)} check(s): "
-            f"{shown or '; '.join(result.failed)}.")
 
 
 def _is_envelope(name: str) -> bool:
@@ -388,45 +364,3 @@ def _is_envelope(name: str) -> bool:
         return False
     return isinstance(doc, dict) and "payloadType" in doc
 
-
-def _read_result(name: str, pub_path: str | None) -> tuple[AcceptanceResult, bool]:
-    """A result file (plain or signed) and whether its signature was verified."""
-    from pinning.accept.attest import read_result_file
-
-    return read_result_file(cli_path(name), cli_path(pub_path) if pub_path else None)
-
-
-def _write_result(output: str, result: BaseModel) -> None:
-    """Write ``result`` as JSON to ``-o output`` atomically ('-': standard output); exit 2
-    naming the path when it cannot be written.
-    """
-    from pinning.util.files import atomic_write_bytes
-
-    try:
-        atomic_write_bytes(cli_path(output), _result_bytes(result))
-    except OSError as exc:
-        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
-
-
-def _result_bytes(result: BaseModel) -> bytes:
-    """The JSON document ``-o`` writes for an unsigned result (and ``--report-to`` posts)."""
-    return (result.model_dump_json(by_alias=True, indent=1) + "\n").encode()
-
-
-def _write_bytes(output: str, data: bytes) -> None:
-    """Write ``data`` to ``-o output`` atomically ('-': standard output); exit 2 naming the
-    path when it cannot be written.
-    """
-    from pinning.util.files import atomic_write_bytes
-
-    try:
-        atomic_write_bytes(cli_path(output), data)
-    except OSError as exc:
-        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
-
-
-def register(group: click.Group) -> None:
-    """Add ``pin accept`` (init, judge, run, reference, show, compare) to the ``pin``
-    group.
-    """
-    group.add_command(accept)

@@ -6,20 +6,30 @@ reason, then the verdict per gate and overall); ``pin accept compare`` prints
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from pinning.accept.compare import Comparison
-from pinning.accept.judge import PointVerdict
+from pinning.accept.judge import Check, load_text
 from pinning.accept.result import AcceptanceResult
+from pinning.accept.train import TrainCheck
 from pinning.cli.render import table_text
 from pinning.util.text import printable
 
-__all__ = ["compare_text", "result_text"]
+__all__ = ["compare_text", "failure_text", "result_text"]
 
 
 def _num(value: float | None) -> str:
     """A value for a table cell (``-`` when unknown)."""
     return "-" if value is None else f"{value:.6g}"
+
+
+_HEADERS = ("check", "measured", "limit", "verdict", "reason")
+
+
+def _rows(checks: Sequence[TrainCheck]) -> list[tuple[str, ...]]:
+    """One table row per import or training check: name, measured, limit, verdict, reason."""
+    return [(c.name, _num(c.measured), _num(c.limit), "pass" if c.passed else "FAIL",
+             c.reason) for c in checks]
 
 
 def _subject_lines(result: AcceptanceResult) -> list[str]:
@@ -50,8 +60,6 @@ def _import_text(result: AcceptanceResult) -> str | None:
     imp = result.import_
     if imp is None:
         return None
-    rows = [(c.name, _num(c.measured), _num(c.limit), "pass" if c.passed else "FAIL",
-             c.reason) for c in imp.checks]
     title = f"import {'PASS' if imp.passed else 'FAIL'}"
     facts = imp.model_dump(mode="json", by_alias=True, exclude={"checks", "modules",
                                                                  "collect_env",
@@ -59,9 +67,8 @@ def _import_text(result: AcceptanceResult) -> str | None:
                            exclude_none=True)
     extra = ", ".join(f"{k} {v}" for k, v in facts.items() if not isinstance(v, dict | list)
                       and k not in ("passed",))
-    return table_text(("check", "measured", "limit", "verdict", "reason"), rows,
-                      title=title) + (f"\n  build: {printable(extra, newlines=False)}"
-                                      if extra else "")
+    return table_text(_HEADERS, _rows(imp.checks), title=title) + (
+        f"\n  build: {printable(extra, newlines=False)}" if extra else "")
 
 
 def _train_text(result: AcceptanceResult) -> str | None:
@@ -69,21 +76,17 @@ def _train_text(result: AcceptanceResult) -> str | None:
     train = result.train
     if train is None:
         return None
-    rows = [(c.name, _num(c.measured), _num(c.limit), "pass" if c.passed else "FAIL",
-             c.reason) for c in train.checks]
     title = f"train: {train.trainer}, {train.steps} steps {'PASS' if train.passed else 'FAIL'}"
-    return table_text(("check", "measured", "limit", "verdict", "reason"), rows, title=title)
+    return table_text(_HEADERS, _rows(train.checks), title=title)
 
 
-def _where(p: PointVerdict) -> str:
-    """``concurrency 4`` / ``rate 2/s`` / ``unlimited rate`` for a serving run."""
-    s = p.summary
-    parts = []
-    if s.max_concurrency:
-        parts.append(f"concurrency {s.max_concurrency}")
-    if s.request_rate:
-        parts.append(f"rate {s.request_rate:g}/s")
-    return ", ".join(parts) or "unlimited rate"
+def _slo_rows(checks: Sequence[Check]) -> list[tuple[str, ...]]:
+    """One table row per serving check: SLO, measured, bound and limit (with its unit),
+    verdict, reason.
+    """
+    return [(c.slo, _num(c.measured), f"{'<=' if c.bound == 'max' else '>='} {c.limit:.6g}"
+             + (f" {c.unit}" if c.unit else ""), "pass" if c.passed else "FAIL", c.reason)
+            for c in checks]
 
 
 def _serve_text(result: AcceptanceResult) -> Iterator[str]:
@@ -94,29 +97,21 @@ def _serve_text(result: AcceptanceResult) -> Iterator[str]:
     for p in serve.points:
         s = p.summary
         version = s.harness_version or "version not recorded"
-        title = (f"serve {s.source}#{s.index} ({s.harness}, {version}; {_where(p)}; "
+        title = (f"serve {s.source}#{s.index} ({s.harness}, {version}; {load_text(p)}; "
                  f"{s.completed} completed, {s.failed if s.failed is not None else '?'} "
                  f"failed) {'PASS' if p.passed else 'FAIL'}")
-        rows = [(c.slo, _num(c.measured),
-                 f"{'<=' if c.bound == 'max' else '>='} {c.limit:.6g} {c.unit}",
-                 "pass" if c.passed else "FAIL", c.reason) for c in p.checks]
         rates = ", ".join(f"{t.per_s:.4g}/s {t.basis}" for t in s.throughput)
-        yield table_text(("metric", "measured", "limit", "verdict", "reason"), rows,
-                         title=title) + (f"\n  throughput: {rates}" if rates else "")
+        yield table_text(("metric", *_HEADERS[1:]), _slo_rows(p.checks), title=title) + (
+            f"\n  throughput: {rates}" if rates else "")
     if serve.quality is not None:
         q = serve.quality
-        rows = [(c.slo, _num(c.measured), f">= {c.limit:.6g}",
-                 "pass" if c.passed else "FAIL", c.reason) for c in q.checks]
         note = (f"\n  {q.exact_matches} of {q.prompts} outputs equal the reference; token "
                 f"agreement on {q.token_basis}" if q.reference else "")
-        yield table_text(("check", "measured", "limit", "verdict", "reason"), rows,
+        yield table_text(_HEADERS, _slo_rows(q.checks),
                          title=f"serve quality {'PASS' if q.passed else 'FAIL'}") + note
     if serve.sustained is not None:
         st = serve.sustained
-        c = st.check
-        yield table_text(("check", "measured", "limit", "verdict", "reason"),
-                         [(c.slo, _num(c.measured), f"<= {c.limit:.6g} %",
-                           "pass" if c.passed else "FAIL", c.reason)],
+        yield table_text(_HEADERS, _slo_rows([st.check]),
                          title=(f"serve sustained ({st.duration_s:g} s at concurrency "
                                 f"{st.concurrency}) {'PASS' if st.passed else 'FAIL'}"))
 
@@ -153,3 +148,26 @@ def compare_text(cmp: Comparison) -> str:
     else:
         parts.append("No metric in common to compare.")
     return printable("\n\n".join(parts), newlines=True)
+
+
+def failure_text(result: AcceptanceResult) -> str:
+    """The error paragraph of a failed result: which checks failed, by name (their values,
+    limits and reasons are in the tables, or the JSON result); at most 20 named.
+    """
+    names: list[str] = []
+    if result.import_ is not None:
+        names += [f"import: {c.name}" for c in result.import_.checks if not c.passed]
+    if result.train is not None:
+        names += [f"train: {c.name}" for c in result.train.checks if not c.passed]
+    if result.serve is not None:
+        serve = result.serve
+        names += [f"serve: {p.summary.source}#{p.summary.index}: {c.slo}"
+                  for p in serve.points for c in p.checks if not c.passed]
+        if serve.quality is not None:
+            names += [f"serve: quality: {c.slo}" for c in serve.quality.checks if not c.passed]
+        if serve.sustained is not None and not serve.sustained.passed:
+            names.append(f"serve: sustained: {serve.sustained.check.slo}")
+    shown = "; ".join(names[:20]) + (f"; and {len(names) - 20} more" if len(names) > 20
+                                     else "")
+    return (f"Acceptance failed: {len(names) or len(result.failed)} check(s): "
+            f"{shown or '; '.join(result.failed)}.")

@@ -20,15 +20,16 @@ from pinning.cli.options import (
     path_given,
     refuse_stdout_twice,
 )
-from pinning.cli.remote import artefact_target, post_artefact, report_options
+from pinning.cli.results import json_bytes, write_output
+from pinning.cli.service import artefact_target, post_artefact, report_options
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
-    from pinning.accept.result import AcceptanceResult
     from pinning.cost.model import CostReport, Migration, PlatformCost
+    from pinning.cost.verdict import Platform
 
-__all__ = ["cost", "register", "render_text"]
+__all__ = ["cost", "render_text"]
 
 #: ``--lock none`` / ``--gpu none``: this result has no lock (or no GPU named).
 _NONE = "none"
@@ -133,33 +134,17 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     """
     from pinning import __version__
     from pinning.cost.prices import read_prices
-    from pinning.cost.verdict import CostInputs, Platform, cost_report
+    from pinning.cost.verdict import CostInputs, cost_report
 
-    for flag, values in (("--lock", locks), ("--gpu", gpu_names)):
-        if values and len(values) != len(results):
-            raise UsageError(f"{flag} was given {len(values)} time(s) for {len(results)} "
-                             f"result(s); give it once per result, in the same order "
-                             f"('{_NONE}' for a result without one).")
-    _one_stdin([("a result", r) for r in results] + [
+    _check_inputs(results, locks, gpu_names, [
         ("--prices", prices_file), ("--migration", audit_file), ("--effort", effort_file),
-        ("--key", pub_path)] + [("--lock", lock) for lock in locks])
+        ("--key", pub_path)])
     refuse_stdout_twice(output, fmt, what="report")
     client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock,
                                         "cost verdict")
     migration = _migration(audit_file, effort_file, labour_usd_per_hour, migration_usd)
     prices, sha = read_prices(cli_path(prices_file))
-    platforms = []
-    for i, name in enumerate(results):
-        lock_name = locks[i] if locks and locks[i] != _NONE else None
-        lock = None
-        if lock_name is not None:
-            from pinning.lockfile.io import read_lock
-
-            lock = read_lock(cli_path(lock_name))
-        gpu = gpu_names[i] if gpu_names and gpu_names[i] != _NONE else None
-        result, _ = _read_result(name, pub_path)
-        platforms.append(Platform(name=name, result=result, lock=lock, lock_name=lock_name,
-                                  gpu=gpu))
+    platforms = _platforms(results, locks, gpu_names, pub_path)
     inputs = CostInputs(gpus=gpus, other_usd_per_hour=other_usd_per_hour,
                         utilisation=utilisation, migration=migration,
                         validation_gpu_hours=validation_gpu_hours,
@@ -168,7 +153,7 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     report = cost_report(platforms, prices, prices_name=prices_file, prices_sha256=sha,
                          inputs=inputs, pin_version=__version__)
     if output is not None:
-        _write(output, report)
+        write_output(output, json_bytes(report))
     if fmt == "json":
         emit(report.model_dump(mode="json", by_alias=True))
     else:
@@ -177,25 +162,49 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     if lock_hash is None:
         lock_hash = next((p.lock.content_hash for p in reversed(platforms)
                           if p.lock is not None), None)
-    post_artefact(client, lambda c: c.post_cost(_report_bytes(report), lock=lock_hash),
+    post_artefact(client, lambda c: c.post_cost(json_bytes(report), lock=lock_hash),
                   "cost verdict")
 
 
-def _one_stdin(sources: list[tuple[str, str | None]]) -> None:
-    """Raise ``UsageError`` (exit 2) when more than one of ``sources`` (what, path) is
-    ``-``: standard input can be read once.
+def _check_inputs(results: tuple[str, ...], locks: tuple[str, ...],
+                  gpu_names: tuple[str, ...], others: list[tuple[str, str | None]]) -> None:
+    """Raise ``UsageError`` (exit 2) when ``--lock`` or ``--gpu`` is not given once per
+    result, or when more than one input (the results, the locks and ``others``, each
+    ``(what, path)``) is ``-``: standard input can be read once.
     """
+    for flag, values in (("--lock", locks), ("--gpu", gpu_names)):
+        if values and len(values) != len(results):
+            raise UsageError(f"{flag} was given {len(values)} time(s) for {len(results)} "
+                             f"result(s); give it once per result, in the same order "
+                             f"('{_NONE}' for a result without one).")
+    sources = [("a result", r) for r in results] + others + [("--lock", x) for x in locks]
     dashes = [what for what, value in sources if value == "-"]
     if len(dashes) > 1:
         raise UsageError(f"'-' (standard input) can be read once, but {' and '.join(dashes)} "
                          "both name it.", hint="Give '-' once and a file for the others.")
 
 
-def _read_result(name: str, pub_path: str | None) -> tuple[AcceptanceResult, bool]:
-    """A result file (plain or signed) and whether its signature was verified."""
+def _platforms(results: tuple[str, ...], locks: tuple[str, ...], gpu_names: tuple[str, ...],
+               pub_path: str | None) -> list[Platform]:
+    """One :class:`~pinning.cost.verdict.Platform` per result file, with its lock (read)
+    and GPU from ``--lock`` / ``--gpu`` in the same order (``none``: not given). Raises
+    ``UsageError`` (exit 2) for a file that is not a result, ``SignatureError`` (exit 9)
+    for a bad signature with ``--key``, ``LockError`` (exit 5) for a bad lock.
+    """
     from pinning.accept.attest import read_result_file
+    from pinning.cost.verdict import Platform
+    from pinning.lockfile.io import read_lock
 
-    return read_result_file(cli_path(name), cli_path(pub_path) if pub_path else None)
+    key = cli_path(pub_path) if pub_path else None
+    platforms = []
+    for i, name in enumerate(results):
+        lock_name = locks[i] if locks and locks[i] != _NONE else None
+        lock = read_lock(cli_path(lock_name)) if lock_name is not None else None
+        gpu = gpu_names[i] if gpu_names and gpu_names[i] != _NONE else None
+        result, _ = read_result_file(cli_path(name), key)
+        platforms.append(Platform(name=name, result=result, lock=lock, lock_name=lock_name,
+                                  gpu=gpu))
+    return platforms
 
 
 def _migration(audit_file: str | None, effort_file: str | None,
@@ -224,21 +233,6 @@ def _migration(audit_file: str | None, effort_file: str | None,
 
     hours = read_effort(cli_path(effort_file))
     return migration_from_audit(report, audit_file, hours, effort_file, labour)
-
-
-def _report_bytes(report: CostReport) -> bytes:
-    """The JSON document ``-o`` writes (and ``--report-to`` posts)."""
-    return (report.model_dump_json(by_alias=True, indent=1) + "\n").encode()
-
-
-def _write(output: str, report: CostReport) -> None:
-    """Write the report JSON atomically ('-': standard output); exit 2 when it cannot."""
-    from pinning.util.files import atomic_write_bytes
-
-    try:
-        atomic_write_bytes(cli_path(output), _report_bytes(report))
-    except OSError as exc:
-        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
 
 
 def _usd(value: float | None, unit: str = "") -> str:
@@ -331,7 +325,3 @@ def render_text(report: CostReport) -> str:
                                      for c in report.caveats]
     return "\n".join(lines) + "\n"
 
-
-def register(group: click.Group) -> None:
-    """Add ``pin cost`` to the ``pin`` group."""
-    group.add_command(cost)

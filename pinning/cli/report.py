@@ -9,10 +9,11 @@ from __future__ import annotations
 import click
 
 from pinning.cli.options import cli_path, output_path, path_given
+from pinning.cli.results import write_output
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
-__all__ = ["register", "report"]
+__all__ = ["report"]
 
 
 @click.command(short_help="One HTML page for the decision: stack, bill, gates, cost.")
@@ -79,12 +80,7 @@ def report(lock_path: str | None, verify_path: str | None, audit_path: str | Non
         cost=read_cost(cli_path(cost_path)) if cost_path is not None else None,
     )
     text = render_report(inputs, "html" if fmt == "html" else "md", version=__version__)
-    from pinning.util.files import atomic_write_bytes
-
-    try:
-        atomic_write_bytes(cli_path(output), text.encode())
-    except OSError as exc:
-        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+    write_output(output, text.encode())
     if output != "-":
         parts = [name for name, path in (("lock", lock_path), ("verify", verify_path),
                                          ("audit", audit_path)) if path is not None]
@@ -93,8 +89,4 @@ def report(lock_path: str | None, verify_path: str | None, audit_path: str | Non
         click.echo(f"Wrote {printable(output, newlines=False)} ({fmt}; from "
                    f"{', '.join(parts) or 'no input: every section says not given'}).")
 
-
-def register(group: click.Group) -> None:
-    """Add ``pin report`` to the ``pin`` group."""
-    group.add_command(report)
 

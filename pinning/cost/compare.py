@@ -9,12 +9,12 @@ Fields neither result records are not differences; they become caveats the repor
 
 from __future__ import annotations
 
-from pinning.accept.judge import PointVerdict
+from pinning.accept.judge import PointVerdict, load_words
 from pinning.accept.result import AcceptanceResult
 from pinning.cost.rule import result_basis
 from pinning.util.text import printable
 
-__all__ = ["Load", "common_loads", "differences", "load_text"]
+__all__ = ["Load", "common_loads", "differences"]
 
 #: A serving point's load: (max concurrency, request rate); ``None`` rate = unlimited.
 Load = tuple[int | None, float | None]
@@ -26,16 +26,6 @@ _PRECISION_KEYS = ("dtype", "precision", "quantization")
 _WORKLOAD_KEYS = ("input-tokens", "output-tokens", "api", "ignore-eos", "tokenizer")
 #: Two measured mean lengths are "the same" within this relative tolerance (1%).
 _LENGTH_TOLERANCE = 0.01
-
-
-def load_text(load: Load) -> str:
-    """``concurrency 4``, ``rate 2 req/s``, ``concurrency 4 at rate 2 req/s`` or
-    ``unlimited`` for messages.
-    """
-    conc, rate = load
-    parts = ([f"concurrency {conc}"] if conc is not None else []) + (
-        [f"rate {rate:g} req/s"] if rate is not None else [])
-    return " at ".join(parts) or "unlimited"
 
 
 def _show(value: object) -> str:
@@ -132,8 +122,8 @@ def differences(a: AcceptanceResult, b: AcceptanceResult, *, loads: set[Load] | 
         la = sorted(passing_loads(a), key=_sort_key)
         lb = sorted(passing_loads(b), key=_sort_key)
         diffs.append("concurrency or rate: no load met the SLOs on both (current passed at "
-                     f"{'; '.join(map(load_text, la)) or 'none'}; candidate at "
-                     f"{'; '.join(map(load_text, lb)) or 'none'})")
+                     f"{'; '.join(load_words(*x) for x in la) or 'none'}; candidate at "
+                     f"{'; '.join(load_words(*x) for x in lb) or 'none'})")
     return diffs, caveats
 
 
@@ -177,7 +167,7 @@ def _workload_differences(a: AcceptanceResult, b: AcceptanceResult,
             continue
         for what, x, y in (("input", la[0], lb[0]), ("output", la[1], lb[1])):
             if abs(x - y) > _LENGTH_TOLERANCE * max(x, y):
-                out.append(f"mean {what} tokens per request at {load_text(load)}: {x:.4g} vs "
+                out.append(f"mean {what} tokens per request at {load_words(*load)}: {x:.4g} vs "
                            f"{y:.4g} (more than 1% apart)")
     return out
 

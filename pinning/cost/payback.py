@@ -137,10 +137,6 @@ def migration_given(usd: float, report: AuditReport | None = None,
                      no_data_findings=_no_data(report) if report is not None else 0)
 
 
-def _exact(x: float) -> Fraction:
-    return Fraction(x)
-
-
 def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | None],
             candidate: tuple[float | None, float | None],
             validation_usd_per_gpu_hour: float | None = None,
@@ -166,33 +162,10 @@ def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | No
     unknown. Non-negative finite inputs are assumed (the CLI checks flags); ``Q`` > 0.
     """
     reasons: list[str] = []
-    r_cur, q_cur = current
-    r_cand, q_cand = candidate
-    validation: Fraction | None = Fraction(0)
-    if validation_gpu_hours:
-        validation = (_exact(validation_gpu_hours) * _exact(validation_usd_per_gpu_hour)
-                      if validation_usd_per_gpu_hour is not None else None)
-    if validation is None:
-        reasons.append("the validation compute cost is unknown (the candidate has no price)")
-    mig: Fraction | None = None
-    if migration is None:
-        reasons.append("no migration cost is given (--migration AUDIT --effort FILE "
-                       "--labour-usd-per-hour X, or --migration-usd X; 0 if there is none)")
-    elif migration.usd is None:
-        reasons.append(f"the migration cost is unknown ({migration.unknown})")
-    else:
-        mig = _exact(migration.usd)
-    one_time = validation + mig if validation is not None and mig is not None else None
-    savings: Fraction | None = None
-    if r_cur is None or r_cand is None or q_cur is None or q_cand is None:
-        reasons.append("a cost per million tokens is unknown")
-    elif tokens_per_month is None:
-        reasons.append("--tokens-per-month is not given: savings per month need the "
-                       "monthly token volume")
-    else:
-        per_token = _exact(r_cur) / _exact(q_cur) - _exact(r_cand) / _exact(q_cand)
-        savings = per_token / 3600 * _exact(tokens_per_month)
-    net = savings - _exact(maintenance_usd_per_month) if savings is not None else None
+    validation, one_time = _one_time(migration, validation_gpu_hours,
+                                     validation_usd_per_gpu_hour, reasons)
+    savings = _savings(current, candidate, tokens_per_month, reasons)
+    net = savings - Fraction(maintenance_usd_per_month) if savings is not None else None
     months: Fraction | None = None
     if net is not None and net <= 0:
         reasons.append(f"net savings are {float(net):,.2f} USD per month (<= 0): the port "
@@ -209,8 +182,49 @@ def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | No
                    months=_float(months),
                    life_months=life_months,
                    within_life=(None if months is None or life_months is None
-                                else months < _exact(life_months)),
+                                else months < Fraction(life_months)),
                    unknown="; ".join(reasons) if months is None else None)
+
+
+def _one_time(migration: Migration | None, gpu_hours: float, usd_per_gpu_hour: float | None,
+              reasons: list[str]) -> tuple[Fraction | None, Fraction | None]:
+    """``(validation cost, one-time cost)`` in USD, exact; ``None`` where unknown, with the
+    reason appended to ``reasons``.
+    """
+    validation: Fraction | None = Fraction(0)
+    if gpu_hours:
+        validation = (Fraction(gpu_hours) * Fraction(usd_per_gpu_hour)
+                      if usd_per_gpu_hour is not None else None)
+    if validation is None:
+        reasons.append("the validation compute cost is unknown (the candidate has no price)")
+    mig: Fraction | None = None
+    if migration is None:
+        reasons.append("no migration cost is given (--migration AUDIT --effort FILE "
+                       "--labour-usd-per-hour X, or --migration-usd X; 0 if there is none)")
+    elif migration.usd is None:
+        reasons.append(f"the migration cost is unknown ({migration.unknown})")
+    else:
+        mig = Fraction(migration.usd)
+    return validation, (validation + mig if validation is not None and mig is not None
+                        else None)
+
+
+def _savings(current: tuple[float | None, float | None],
+             candidate: tuple[float | None, float | None], tokens_per_month: float | None,
+             reasons: list[str]) -> Fraction | None:
+    """Savings in USD per month, exact: the difference in cost per token x the monthly
+    volume; ``None`` when an input is unknown, with the reason appended to ``reasons``.
+    """
+    (r_cur, q_cur), (r_cand, q_cand) = current, candidate
+    if r_cur is None or r_cand is None or q_cur is None or q_cand is None:
+        reasons.append("a cost per million tokens is unknown")
+        return None
+    if tokens_per_month is None:
+        reasons.append("--tokens-per-month is not given: savings per month need the "
+                       "monthly token volume")
+        return None
+    per_token = Fraction(r_cur) / Fraction(q_cur) - Fraction(r_cand) / Fraction(q_cand)
+    return per_token / 3600 * Fraction(tokens_per_month)
 
 
 def pays_back_within(months: float | None, life_months: float | None) -> bool | None:
@@ -222,7 +236,7 @@ def pays_back_within(months: float | None, life_months: float | None) -> bool | 
     """
     if months is None or life_months is None:
         return None
-    return _exact(months) < _exact(life_months)
+    return Fraction(months) < Fraction(life_months)
 
 
 def _float(x: Fraction | None) -> float | None:

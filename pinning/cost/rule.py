@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from pinning.accept.judge import PointVerdict
+from pinning.accept.judge import PointVerdict, load_text
 from pinning.accept.result import AcceptanceResult
 from pinning.cost.model import BASIS_TEXT, OperatingPoint, PointCost, RatioRule, TokenBasis
 from pinning.errors import UsageError
 
-__all__ = ["cost_per_million", "load_text", "operating_point", "point_costs", "point_rate",
+__all__ = ["cost_per_million", "operating_point", "point_costs", "point_rate",
            "ratio_rule"]
 
 #: Preferred token basis first: the article's Q counts output tokens.
@@ -59,16 +59,6 @@ def result_basis(result: AcceptanceResult) -> TokenBasis | None:
         if points and all(point_rate(p, basis) is not None for p in points):
             return basis
     return None
-
-
-def load_text(point: PointVerdict) -> str:
-    """``concurrency 4`` / ``rate 2 req/s`` / ``unlimited rate``: the point's load, for
-    messages.
-    """
-    s = point.summary
-    if s.max_concurrency is not None:
-        return f"concurrency {s.max_concurrency}"
-    return f"rate {s.request_rate:g} req/s" if s.request_rate is not None else "unlimited rate"
 
 
 def operating_point(result: AcceptanceResult, basis: TokenBasis, *, label: str,

@@ -20,15 +20,8 @@ import docker.errors
 import pytest
 
 from pinning.accept.config import TrainGate
-from pinning.accept.container import (
-    ACCEPT_LABEL,
-    ContainerSpec,
-    image_identity,
-    new_name,
-    remove_leftovers,
-    wrap_argv,
-    write_spec,
-)
+from pinning.accept.container import ContainerSpec, new_name, wrap_argv, write_spec
+from pinning.accept.engine import ACCEPT_LABEL, image_identity, remove_leftovers
 from pinning.accept.train import run_train_gate
 from pinning.errors import UsageError
 from tests.support.components import BaseImage, Engine, RegistryProc

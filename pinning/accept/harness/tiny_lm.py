@@ -110,6 +110,32 @@ def batch(gen: torch.Generator, device: torch.device) -> torch.Tensor:
     return x.to(device)
 
 
+def load_checkpoint(path: Path, model: TinyLM, optim: torch.optim.Optimizer,
+                    gen: torch.Generator, device: torch.device) -> int:
+    """Restore the model, optimiser and every random state from ``path``; its step."""
+    state = torch.load(path, map_location=device, weights_only=True)
+    model.load_state_dict(state["model"])
+    optim.load_state_dict(state["optim"])
+    gen.set_state(state["data_rng"])
+    torch.set_rng_state(state["torch_rng"])
+    if device.type == "cuda" and "cuda_rng" in state:
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    return int(state["step"])
+
+
+def save_checkpoint(path: Path, step: int, model: TinyLM, optim: torch.optim.Optimizer,
+                    gen: torch.Generator, device: torch.device) -> None:
+    """Write what :func:`load_checkpoint` restores to ``path`` (temp file, then rename)."""
+    state = {"model": model.state_dict(), "optim": optim.state_dict(), "step": step,
+             "data_rng": gen.get_state(), "torch_rng": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda_rng"] = torch.cuda.get_rng_state_all()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
 def main(argv: list[str]) -> int:
     """Train as the arguments say, printing one JSON line per step; the exit status."""
     parser = argparse.ArgumentParser(description="pin's tiny LM training workload")
@@ -140,14 +166,7 @@ def main(argv: list[str]) -> int:
         if not path.is_file():
             sys.stderr.write(f"tiny_lm: no checkpoint at {path}; run with --stop-at first\n")
             return 2
-        state = torch.load(path, map_location=device, weights_only=True)
-        model.load_state_dict(state["model"])
-        optim.load_state_dict(state["optim"])
-        gen.set_state(state["data_rng"])
-        torch.set_rng_state(state["torch_rng"])
-        if device.type == "cuda" and "cuda_rng" in state:
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        start = int(state["step"])
+        start = load_checkpoint(path, model, optim, gen, device)
 
     for step in range(start + 1, args.steps + 1):
         began = time.perf_counter()
@@ -164,14 +183,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"step": step, "loss": value, "tokens": BATCH * SEQ,
                           "step_time_s": elapsed}), flush=True)
         if step == args.stop_at:
-            state = {"model": model.state_dict(), "optim": optim.state_dict(), "step": step,
-                     "data_rng": gen.get_state(), "torch_rng": torch.get_rng_state()}
-            if device.type == "cuda":
-                state["cuda_rng"] = torch.cuda.get_rng_state_all()
-            args.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".tmp")
-            torch.save(state, tmp)
-            os.replace(tmp, path)
+            save_checkpoint(path, step, model, optim, gen, device)
             return 0
     return 0
 

@@ -38,12 +38,18 @@ def verdict_section(cost: Loaded[CostReport] | None) -> Section:
                    tuple(f"{r.code}: {r.text}" for r in v.reasons))
 
 
-def load_label(p: PointVerdict) -> str:
-    """A serving point's load: ``c=4`` (concurrency), ``2 req/s`` (rate) or ``#index``."""
-    s = p.summary
-    if s.max_concurrency is not None:
-        return f"c={s.max_concurrency}"
-    return f"{s.request_rate:g} req/s" if s.request_rate is not None else f"#{s.index}"
+def load_label(concurrency: int | None, rate: float | None, index: int) -> str:
+    """A serving point's load for plot labels and table cells: ``c=4`` (concurrency),
+    ``2 req/s`` (rate) or ``#index``.
+    """
+    if concurrency is not None:
+        return f"c={concurrency}"
+    return f"{rate:g} req/s" if rate is not None else f"#{index}"
+
+
+def _label(p: PointVerdict) -> str:
+    """:func:`load_label` of a judged serving point."""
+    return load_label(p.summary.max_concurrency, p.summary.request_rate, p.summary.index)
 
 
 def slo_lines(plats: list[Platform]) -> dict[str, list[tuple[str, float]]]:
@@ -110,13 +116,13 @@ def serving_section(plats: list[Platform], *, plots: bool) -> Section:
     series: dict[str, list[LatencySeries]] = {m: [] for m in metrics}
     for p in served:
         pts = _points(p)
-        rows = [(load_label(pt), num(point_rate(pt, basis)),
+        rows = [(_label(pt), num(point_rate(pt, basis)),
                  *(num(_latency(pt, m, q)) for m in metrics for q in ("p50", "p99")),
                  "yes" if pt.passed else "no", "chosen" if i == p.chosen else "")
                 for i, pt in enumerate(pts)]
         tables.append(Table(f"{p.label} ({p.accept.path})", headers, tuple(rows)))
         paras.append(f"{p.label}: operating point: "
-                     + (f"{load_label(pts[p.chosen])}, {p.why}." if p.chosen is not None
+                     + (f"{_label(pts[p.chosen])}, {p.why}." if p.chosen is not None
                         else f"none ({p.why})."))
         keep = [(i, pt, x) for i, pt in enumerate(pts) if (x := point_rate(pt, basis)) is not None]
         for m in metrics:
@@ -126,7 +132,7 @@ def serving_section(plats: list[Platform], *, plots: bool) -> Section:
                 p99=tuple(_latency(pt, m, "p99") for _, pt, _ in keep),
                 passed=tuple(pt.passed for _, pt, _ in keep),
                 chosen=next((k for k, (i, _, _) in enumerate(keep) if i == p.chosen), None),
-                loads=tuple(load_label(pt) for _, pt, _ in keep)))
+                loads=tuple(_label(pt) for _, pt, _ in keep)))
     figures = tuple(Plot(
         f"plot-latency-{m}", f"{_METRIC_NAMES[m]} against throughput",
         latency_svg(metric=_METRIC_NAMES[m], x_label=f"{BASIS_TEXT[basis]} per second",
@@ -168,9 +174,8 @@ def _sweep_plot(cost: CostReport) -> Plot | None:
             usd=tuple(pt.usd_per_million_tokens for _, pt in keep),  # type: ignore[misc]
             passed=tuple(pt.passed for _, pt in keep),
             chosen=next((j for j, (_, pt) in enumerate(keep) if pt.point == chosen), None),
-            loads=tuple(f"c={pt.max_concurrency}" if pt.max_concurrency is not None else
-                        (f"{pt.request_rate:g} req/s" if pt.request_rate is not None
-                         else f"#{pt.point}") for _, pt in keep)))
+            loads=tuple(load_label(pt.max_concurrency, pt.request_rate, pt.point)
+                        for _, pt in keep)))
     if not series or basis is None:
         return None
     what = BASIS_TEXT[basis]

@@ -15,9 +15,9 @@ from pinning.accept.attest import (
     acceptance_statement,
     attach_result,
     open_signed_result,
-    require_acceptance,
     sign_result,
 )
+from pinning.accept.require import require_acceptance
 from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult, Subject
 from pinning.errors import SignatureError, UsageError
 from pinning.sign.cosign import LOCK_PREDICATE, STATEMENT_V1, ImageVerification, statement

@@ -17,17 +17,14 @@ import docker.types
 import pytest
 
 from pinning.accept.container import (
-    ACCEPT_LABEL,
     ContainerSpec,
-    device_options,
-    image_identity,
     main,
     new_name,
     read_spec,
-    remove_leftovers,
     wrap_argv,
     write_spec,
 )
+from pinning.accept.engine import ACCEPT_LABEL, device_options, image_identity, remove_leftovers
 from pinning.errors import BuildError, UsageError
 
 DIGEST = "sha256:" + "ab" * 32

@@ -15,7 +15,8 @@ import pytest
 
 from pinning.accept.config import ImportGate
 from pinning.accept.harness import import_probe
-from pinning.accept.imports import PROBE, ImportResult, run_import_gate
+from pinning.accept.imports import PROBE, run_import_gate
+from pinning.accept.result import ImportResult
 from pinning.accept.train import TrainCheck
 from pinning.errors import UsageError
 from tests.support.torchenv import torch_python

@@ -13,14 +13,9 @@ import pytest
 
 from pinning.accept.config import ServeSlo
 from pinning.accept.judge import judge_point
-from pinning.accept.loadgen import (
-    LoadRun,
-    RequestRecord,
-    _Stream,
-    poisson_schedule,
-    run_point,
-    thirds,
-)
+from pinning.accept.loadgen import poisson_schedule, run_point
+from pinning.accept.loadrun import LoadRun, RequestRecord, thirds
+from pinning.accept.sse import Stream
 from pinning.accept.workload import Prompt, load_tokenizer
 from pinning.errors import UsageError
 from tests.support.hfcache import gt_model_dir
@@ -182,7 +177,7 @@ def test_stream_parser_byte_by_byte() -> None:
            b'data: {"choices":\ndata: [{"text": "b"}]}\n\n'
            b'data: {"choices": [], "usage": {"completion_tokens": 2, "prompt_tokens": 1}}'
            b"\n\ndata: [DONE]\n\n")
-    stream = _Stream(chat=False)
+    stream = Stream(chat=False)
     for i in range(len(raw)):
         stream.feed(raw[i:i + 1], float(i))
     stream.finish(float(len(raw)))
@@ -199,14 +194,14 @@ def test_stream_parser_byte_by_byte() -> None:
     (b'error: {"message": "boom"}\n\n', 'error event: {"message": "boom"}'),
 ])
 def test_stream_parser_errors(raw: bytes, error: str) -> None:
-    stream = _Stream(chat=False)
+    stream = Stream(chat=False)
     stream.feed(raw, 1.0)
     stream.finish(2.0)
     assert stream.error.startswith(error)
 
 
 def test_last_event_without_blank_line_is_handled() -> None:
-    stream = _Stream(chat=True)
+    stream = Stream(chat=True)
     stream.feed(b'data: {"choices": [{"delta": {"content": "x"}}]}', 1.0)
     stream.finish(2.0)
     assert stream.parts == ["x"] and stream.first == 2.0

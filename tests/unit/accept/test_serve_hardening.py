@@ -16,14 +16,10 @@ from pathlib import Path
 import pytest
 
 from pinning.accept.config import load_config
-from pinning.accept.loadgen import (
-    _Stream,
-    check_endpoint,
-    redact_endpoint,
-    run_load,
-    run_point,
-)
+from pinning.accept.endpoint import check_endpoint, redact_endpoint
+from pinning.accept.loadgen import run_load, run_point
 from pinning.accept.serve import run_serve_gate
+from pinning.accept.sse import Stream
 from pinning.accept.workload import Prompt
 from pinning.errors import UsageError
 from tests.support.cli import pin
@@ -102,7 +98,7 @@ def test_done_or_finish_reason_alone_is_enough(send_done: bool, finish_reason: b
 
 
 def test_stream_parser_sees_finish_reason() -> None:
-    stream = _Stream(chat=False)
+    stream = Stream(chat=False)
     stream.feed(b'data: {"choices": [{"text": "a", "finish_reason": null}]}\n\n', 1.0)
     assert not stream.finished
     stream.feed(b'data: {"choices": [{"text": "b", "finish_reason": "stop"}]}\n\n', 2.0)
