@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pinning.accept.judge import load_text
 from pinning.accept.result import AcceptanceResult
 from pinning.cost.compare import Load, common_loads, differences
 from pinning.cost.model import (
@@ -37,7 +38,6 @@ from pinning.cost.payback import payback, pays_back_within
 from pinning.cost.prices import gpu_key, system_rate
 from pinning.cost.rule import (
     cost_per_million,
-    load_text,
     operating_point,
     point_costs,
     ratio_rule,
