@@ -192,7 +192,7 @@ EXTRA_OF: dict[str, str] = {
     "fastapi": "serve", "starlette": "serve", "uvicorn": "serve", "uvloop": "serve",
     "httptools": "serve", "sqlalchemy": "serve", "alembic": "serve", "psycopg": "serve",
     "prometheus_client": "serve",
-    "matplotlib": "report",
+    "matplotlib": "report", "jinja2": "report",
     "aiohttp": "accept", "tokenizers": "accept",
 }
 

@@ -142,14 +142,9 @@ def _add_service_routes(app: FastAPI, svc: Any) -> None:
 
 
 def _include_dashboard(app: FastAPI, svc: Any) -> None:
-    """Mount the dashboard's pages at ``/`` when that package is there (it is optional
-    while it is being built; without it the API works alone).
-    """
-    try:
-        from pinning.serve.dashboard.router import make_router
-    except ImportError as exc:  # pragma: no cover - only while the dashboard is missing
-        _LOG.info("dashboard not available: %s", exc)
-        return
+    """Mount the dashboard's pages at ``/``, reading with the service's cached token checks."""
+    from pinning.serve.dashboard.router import make_router
+
     auth = svc.auth
 
     def read_check(secret: str | None) -> bool:

@@ -4,7 +4,8 @@ external URL, under a strict Content-Security-Policy.
 
 :func:`make_router` gives the FastAPI router the server includes
 (:mod:`.router`, which imports FastAPI); the page bodies are pure functions of store
-records (:mod:`.fleet`, :mod:`.locks`, :mod:`.page`), testable without a server.
+records (:mod:`.fleet`, :mod:`.locks`, :mod:`.page`) laid out by the Jinja2 templates in
+``templates/``, testable without a server.
 """
 
 from __future__ import annotations

@@ -1,20 +1,29 @@
-"""The dashboard's page frame and small pieces: escaping, status badges, times, digests,
-links. Pure string building (no template engine, no script): every value that came from a
-report, a lock or a request goes through :func:`t` (``html.escape`` with quotes, after
-hidden characters are written as escapes) before it reaches the page.
+"""The dashboard's templates and small pieces: the Jinja2 environment (templates in
+``templates/``, autoescaped), status words, times, digests and links.
+
+Every value a template prints goes through :func:`t` (hidden characters written as
+escapes, then ``html.escape`` with quotes) unless it is markup the templates made
+(``Markup``: a macro's output, a page body); there is no script on any page.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from html import escape
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
+
+from markupsafe import Markup
 
 from pinning.util.text import printable
 
-__all__ = ["CSP", "STATUSES", "age", "badge", "frame", "host_url", "lock_url", "message",
-           "not_found", "query", "short", "t", "when"]
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+__all__ = ["CSP", "STATUSES", "age", "frame", "message", "not_found", "render", "short", "t",
+           "when"]
 
 #: The Content-Security-Policy every dashboard response carries: nothing loads or runs
 #: (no script at all), inline styles only, forms submit only to the dashboard itself.
@@ -23,43 +32,6 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
 
 #: The results a host's latest report can have, in the order the dashboard shows them.
 STATUSES = ("match", "drift", "unknown")
-
-#: The mark beside each status, so status never rests on colour alone.
-_MARK = {"match": "\u2713", "drift": "\u2717", "unknown": "?"}
-
-_CSS = """
-:root{--fg:#1b1f24;--muted:#57606a;--line:#d0d7de;--match:#1a7f37;--drift:#cf222e;
---unknown:#9a6700}
-body{font:14px/1.4 system-ui,sans-serif;color:var(--fg);margin:0 auto;max-width:1400px;
-padding:1rem 1.5rem}
-header{display:flex;gap:1.5rem;align-items:baseline;border-bottom:2px solid var(--line);
-margin-bottom:.8rem}
-header h1{font-size:1.25rem;margin:.3rem 0}
-header a{color:var(--fg)}
-h2{font-size:1.1rem;margin:1rem 0 .4rem}
-a{color:#0969da}
-table{border-collapse:collapse;margin:.4rem 0;font-size:.92em}
-th,td{border-bottom:1px solid var(--line);padding:.2rem .6rem;text-align:left;
-vertical-align:top;overflow-wrap:anywhere}
-th{background:#f6f8fa;position:sticky;top:0}
-td.r,th.r{text-align:right}
-.b{display:inline-block;min-width:4.5em;padding:0 .5em;border-radius:1em;font-weight:600;
-border:1px solid}
-.b.match{color:var(--match);border-color:var(--match);background:#dafbe1}
-.b.drift{color:#fff;border-color:var(--drift);background:var(--drift)}
-.b.unknown{color:var(--unknown);border-color:var(--unknown);background:#fff8c5}
-.counts{display:flex;gap:.8rem;margin:.4rem 0 .8rem;flex-wrap:wrap}
-.counts a{border:1px solid var(--line);border-radius:6px;padding:.3rem .8rem;
-text-decoration:none;color:var(--fg)}
-.counts strong{font-size:1.3em;margin-right:.3em}
-form.filter{display:flex;gap:.6rem;align-items:end;flex-wrap:wrap;margin:.4rem 0}
-form.filter label{display:flex;flex-direction:column;font-size:.85em;color:var(--muted)}
-.muted,td.age{color:var(--muted)}
-code{font-size:.95em}
-dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}
-dt{color:var(--muted)}dd{margin:0}
-footer{color:var(--muted);font-size:.85em;margin-top:1.5rem}
-"""
 
 
 def t(text: object) -> str:
@@ -73,39 +45,15 @@ def t(text: object) -> str:
     return escape(printable(value, newlines=False), quote=True)
 
 
-def badge(status: str) -> str:
-    """A status badge: its mark and word, coloured by class (unknown words shown as is)."""
-    kind = status if status in _MARK else "unknown"
-    return f'<span class="b {kind}">{_MARK.get(status, "?")} {t(status)}</span>'
-
-
 def short(content_hash: str | None) -> str:
     """The short digest of a lock (12 hex digits after ``sha256:``, as pin's Slurm feature
-    ``pin_<d12>`` spells it), escaped; empty for ``None``.
+    ``pin_<d12>`` spells it); empty for ``None``.
     """
-    if not content_hash:
-        return ""
-    return t(content_hash.removeprefix("sha256:")[:12])
-
-
-def host_url(name: str) -> str:
-    """The escaped path of a host's page (the name percent-encoded, slashes included)."""
-    return t("/hosts/" + quote(name, safe=""))
-
-
-def lock_url(content_hash: str) -> str:
-    """The escaped path of a lock's page."""
-    return t("/locks/" + quote(content_hash, safe=":"))
-
-
-def query(params: Mapping[str, object]) -> str:
-    """``?a=1&b=2`` of the non-empty ``params`` (escaped for an attribute), or ``?``."""
-    kept = {k: str(v) for k, v in params.items() if v not in (None, "")}
-    return t("?" + urlencode(kept))
+    return (content_hash or "").removeprefix("sha256:")[:12]
 
 
 def when(value: dt.datetime | None) -> str:
-    """A UTC time as ``YYYY-MM-DD HH:MM:SSZ`` (escaped; empty for ``None``)."""
+    """A UTC time as ``YYYY-MM-DD HH:MM:SSZ`` (empty for ``None``)."""
     if value is None:
         return ""
     utc = value if value.tzinfo is None else value.astimezone(dt.UTC).replace(tzinfo=None)
@@ -130,25 +78,64 @@ def age(value: dt.datetime | None, now: dt.datetime) -> str:
     return f"{seconds} s ago"
 
 
+def _query(params: Mapping[str, object]) -> str:
+    """``?a=1&b=2`` of the non-empty ``params``, or ``?``."""
+    return "?" + urlencode({k: str(v) for k, v in params.items() if v not in (None, "")})
+
+
+@functools.lru_cache(maxsize=4096)
+def _cell(value: str) -> Markup:
+    """:func:`t` of ``value`` as markup, cached: a fleet page repeats most values."""
+    return Markup(t(value))
+
+
+def _finalize(value: object) -> object:
+    """What a template prints for ``value``: markup as is, anything else through :func:`t`."""
+    if isinstance(value, Markup):
+        return value
+    return _cell("" if value is None else value if isinstance(value, str) else str(value))
+
+
+@functools.lru_cache(maxsize=64)
+def _badge(status: str) -> Markup:
+    """The ``badge`` macro of ``macros.html`` for ``status``, rendered once per word."""
+    macros = _env().get_template("macros.html").module
+    return Markup(macros.badge(status))  # type: ignore[attr-defined]
+
+
+@functools.cache
+def _env() -> Environment:
+    """The dashboard's Jinja2 environment (built once, on first use: no work at import)."""
+    from jinja2 import Environment, PackageLoader
+
+    env = Environment(loader=PackageLoader("pinning.serve.dashboard"), autoescape=True,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                      finalize=_finalize)
+    env.filters.update(
+        n="{:,}".format, short=short, when=when, age=age, query=_query,
+        host_url=lambda name: "/hosts/" + quote(name, safe=""),
+        lock_url=lambda h: "/locks/" + quote(h, safe=":"))
+    env.globals.update(STATUSES=STATUSES, badge=_badge)
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    """The text of dashboard template ``template`` (``templates/<name>``) with ``context``;
+    values are escaped (:func:`t`) as they are printed.
+    """
+    return _env().get_template(template).render(**context)
+
+
 def frame(title: str, body: str, *, version: str = "") -> str:
     """A whole page: ``title`` (escaped here) and ``body`` (markup, escaped by its maker),
     with the navigation and inline CSS; no script, no external URL.
     """
-    foot = f"pin {t(version)} \u00b7 " if version else ""
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            "<link rel=\"icon\" href=\"data:,\">\n"  # no favicon request
-            f"<title>{t(title)} \u00b7 pin serve</title>\n<style>{_CSS}</style>\n</head>\n"
-            "<body>\n<header><h1>pin serve</h1><nav><a href=\"/\">Fleet</a> \u00b7 "
-            "<a href=\"/locks\">Locks</a></nav></header>\n<main>\n"
-            f"{body}</main>\n<footer>{foot}times in UTC \u00b7 "
-            "<a href=\"/api/v1/fleet/summary\">JSON API</a></footer>\n</body>\n</html>\n")
+    return render("frame.html", title=title, body=Markup(body), version=version)
 
 
 def message(heading: str, what: str, hint: str) -> str:
     """The body of an error page: a heading, what happened and what to do (all escaped)."""
-    return (f'<h2 id="error">{t(heading)}</h2>\n<p>{t(what)}</p>\n'
-            f'<p class="muted">{t(hint)}</p>\n')
+    return render("message.html", heading=heading, what=what, hint=hint)
 
 
 def not_found(what: str, hint: str) -> str:

@@ -1,12 +1,13 @@
 """Schema migrations of pin serve's store, shipped in this package (``migrations/``) and run
 with Alembic's API (no ``alembic.ini``): :func:`upgrade` brings a database to the newest
-revision, :func:`schema_diff` lists what differs between the database and the models.
+revision (a test compares the migrated schema with the models through Alembic's
+autogenerate).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -90,18 +91,3 @@ def current(engine: Engine) -> str | None:
 
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
-
-
-def schema_diff(engine: Engine) -> list[Any]:
-    """Alembic's autogenerate comparison of the database with the models: ``[]`` when the
-    migrated schema is exactly what the models declare (tables, columns, types, indexes,
-    unique constraints, foreign keys).
-    """
-    from alembic.autogenerate import compare_metadata
-    from alembic.runtime.migration import MigrationContext
-
-    from pinning.serve.storage.models import Base
-
-    with engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"compare_type": True})
-        return list(compare_metadata(context, Base.metadata))

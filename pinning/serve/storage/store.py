@@ -9,7 +9,7 @@ import datetime as dt
 import hashlib
 import secrets
 import string
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -176,17 +176,6 @@ class Store(FleetMixin):
 
     # Host reports
 
-    def add_report(self, host: str, lock_hash: str, *, result: str,
-                   reasons: Iterable[str] = (), snapshot_hash: str | None = None,
-                   gpu: str | None = None, body: bytes | None = None,
-                   group: str | None = None, reason: str | None = None) -> int:
-        """Store one report of ``host`` against ``lock_hash`` and return its id: the batch
-        of one of :meth:`add_reports` (same checks, same ``UsageError``).
-        """
-        return self.add_reports([NewReport(
-            host=host, lock_hash=lock_hash, result=result, group=group, reason=reason,
-            reasons=tuple(reasons), snapshot_hash=snapshot_hash, gpu=gpu, body=body)])[0]
-
     def add_reports(self, batch: Sequence[NewReport]) -> list[int]:
         """Store ``batch`` in ONE transaction (group commit) and return the new ids in its
         order; returns only after the commit, so every id returned is stored.
@@ -292,23 +281,6 @@ class Store(FleetMixin):
             session.add(TokenRow(id=token_id, secret_sha256=secret_hash(secret), scope=scope,
                                  host=host, created_at=self._clock()))
         return token_id, secret
-
-    def check_token(self, secret: str, scope: str, host: str | None = None) -> bool:
-        """Whether ``secret`` is a live token allowing ``scope`` for ``host``.
-
-        An admin token allows every scope; any other allows only its own. A token bound to
-        a host allows only requests naming that host (``host=None`` is refused).
-        """
-        from sqlalchemy import select
-
-        with self._session(write=False) as session:
-            row = session.scalars(select(TokenRow).where(
-                TokenRow.secret_sha256 == secret_hash(secret))).one_or_none()
-        if row is None or row.revoked_at is not None:
-            return False
-        if row.scope not in (scope, "admin"):
-            return False
-        return row.host is None or row.host == host
 
     def token_info(self, secret: str) -> TokenInfo | None:
         """The public facts of the token whose secret is ``secret``, live or revoked

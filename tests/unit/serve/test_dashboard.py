@@ -34,6 +34,7 @@ from pinning.serve.storage.records import (
     FleetSummary,
     HostStatus,
     LockInfo,
+    NewReport,
     ReasonCount,
     ReportRecord,
 )
@@ -202,16 +203,22 @@ def client(store: Store, config: ServeConfig | None = None, **kw: Any) -> TestCl
     return TestClient(app)
 
 
+def add_report(store: Store, host: str, lock_hash: str, **fields: Any) -> int:
+    """Store one report of ``host`` (a batch of one); its id."""
+    fields["reasons"] = tuple(fields.get("reasons", ()))
+    return store.add_reports([NewReport(host, lock_hash, **fields)])[0]
+
+
 def fill(store: Store) -> tuple[str, str]:
     a = store.store_lock(LOCK_A.read_bytes())
     b = store.store_lock(LOCK_B.read_bytes())
-    store.add_report("mi-1", a, result="match", group="amd", gpu="mi300x")
-    store.add_report("mi-2", a, result="drift", group="amd", gpu="mi300x",
-                     reason="pin: firmware[0] 1.2!=1.3", reasons=["firmware"])
-    store.add_report(HOSTILE, a, result="drift", group="amd", gpu="mi300x",
-                     reason="pin: " + EVIL, reasons=["kmd"])
-    store.add_report("nv-1", b, result="match", group="nvidia", gpu="h200")
-    store.add_report("nv-1", b, result="unknown", group="nvidia", gpu="h200")
+    add_report(store, "mi-1", a, result="match", group="amd", gpu="mi300x")
+    add_report(store, "mi-2", a, result="drift", group="amd", gpu="mi300x",
+                      reason="pin: firmware[0] 1.2!=1.3", reasons=["firmware"])
+    add_report(store, HOSTILE, a, result="drift", group="amd", gpu="mi300x",
+                      reason="pin: " + EVIL, reasons=["kmd"])
+    add_report(store, "nv-1", b, result="match", group="nvidia", gpu="h200")
+    add_report(store, "nv-1", b, result="unknown", group="nvidia", gpu="h200")
     return a, b
 
 

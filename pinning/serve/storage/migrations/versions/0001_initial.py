@@ -21,7 +21,15 @@ WHEN = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
-    """Create every table and index of the initial schema."""
+    """Create every table and index of the initial schema, in this order."""
+    _locks_and_hosts()
+    _reports()
+    _artefacts()
+    _tokens()
+
+
+def _locks_and_hosts() -> None:
+    """``locks``, ``hosts`` (with their indexes) and ``group_locks``."""
     op.create_table(
         "locks",
         sa.Column("content_hash", HASH, nullable=False),
@@ -61,6 +69,10 @@ def upgrade() -> None:
                                 name=op.f("fk_group_locks_lock_hash_locks")),
         sa.PrimaryKeyConstraint("group", name=op.f("pk_group_locks")),
     )
+
+
+def _reports() -> None:
+    """``host_reports`` and its indexes."""
     op.create_table(
         "host_reports",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -81,6 +93,10 @@ def upgrade() -> None:
     )
     op.create_index("ix_host_reports_host_latest", "host_reports", ["host_id", "id"])
     op.create_index(op.f("ix_host_reports_lock_hash"), "host_reports", ["lock_hash"])
+
+
+def _artefacts() -> None:
+    """``acceptance_results``, ``audits`` and ``cost_verdicts``, each indexed by lock."""
     op.create_table(
         "acceptance_results",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
@@ -113,6 +129,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_cost_verdicts")),
     )
     op.create_index(op.f("ix_cost_verdicts_lock_hash"), "cost_verdicts", ["lock_hash"])
+
+
+def _tokens() -> None:
+    """``tokens``."""
     op.create_table(
         "tokens",
         sa.Column("id", sa.String(length=32), nullable=False),
