@@ -22,7 +22,7 @@ from pathlib import Path
 
 from common import median_s, report
 
-from pinning.probe.modelfiles import Hasher
+from pinning.probe.hasher import Hasher
 
 LARGE = (4, 224 * 1024 * 1024)
 SMALL = 400

@@ -16,7 +16,8 @@ from pydantic import BaseModel
 from pinning.errors import InternalError, LockfileError, UsageError
 from pinning.lockfile.models import LOCK_VERSION, Lockfile
 from pinning.util.digests import canonical_digest
-from pinning.util.files import TargetChanged, WriteConflict, atomic_write_bytes, read_toml
+from pinning.util.files import TargetChanged, atomic_write_bytes, read_toml
+from pinning.util.locks import WriteConflict
 from pinning.util.models import validation_summary
 from pinning.util.text import printable
 

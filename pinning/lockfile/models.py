@@ -15,6 +15,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from pinning.lockfile.serving import Extension, Serving
+from pinning.lockfile.values import DIGEST_PATTERN, Origin
+from pinning.lockfile.wheels import PythonTarget, Wheel
 from pinning.util.models import (
     DistName,
     EnvName,
@@ -27,14 +30,11 @@ from pinning.util.models import (
 )
 
 LOCK_VERSION: Literal[1] = 1
-DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 # The characters an image reference may hold (the grammar is pinning.oci.reference's): no
 # space, quote, `$`, backtick or control character can reach a Dockerfile `FROM`.
 _IMAGE_REF = re.compile(r"[A-Za-z0-9._:/@\[\]-]+")
 # The latest epoch a tar header and an image config date can hold (seconds since 1970).
 MAX_EPOCH = 8**11 - 1
-
-Origin = Literal["matrix", "user", "host", "derived", "unknown"]
 
 
 class Pinned(Strict):
@@ -300,142 +300,6 @@ class Image(Strict):
         for name, pinned in (("base-digest", self.base_digest), ("digest", self.digest)):
             if pinned.value is not None and not re.fullmatch(DIGEST_PATTERN, pinned.value):
                 raise ValueError(f"`{name}` {pinned.value!r} is not sha256:<64 hex>")
-        return self
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and a loopback address (``127.0.0.0/8``, ``::1``), the hosts
-    plain http is accepted from.
-    """
-    import ipaddress
-
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def _wheel_url(value: str) -> str:
-    """``value`` unchanged when it is where a wheel can be fetched from: an ``https://`` URL,
-    or ``http://`` to a loopback host (``127.0.0.0/8``, ``::1``, ``localhost``: a test or a
-    local mirror), with a host, no user name or password (a lock is committed and shared), no
-    whitespace or control character, at most 4096 characters.
-    """
-    import urllib.parse
-
-    if len(value) > 4096 or any(ch.isspace() or not ch.isprintable() for ch in value):
-        raise ValueError("a wheel URL has at most 4096 characters, no whitespace or control "
-                         "character")
-    try:
-        parts = urllib.parse.urlsplit(value)
-        host = parts.hostname or ""
-    except ValueError as exc:
-        raise ValueError(f"{value!r} is not a URL ({exc})") from None
-    if not host or "@" in parts.netloc:
-        raise ValueError(f"{value!r} needs a host and no user name or password")
-    if parts.scheme == "https":
-        return value
-    if parts.scheme == "http" and is_loopback_host(host):
-        return value
-    raise ValueError(f"{value!r}: a wheel is fetched over https (plain http only from a "
-                     "loopback host)")
-
-
-WheelUrl = Annotated[str, AfterValidator(_wheel_url)]
-
-
-class Wheel(Strict):
-    """One wheel the image installs, by file name and sha256 (``pip --require-hashes``).
-
-    ``name`` is a PEP 508 name, ``version`` one word (it is written into the image's
-    requirements file), ``filename`` a plain ``*.whl`` file name (no folder). ``url`` is
-    where ``pin lock packages`` found it (https, or http from a loopback host; ``pin build``
-    fetches it from there when no wheel house holds it) and ``size`` its length in bytes
-    when the index said; both are absent for a wheel taken from a wheel house.
-    """
-
-    name: DistName
-    version: Token
-    filename: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+!-]*\.whl$")
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    url: WheelUrl | None = None
-    size: int | None = Field(default=None, ge=0)
-
-
-PYTHON_PLATFORM_PATTERN = r"^(x86_64|aarch64)-manylinux(2014|_2_[0-9]{1,2})$"
-"""A Linux target as uv's ``--python-platform`` names it: ``x86_64-manylinux_2_28``,
-``aarch64-manylinux2014``."""
-
-
-class PythonTarget(Strict):
-    """The Python environment ``pin lock packages`` resolved ``[packages]`` and ``[[wheels]]``
-    for: the interpreter's ``version`` (``3.12``), the ``platform`` (a uv manylinux target,
-    :data:`PYTHON_PLATFORM_PATTERN`), the simple-API ``indexes`` read (the first is the default
-    index, the others searched first; no user name or password) and the ``requirements``
-    given besides the frameworks and ``[packages]`` (PEP 508, one line each). A later
-    ``pin lock packages`` reuses each of them unless a flag replaces it.
-    """
-
-    version: str = Field(pattern=r"^3\.[0-9]{1,2}$")
-    platform: str = Field(pattern=PYTHON_PLATFORM_PATTERN)
-    indexes: list[OneLine] = Field(min_length=1)
-    requirements: list[OneLine] = Field(default_factory=list)
-
-
-SERVING_WORD = r"^[a-z0-9][a-z0-9._+-]*$"
-"""A serving choice as one lower-case word: ``awq``, ``awq_marlin``, ``triton``, ``flash-attn``."""
-TARGET_PATTERN = r"^(gfx[0-9a-f]+(:[a-z]+[+-])*|[0-9]+\.[0-9]+[a-z]?)$"
-"""A gfx target (``gfx942``, ``gfx942:sramecc+:xnack-``) or a compute capability (``9.0``,
-``9.0a``)."""
-
-
-class Serving(Strict):
-    """How the model is served: what the migration article says to record ("the selected
-    quantization backend, attention implementation and custom extensions").
-
-    ``quantization`` is the method as the server names it (``awq``, ``gptq``, ``awq_marlin``,
-    ``fp8``) and ``quantization-backend`` the kernels behind it (``triton``: AWQ by Triton
-    dequantization on AMD; ``marlin``). ``attention`` is the implementation (``ck``,
-    ``triton``, ``aiter``, ``flash-attn``), ``attention-version`` its distribution's version
-    and ``attention-backend`` the backend inside it (FlashAttention on ROCm: ``ck`` or
-    ``triton``). ``head-dim`` (elements) and ``dtype`` are what the attention runs with. Set by
-    ``pin resolve`` flags (``origin = "user"``); an absent value is not known.
-    """
-
-    quantization: str | None = Field(default=None, pattern=SERVING_WORD)
-    quantization_backend: str | None = Field(default=None, pattern=SERVING_WORD)
-    attention: str | None = Field(default=None, pattern=SERVING_WORD)
-    attention_version: Token | None = None
-    attention_backend: str | None = Field(default=None, pattern=SERVING_WORD)
-    head_dim: int | None = Field(default=None, ge=1, le=65536)
-    dtype: str | None = Field(default=None, pattern=SERVING_WORD)
-    origin: Origin = "user"
-
-
-class Extension(Strict):
-    """A compiled extension the stack uses (FlashAttention, AITER, xFormers, a custom op).
-
-    ``name`` is its PEP 508 distribution name, ``version`` the installed or requested
-    version, ``build`` ``source`` (compiled for this stack) or ``wheel`` (a prebuilt wheel),
-    ``targets`` the gfx targets or compute capabilities it was built for. ``origin`` is
-    ``user`` (a ``pin resolve --extension`` flag) or ``host`` (``pin freeze`` saw it
-    installed). A value left empty (unknown) needs ``reason``.
-    """
-
-    name: DistName
-    version: Token | None = None
-    build: Literal["source", "wheel"] | None = None
-    targets: list[Annotated[str, Field(pattern=TARGET_PATTERN)]] | None = None
-    origin: Origin = "user"
-    reason: Reason | None = None
-
-    @model_validator(mode="after")
-    def _explained(self) -> Extension:
-        if None in (self.version, self.build, self.targets) and not self.reason:
-            raise ValueError("an extension whose version, build or targets is unknown needs "
-                             "`reason`")
         return self
 
 

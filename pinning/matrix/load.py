@@ -2,7 +2,7 @@
 
 Files are read with :mod:`tomllib` (fast) and validated by the pydantic models in
 :mod:`pinning.matrix.models`; any problem is a ``MatrixError`` (exit 3) naming the file
-and the field path. Writing uses tomlkit (:func:`dump_matrix_file`).
+and the field path. Writing is :mod:`pinning.matrix.dump`'s.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pinning.errors import MatrixError, UsageError
+from pinning.matrix.filecache import validated
 from pinning.matrix.models import (
     CudaToolkit,
     DriverRule,
@@ -30,8 +30,7 @@ from pinning.matrix.models import (
 )
 from pinning.matrix.names import GPU_SERIES
 from pinning.util.digests import sha256_digest
-from pinning.util.files import read_toml
-from pinning.util.models import validation_summary
+from pinning.util.files import read_regular_bytes
 from pinning.util.versions import sort_key
 
 DATA_DIR = Path(__file__).with_name("data")
@@ -68,28 +67,17 @@ class ReleaseRef:
 
 
 def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
-    """Read and validate one matrix TOML file.
+    """Read and validate one matrix TOML file (a file validated before, with the same bytes
+    and the same model code, is read back from pin's cache:
+    :func:`~pinning.matrix.filecache.validated`).
 
     Raises ``MatrixError`` (exit 3) when the file is missing, is not TOML (with the line
     and column), or breaks the schema (with the field path and what is wrong).
     """
     path = Path(path)
-    raw, data = read_toml(
-        path, MatrixError, label=f"Matrix file {path}",
-        unreadable_hint="Check the path given to --matrix or PIN_MATRIX.",
-        syntax_hint="Fix the syntax at the line and column named "
-        "(schema: schemas/matrix.schema.json).",
-    )
-    from pydantic import ValidationError
-
-    try:
-        model = MatrixFile.model_validate(data, strict=True)
-    except ValidationError as exc:
-        raise MatrixError(
-            f"Matrix file {path}: {validation_summary(exc, data)}.",
-            hint="Fix the named field; every row needs `source` and a `published` or `checked` "
-            "date (schema: schemas/matrix.schema.json).",
-        ) from exc
+    raw = read_regular_bytes(path, MatrixError, label=f"Matrix file {path}",
+                             hint="Check the path given to --matrix or PIN_MATRIX.")
+    model = validated(path, raw)
     return LoadedFile(
         name=model.name,
         path=path,
@@ -97,6 +85,7 @@ def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
         overlay=overlay,
         data=model,
     )
+
 
 
 _TARGET_ID = re.compile(r"^(gfx[0-9a-f]+)((?::[a-z][a-z0-9-]*[+-])+)$", re.IGNORECASE)
@@ -377,57 +366,3 @@ def load_matrix(overlays: Iterable[str | Path] = (), *, shipped: Sequence[Path] 
     if stamp:
         _CACHE[key] = (stamp, matrix)
     return matrix
-
-
-def dump_matrix_file(model: MatrixFile, *, header: Sequence[str] = ()) -> str:
-    """Serialise a matrix file as TOML (tomlkit), deterministic: fields in model order,
-    defaults left out, a ``#:schema`` hint and ``header`` comment lines first.
-    """
-    import tomlkit
-
-    doc = tomlkit.document()
-    doc.add(tomlkit.comment("schema: ../../../schemas/matrix.schema.json"))
-    for line in header:
-        doc.add(tomlkit.comment(line))
-    data = model.model_dump(by_alias=True, exclude_defaults=True, exclude_none=True)
-    data = {"schema-version": 1, **{k: v for k, v in data.items() if k != "schema-version"}}
-    for k, v in data.items():
-        doc.add(k, _toml_value(v))
-    text = tomlkit.dumps(doc)
-    return text.replace("# schema: ", "#:schema ", 1)
-
-
-def _toml_value(value: Any) -> Any:
-    import tomlkit
-
-    if (
-        isinstance(value, list) and value and all(isinstance(v, dict) for v in value)
-        and all(not isinstance(x, (list, dict)) for v in value for x in v.values())
-    ):
-        arr = tomlkit.array()
-        for item in value:
-            it = tomlkit.inline_table()
-            it.update(item)
-            arr.append(it)
-        arr.multiline(True)
-        return arr
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        aot = tomlkit.aot()
-        for item in value:
-            t = tomlkit.table()
-            for k, v in item.items():
-                t.add(k, _toml_value(v))
-            aot.append(t)
-        return aot
-    if isinstance(value, list):
-        arr = tomlkit.array()
-        arr.extend(_toml_value(v) for v in value)
-        if sum(len(str(v)) + 4 for v in value) > 80:
-            arr.multiline(True)
-        return arr
-    if isinstance(value, dict):
-        t = tomlkit.table()
-        for k, v in value.items():
-            t.add(k, _toml_value(v))
-        return t
-    return value

@@ -18,10 +18,10 @@ from pinning.matrix.models import (
     GpuIdentity,
     KmdModule,
     OsRestriction,
-    Provenance,
     Release,
     WheelVariant,
 )
+from pinning.matrix.provenance import Provenance
 
 #: Row kinds as ``pin matrix show`` names them, in the order a file's rows are printed.
 KINDS = ("release", "gpu", "firmware", "os-restriction", "driver-rule", "cuda-toolkit", "wheel",

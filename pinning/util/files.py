@@ -1,4 +1,7 @@
-"""Small file helpers shared by every writer: atomic, locked writes and content hashes."""
+"""Small file helpers shared by every reader and writer: atomic, locked writes (the lock is
+:mod:`pinning.util.locks`'), bounded reads of regular files and standard input, TOML, content
+hashes.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +9,15 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
 import stat
 import tempfile
-import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pinning.errors import PinError
-
-ORPHAN_AGE_S = 600.0
-"""Seconds after which a writer's temporary file is an orphan even if its pid still runs."""
-
-LOCK_WAIT_S = 30.0
-"""Seconds a writer waits for another writer of the same target before giving up."""
-
-_POLL_S = 0.01
-_TMP_MIDDLE = re.compile(r"(?:([0-9]{1,10})\.)?[a-z0-9_]{8}")  # [<pid>.]<mkstemp's 8 chars>
-
-
-class WriteConflict(OSError):
-    """Another writer of the same target held its lock longer than the wait.
-
-    An ``OSError``, so a caller that reports write failures reports this one too; a caller
-    that can say "re-run" catches it first.
-    """
+from pinning.util.locks import LOCK_WAIT_S, WriteConflict, remove_orphans, target_lock
 
 
 class TargetChanged(WriteConflict):
@@ -226,126 +211,18 @@ def _holds(path: Path, expected: bytes) -> bool:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size != len(expected):
             return False
-        chunks: list[bytes] = []
-        left = len(expected) + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1024 * 1024))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks) == expected
+        return _read_upto(fd, len(expected) + 1) == expected
     finally:
         os.close(fd)
 
 
-def lock_path_of(path: Path) -> Path:
-    """The sidecar lock file of ``path``: ``.<name>.lock`` in the same folder (never the
-    target itself, which a write replaces by rename).
-    """
-    path = Path(path)
-    return path.with_name(f".{path.name}.lock")
-
-
-@contextlib.contextmanager
-def target_lock(path: Path, *, wait: float = LOCK_WAIT_S) -> Iterator[Path]:
-    """Hold the exclusive advisory lock (``fcntl.flock``) of the target ``path`` for the
-    ``with`` block; yields the sidecar lock file (:func:`lock_path_of`).
-
-    The sidecar is created when absent and removed on release, so none is left behind; a
-    writer that locked a sidecar another writer removed meanwhile locks the new one. Waits
-    at most ``wait`` seconds for another holder, then raises :class:`WriteConflict`;
-    ``OSError`` when the sidecar cannot be created (a read-only or missing folder).
-    """
-    import fcntl
-
-    lock_file = lock_path_of(path)
-    deadline = time.monotonic() + wait
-    while True:
-        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise WriteConflict(
-                            f"another process is writing {path} (it holds {lock_file} "
-                            f"longer than {wait:g} s)") from None
-                    time.sleep(_POLL_S)
-            if _same_file(fd, lock_file):
-                break
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)  # the holder before us removed this sidecar: lock the current one
-    try:
-        yield lock_file
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock_file)
-        os.close(fd)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    """True when ``path`` still names the file open as ``fd``."""
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
-
-
-def remove_orphans(path: Path, *, max_age: float = ORPHAN_AGE_S) -> list[Path]:
-    """Remove the temporary files writers of ``path`` left behind when killed mid-write:
-    regular files ``.<name>.<pid>.<random>.tmp`` (or ``.<name>.<random>.tmp``, written
-    before the pid was named) whose pid no longer runs, or older than ``max_age`` seconds.
-    Returns those removed. Call it holding :func:`target_lock`: then no cooperating writer
-    of ``path`` is mid-write. Never raises for a folder it cannot list or a file it cannot
-    remove.
-    """
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    prefix, suffix = f".{path.name}.", ".tmp"
-    removed: list[Path] = []
-    try:
-        entries = list(os.scandir(parent))
-    except OSError:
-        return removed
-    now = time.time()
-    for entry in entries:
-        name = entry.name
-        if not (name.startswith(prefix) and name.endswith(suffix)):
-            continue
-        m = _TMP_MIDDLE.fullmatch(name[len(prefix):-len(suffix)])
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if m is None or not stat.S_ISREG(st.st_mode):
-            continue
-        pid = int(m.group(1)) if m.group(1) else None
-        gone = pid is not None and pid != os.getpid() and not _pid_runs(pid)
-        if gone or now - st.st_mtime > max_age:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-    return removed
-
-
-def _pid_runs(pid: int) -> bool:
-    """True when process ``pid`` exists (or cannot be told apart from one that does)."""
-    if not 0 < pid < 2**31:
-        return True  # not a pid this kernel hands out: leave the file to the age rule
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it runs as another user
-        return True
-    return True
+def _read_upto(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes read from ``fd`` in 1 MiB pieces (fewer at its end)."""
+    chunks: list[bytes] = []
+    while limit > 0 and (chunk := os.read(fd, min(limit, _CHUNK))):
+        chunks.append(chunk)
+        limit -= len(chunk)
+    return b"".join(chunks)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -379,6 +256,22 @@ def read_regular_bytes(path: Path, error: type[PinError], *, label: str,
     """
     if is_stdio(path):
         return read_stdin_bytes(error, label=label, hint=hint, limit=limit)
+    with _regular_fd(path, error, label, hint) as (fd, st):
+        if st.st_size > limit:
+            raise error(f"{label}: larger than {_size_text(limit)}.", hint=hint)
+        data = _read_upto(fd, limit + 1)
+    if len(data) > limit:
+        raise error(f"{label}: larger than {_size_text(limit)}.", hint=hint)
+    return data
+
+
+@contextlib.contextmanager
+def _regular_fd(path: Path, error: type[PinError], label: str,
+                hint: str | None) -> Iterator[tuple[int, os.stat_result]]:
+    """The descriptor and stat of the regular file ``path``, opened without blocking and
+    checked on the descriptor, closed after the block; raises ``error`` naming ``label``
+    when it is absent, unreadable (also while read in the block) or not a regular file.
+    """
     try:
         fd = os.open(Path(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
@@ -387,19 +280,7 @@ def read_regular_bytes(path: Path, error: type[PinError], *, label: str,
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise error(f"{label}: not a regular file ({_file_kind(st.st_mode)}).", hint=hint)
-        if st.st_size > limit:
-            raise error(f"{label}: larger than {_size_text(limit)}.", hint=hint)
-        chunks: list[bytes] = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1024 * 1024))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        if left <= 0:
-            raise error(f"{label}: larger than {_size_text(limit)}.", hint=hint)
-        return b"".join(chunks)
+        yield fd, st
     except OSError as exc:
         raise error(f"{label}: cannot be read ({exc.strerror or exc}).", hint=hint) from exc
     finally:
@@ -445,22 +326,11 @@ def sha256_file(path: Path, error: type[PinError], *, label: str,
     file that is absent, unreadable or not a regular file (a FIFO would block forever,
     ``/dev/zero`` never ends).
     """
-    try:
-        fd = os.open(Path(path), os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise error(f"{label}: cannot be read ({exc.strerror or exc}).", hint=hint) from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise error(f"{label}: not a regular file ({_file_kind(st.st_mode)}).", hint=hint)
+    with _regular_fd(path, error, label, hint) as (fd, _):
         digest = hashlib.sha256()
-        while chunk := os.read(fd, 1024 * 1024):
+        while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
-        return digest.hexdigest()
-    except OSError as exc:
-        raise error(f"{label}: cannot be read ({exc.strerror or exc}).", hint=hint) from exc
-    finally:
-        os.close(fd)
+    return digest.hexdigest()
 
 
 def _file_kind(mode: int) -> str:
@@ -511,8 +381,14 @@ def read_toml(
     ``int()`` or nesting too deep for the parser is invalid TOML too.
     """
     raw = read_regular_bytes(path, error, label=label, hint=unreadable_hint)
+    return raw, parse_toml(raw, error, label=label, syntax_hint=syntax_hint)
+
+
+def parse_toml(raw: bytes, error: type[PinError], *, label: str,
+               syntax_hint: str | None = None) -> dict[str, Any]:
+    """``raw`` parsed as UTF-8 TOML; ``error`` as :func:`read_toml` says when it is not."""
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise error(f"{label}: not valid TOML: {exc}.", hint=syntax_hint) from exc
     except RecursionError as exc:
@@ -520,4 +396,3 @@ def read_toml(
     except ValueError as exc:  # an integer int() refuses (over 4,300 digits)
         raise error(f"{label}: not valid TOML: a number too long to read.",
                     hint=syntax_hint) from exc
-    return raw, data

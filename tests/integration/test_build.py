@@ -18,7 +18,7 @@ pytestmark = pytest.mark.docker
 
 def test_build_push_record_and_rebuild_identically(dockerd: Engine, registry: RegistryProc,
                                                    base_image: BaseImage, tmp_path: Path) -> None:
-    from pinning.image.engine import build_once
+    from pinning.image.build import build_once
     from pinning.image.record import record
     from pinning.oci.registry import Registry
 
@@ -85,7 +85,7 @@ def vendor_base(dockerd: Engine, registry: RegistryProc, base_image: BaseImage) 
 
 def test_vendor_base_is_pulled_by_digest_and_its_config_carried(
         dockerd: Engine, registry: RegistryProc, base_image: BaseImage) -> None:
-    from pinning.image.engine import build_once
+    from pinning.image.build import build_once
     from pinning.image.plan import DEFAULT_PATH
     from pinning.oci.registry import Registry, fetch_docs
 
@@ -137,7 +137,7 @@ def test_vendor_base_is_pulled_by_digest_and_its_config_carried(
 def test_a_base_the_registry_does_not_have_is_exit_8(dockerd: Engine, registry: RegistryProc
                                                      ) -> None:
     from pinning.errors import BuildError
-    from pinning.image.engine import build_once
+    from pinning.image.build import build_once
 
     missing = f"{registry.host}/vendor/absent@sha256:{'0' * 64}"
     with pytest.raises(BuildError) as info:
@@ -148,9 +148,9 @@ def test_a_base_the_registry_does_not_have_is_exit_8(dockerd: Engine, registry: 
 def test_a_base_whose_python_is_not_the_locked_one_is_refused_before_the_build(
         dockerd: Engine, base_image: BaseImage) -> None:
     from pinning.errors import BuildError
-    from pinning.image.engine import base_python, build_once
+    from pinning.image.build import base_python, build_once
     from pinning.lockfile.io import amend
-    from pinning.lockfile.models import PythonTarget
+    from pinning.lockfile.wheels import PythonTarget
 
     image = dockerd.client.images.pull(base_image.ref.rsplit("@", 1)[0],
                                        tag=base_image.digest)

@@ -102,7 +102,7 @@ AITER = ("python3 -m pip install --no-index --no-build-isolation --break-system-
 
 def test_a_step_pulling_another_version_is_refused(dockerd: Engine, base_image: BaseImage,
                                                    wheelhouse: Path) -> None:
-    from pinning.image.engine import build_once
+    from pinning.image.build import build_once
 
     with pytest.raises(GuardRefused) as exc:
         build_once(dockerd.client, lock_with([PULL]), base_image.ref, wheelhouse, nocache=True)
@@ -112,7 +112,7 @@ def test_a_step_pulling_another_version_is_refused(dockerd: Engine, base_image: 
 
 def test_aiter_like_sdist_is_refused_then_remedied(dockerd: Engine, base_image: BaseImage,
                                                    wheelhouse: Path) -> None:
-    from pinning.image.engine import build_once
+    from pinning.image.build import build_once
 
     with pytest.raises(GuardRefused) as exc:
         build_once(dockerd.client, lock_with([AITER]), base_image.ref, wheelhouse,
@@ -127,7 +127,7 @@ def test_aiter_like_sdist_is_refused_then_remedied(dockerd: Engine, base_image: 
 def test_a_new_distribution_overwriting_locked_files_is_refused(dockerd: Engine,
                                                                 base_image: BaseImage,
                                                                 wheelhouse: Path) -> None:
-    from pinning.image.engine import build_once
+    from pinning.image.build import build_once
 
     step = ("python3 -m pip install --no-index --no-deps --break-system-packages "
             "--root-user-action=ignore --find-links /tmp/pin-wheels sixclone  # a comment")
@@ -138,7 +138,7 @@ def test_a_new_distribution_overwriting_locked_files_is_refused(dockerd: Engine,
 
 def test_a_step_that_adds_unlocked_packages_passes(dockerd: Engine, base_image: BaseImage,
                                                    wheelhouse: Path) -> None:
-    from pinning.image.engine import build_once
+    from pinning.image.build import build_once
 
     step = ("python3 -m pip install --no-index --no-deps --break-system-packages "
             "--root-user-action=ignore --find-links /tmp/pin-wheels puller; exit 0")

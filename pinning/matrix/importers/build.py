@@ -8,11 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pinning.errors import MatrixError, UsageError
-from pinning.matrix.importers.amd_csv import (
-    date_from_filename,
-    import_amd_copy,
-    parse_footnote_texts,
-)
+from pinning.matrix.importers.amd_csv import date_from_filename, import_amd_copy
+from pinning.matrix.importers.amd_table import parse_footnote_texts
 from pinning.matrix.importers.pytorch_md import import_pytorch_md
 from pinning.matrix.importers.release_notes import import_release_notes
 from pinning.matrix.models import FirmwareRow, MatrixFile

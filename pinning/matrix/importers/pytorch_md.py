@@ -124,25 +124,9 @@ def import_pytorch_md(text: str, *, checked: dt.date,
                 f"{series} (it dates only {', '.join(sorted(dates, key=_series_key))})"
                 if dates else f"the copy of RELEASE.md read on {checked} gives no release dates")
         for status, cell in (("stable", stable), ("experimental", experimental)):
-            for ver in re.findall(r"CUDA (\d+\.\d+)", cell):
-                build: str | None = None
-                targets: list[str] | None = None
-                unknown: dict[str, str] = {}
-                if series in arch_series and ver in arch:
-                    build, targets, _ptx = arch[ver]
-                else:
-                    unknown["targets"] = (
-                        f"the source lists compute capabilities only for PyTorch "
-                        f"{', '.join(arch_series)} builds"
-                    )
-                out.append(WheelVariant(
-                    framework="pytorch", series=series, accelerator="cuda",
-                    accelerator_version=ver, status=status,
-                    build=build, targets=targets, python=python, unknown=unknown,
-                    source=SOURCE.format(checked=checked)
-                    + (f", CUDA {ver} architecture table" if targets else ""),
-                    url=URL, **prov,
-                ))
+            out += [_cuda_row(series, ver, status, python, arch if series in arch_series
+                              else {}, arch_series, checked, prov)
+                    for ver in re.findall(r"CUDA (\d+\.\d+)", cell)]
         rm = re.match(r"ROCm (\d+(?:\.\d+)*)", rocm)
         if rm:
             out.append(WheelVariant(
@@ -152,3 +136,26 @@ def import_pytorch_md(text: str, *, checked: dt.date,
                 source=SOURCE.format(checked=checked), url=URL, **prov,
             ))
     return out
+
+
+def _cuda_row(series: str, ver: str, status: str, python: str,
+              arch: dict[str, tuple[str, list[str], bool]], arch_series: list[str],
+              checked: dt.date, prov: dict[str, object]) -> WheelVariant:
+    """The CUDA ``ver`` build of PyTorch ``series``: its build and compute capabilities from
+    ``arch`` (the architecture table, when it covers ``series``), else targets unknown.
+    """
+    build: str | None = None
+    targets: list[str] | None = None
+    unknown: dict[str, str] = {}
+    if ver in arch:
+        build, targets, _ptx = arch[ver]
+    else:
+        unknown["targets"] = (f"the source lists compute capabilities only for PyTorch "
+                              f"{', '.join(arch_series)} builds")
+    return WheelVariant(
+        framework="pytorch", series=series, accelerator="cuda", accelerator_version=ver,
+        status=status, build=build, targets=targets, python=python, unknown=unknown,
+        source=SOURCE.format(checked=checked)
+        + (f", CUDA {ver} architecture table" if targets else ""),
+        url=URL, **prov,
+    )

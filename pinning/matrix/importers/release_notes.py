@@ -4,6 +4,8 @@ Source format: the HTML table under "User space, driver, and firmware dependent 
 in ``RELEASE.md``: columns ROCm Version, GPU, PLDM Bundle (Firmware),
 AMD GPU Driver (amdgpu), AMD GPU Virtualization Driver (GIM); cells span rows
 (``rowspan``), values are split by ``<br>``, footnote markers are ``<sup>[n]</sup>``.
+The table is read with the standard library's :class:`html.parser.HTMLParser`: pin's core
+dependencies hold no HTML library, and one table of rowspans does not warrant adding one.
 """
 
 from __future__ import annotations

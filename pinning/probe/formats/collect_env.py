@@ -8,6 +8,7 @@ is :mod:`pinning.probe.formats.split`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import Field
@@ -166,10 +167,105 @@ def _gpu_names(models: str | None) -> list[str]:
     return [first]
 
 
-# Line-oriented parser of every collect_env generation since 2018; one branch per line shape, in
-# output order.
-def parse_collect_env(text: str, *, source: str = "collect_env") -> CollectEnv:  # noqa: C901,PLR0915
-    """Parse PyTorch's ``collect_env`` (any era) or vLLM's ``collect-env``.
+@dataclass
+class _Reader:
+    """The collect_env reader's state: what was read so far, the section it is in (``main``,
+    ``cpu``, ``topology`` or ``env``) and the multi-line value being continued (``cont``).
+    """
+
+    values: dict[str, str | None] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    pip: dict[str, str] = field(default_factory=dict)
+    conda: dict[str, CondaPackage] = field(default_factory=dict)
+    libs_seen: bool = False
+    mode: str = "main"
+    in_smi: bool = False
+    cont: str | None = None
+
+    def feed(self, line: str) -> None:
+        """Read one line: one branch per line shape, in output order."""
+        stripped = line.strip()
+        low = norm_key(stripped)
+        if self.mode == "topology":
+            self._topology(line, low)
+        elif not stripped:
+            self.cont = None
+            self.mode = "main" if self.mode == "cpu" else self.mode
+        elif low in _CE_TITLES:
+            self.cont = None
+            self.mode = {"cpu info": "cpu", "environment variables": "env"}.get(low, "main")
+        elif PURE_RULER.match(line):
+            self.cont = None
+        elif lib := LIB_LINE.match(line):
+            self.cont = None
+            self._library(lib.group(1), lib.group(2).strip())
+        elif self.mode == "env":
+            if m_env := _ENV_LINE.match(stripped):
+                self.env[m_env.group(1)] = m_env.group(2)
+        elif self.mode != "cpu":
+            self._key_line(line, stripped)
+
+    def _topology(self, line: str, low: str) -> None:
+        """A line of the GPU topology section (which may hold a whole ``rocm-smi`` log)."""
+        if "rocm system management interface" in low:
+            self.in_smi = True
+        elif "end of rocm smi log" in low:
+            self.in_smi = False
+        elif (PURE_RULER.match(line) and not self.in_smi) or low == "environment variables":
+            self.mode = "env" if low == "environment variables" else "main"
+
+    def _library(self, kind: str, body: str) -> None:
+        """A ``[pip3] name==version`` or ``[conda] name version build channel`` line."""
+        self.libs_seen = True
+        if kind != "conda":
+            entry = pip_entry(body)
+            if entry is not None:
+                self.pip[entry[0]] = entry[1]
+            return
+        toks = body.split()
+        if len(toks) >= 2 and body.lower() != "could not collect":
+            self.conda[toks[0]] = CondaPackage(
+                version=toks[1], build=toks[2] if len(toks) > 2 else None,
+                channel=toks[3] if len(toks) > 3 else None)
+
+    def _continue(self, stripped: str) -> None:
+        """Append ``stripped`` to the multi-line value being read."""
+        assert self.cont is not None
+        prev = self.values.get(self.cont)
+        self.values[self.cont] = f"{prev}\n{stripped}" if prev else stripped
+
+    def _key_line(self, line: str, stripped: str) -> None:
+        """A ``Key: value`` line (or ``PyTorch version 1.5.0``), or a continuation line."""
+        m_torch = re.match(r"^PyTorch version\s+([^:\s：].*)$", stripped)
+        m = KEY_LINE.match(line)
+        if m_torch and not m:
+            key, value, raw_key = "pytorch version", m_torch.group(1).strip(), "PyTorch version"
+        elif m:
+            raw_key, value = m.group(1).strip(), m.group(2).strip()
+            key = norm_key(raw_key)
+        else:
+            if self.cont is not None:
+                self._continue(stripped)
+            return
+        attr = _CE_KEYS.get(key)
+        if attr is None and self.cont is not None and key not in _CE_OTHER_KEYS:
+            self._continue(stripped)
+            return
+        self.cont = None
+        if key == "cpu" and not value:
+            self.mode = "cpu"
+        elif key == "gpu topology":
+            self.mode, self.in_smi = "topology", False
+        elif key not in ("versions of relevant libraries", "version of relevant libraries"):
+            self.fields.setdefault(raw_key, value)
+            if attr is not None:
+                self.values.setdefault(attr, value or None)
+                self.cont = attr if attr in _CE_MULTILINE else None
+
+
+def parse_collect_env(text: str, *, source: str = "collect_env") -> CollectEnv:
+    """Parse PyTorch's ``collect_env`` (any era since 2018) or vLLM's ``collect-env``.
 
     Tolerates ``PyTorch version 1.5.0`` without a colon, ``Os:``, full-width colons,
     ``Version(s) of relevant libraries``, the ``Collecting environment information...``
@@ -177,111 +273,20 @@ def parse_collect_env(text: str, *, source: str = "collect_env") -> CollectEnv: 
     sections, and GPU lists on the lines after "GPU models and configuration:". Raises
     ``FormatError`` naming ``source`` when no collect_env line is present.
     """
-    values: dict[str, str | None] = {}
-    fields: dict[str, str] = {}
-    env: dict[str, str] = {}
-    pip: dict[str, str] = {}
-    conda: dict[str, CondaPackage] = {}
-    pip_seen = conda_seen = False
-    mode = "main"  # main | cpu | topology | env
-    in_smi = False
-    cont: str | None = None
+    reader = _Reader()
     for line in text.splitlines():
-        stripped = line.strip()
-        low = norm_key(stripped)
-        if mode == "topology":
-            if "rocm system management interface" in low:
-                in_smi = True
-            elif "end of rocm smi log" in low:
-                in_smi = False
-            elif (PURE_RULER.match(line) and not in_smi) or low == "environment variables":
-                mode = "env" if low == "environment variables" else "main"
-            continue
-        if not stripped:
-            cont = None
-            if mode == "cpu":
-                mode = "main"
-            continue
-        if low in _CE_TITLES:
-            cont = None
-            mode = {"cpu info": "cpu", "environment variables": "env"}.get(low, "main")
-            continue
-        if PURE_RULER.match(line):
-            cont = None
-            continue
-        lib = LIB_LINE.match(line)
-        if lib:
-            cont = None
-            body = lib.group(2).strip()
-            if lib.group(1) == "conda":
-                conda_seen = True
-                toks = body.split()
-                if len(toks) >= 2 and body.lower() != "could not collect":
-                    conda[toks[0]] = CondaPackage(
-                        version=toks[1],
-                        build=toks[2] if len(toks) > 2 else None,
-                        channel=toks[3] if len(toks) > 3 else None,
-                    )
-            else:
-                pip_seen = True
-                entry = pip_entry(body)
-                if entry is not None:
-                    pip[entry[0]] = entry[1]
-            continue
-        if mode == "cpu":
-            continue
-        if mode == "env":
-            m_env = _ENV_LINE.match(stripped)
-            if m_env:
-                env[m_env.group(1)] = m_env.group(2)
-            continue
-        m_torch = re.match(r"^PyTorch version\s+([^:\s：].*)$", stripped)
-        m = KEY_LINE.match(line)
-        if m_torch and not m:
-            key, value = "pytorch version", m_torch.group(1).strip()
-            raw_key = "PyTorch version"
-        elif m:
-            raw_key, value = m.group(1).strip(), m.group(2).strip()
-            key = norm_key(raw_key)
-        else:
-            if cont is not None:
-                prev = values.get(cont)
-                values[cont] = f"{prev}\n{stripped}" if prev else stripped
-            continue
-        attr = _CE_KEYS.get(key)
-        if attr is None and cont is not None and key not in _CE_OTHER_KEYS:
-            prev = values.get(cont)
-            values[cont] = f"{prev}\n{stripped}" if prev else stripped
-            continue
-        cont = None
-        if key == "cpu" and not value:
-            mode = "cpu"
-            continue
-        if key == "gpu topology":
-            mode, in_smi = "topology", False
-            continue
-        if key in ("versions of relevant libraries", "version of relevant libraries"):
-            continue
-        fields.setdefault(raw_key, value)
-        if attr is None:
-            continue
-        if attr not in values:
-            values[attr] = value or None
-        if attr in _CE_MULTILINE:
-            cont = attr
-    if not values and not pip_seen and not conda_seen:
+        reader.feed(line)
+    if not reader.values and not reader.libs_seen:
         raise FormatError(
             f"{source}: no collect_env line found (expected 'PyTorch version: ...', "
             "'CUDA used to build PyTorch: ...' and the other `python -m torch.utils.collect_env` "
             "lines)"
         )
-    pip_out = pip if pip else None
-    conda_out = conda if conda else None
     return CollectEnv(
-        gpus=_gpu_names(values.get("gpu_models")),
-        pip_packages=pip_out,
-        conda_packages=conda_out,
-        env=env,
-        fields=fields,
-        **values,
+        gpus=_gpu_names(reader.values.get("gpu_models")),
+        pip_packages=reader.pip or None,
+        conda_packages=reader.conda or None,
+        env=reader.env,
+        fields=reader.fields,
+        **reader.values,
     )

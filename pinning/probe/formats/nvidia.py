@@ -87,8 +87,7 @@ def _memory(value: str, unit: str | None) -> int | None:
     return int(float(m.group(1)) * factor)
 
 
-# CSV with or without header and units; one branch per field shape.
-def parse_nvidia_smi_query(  # noqa: C901
+def parse_nvidia_smi_query(
     text: str,
     *,
     fields: Sequence[str] | None = None,
@@ -112,6 +111,21 @@ def parse_nvidia_smi_query(  # noqa: C901
     rows = [r for r in rows if any(r)]
     if not rows:
         raise FormatError(f"{source}: empty output (expected CSV rows of nvidia-smi --query-gpu)")
+    names, units, data = _query_columns(text, rows, fields, source)
+    out: list[NvidiaSmiGpu] = []
+    for pos, row in enumerate(data):
+        values, raw = _query_row(row, names, units)
+        index = values.pop("index", None)
+        out.append(NvidiaSmiGpu(index=index if index is not None else pos, fields=raw, **values))
+    return out
+
+
+def _query_columns(text: str, rows: list[list[str]], fields: Sequence[str] | None, source: str
+                   ) -> tuple[list[str], list[str | None], list[list[str]]]:
+    """``(field names, units, data rows)``: from the CSV header when ``rows`` start with one
+    (``fields``, when given, renames its columns), else from ``fields``. Raises
+    ``FormatError`` naming ``source`` when neither names a known ``--query-gpu`` field.
+    """
     first = [_header_name(c) for c in rows[0]]
     looks_header = all(_FIELD_NAME.match(name) for name, _ in first) and any(
         name in _FIELD_ALIASES for name, _ in first
@@ -138,33 +152,32 @@ def parse_nvidia_smi_query(  # noqa: C901
             f"{source}: none of the fields {names[:8]} is a known --query-gpu field "
             f"({', '.join(sorted(set(_FIELD_ALIASES)))})"
         )
-    out: list[NvidiaSmiGpu] = []
-    for pos, row in enumerate(data):
-        values: dict[str, Any] = {}
-        raw: dict[str, str] = {}
-        for col, cell in enumerate(row):
-            if col >= len(names):
-                break
-            name = names[col]
-            raw[name] = cell
-            attr = _FIELD_ALIASES.get(name)
-            if attr is None or attr in values:
-                continue
-            if cell.lower() in _NONE_VALUES:
-                values[attr] = None
-                continue
-            unit = units[col] if col < len(units) else None
-            if attr == "memory_mib":
-                values[attr] = _memory(cell, unit)
-            elif attr == "index":
-                values[attr] = int(cell) if re.fullmatch(r"\d{1,9}", cell) else None
-            elif attr == "device_id":
-                values[attr] = norm_pci_id(cell) or cell
-            else:
-                values[attr] = cell
-        index = values.pop("index", None)
-        out.append(NvidiaSmiGpu(index=index if index is not None else pos, fields=raw, **values))
-    return out
+    return names, units, data
+
+
+def _query_row(row: list[str], names: list[str], units: list[str | None]
+               ) -> tuple[dict[str, Any], dict[str, str]]:
+    """``(model values, raw cells by field name)`` of one CSV row; one branch per field shape."""
+    values: dict[str, Any] = {}
+    raw: dict[str, str] = {}
+    for col, cell in enumerate(row[:len(names)]):
+        name = names[col]
+        raw[name] = cell
+        attr = _FIELD_ALIASES.get(name)
+        if attr is None or attr in values:
+            continue
+        unit = units[col] if col < len(units) else None
+        if cell.lower() in _NONE_VALUES:
+            values[attr] = None
+        elif attr == "memory_mib":
+            values[attr] = _memory(cell, unit)
+        elif attr == "index":
+            values[attr] = int(cell) if re.fullmatch(r"\d{1,9}", cell) else None
+        elif attr == "device_id":
+            values[attr] = norm_pci_id(cell) or cell
+        else:
+            values[attr] = cell
+    return values, raw
 
 
 class NvidiaKernelModule(Strict):

@@ -9,6 +9,7 @@ two header rows, the ROCm 6.0-6.3 ``[Model : Revision]`` layout and the older
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
@@ -198,8 +199,80 @@ def _apply_row(gpu: _Gpu, columns: list[str], values: list[str]) -> None:
             gpu.telemetry[key] = value
 
 
-# Line-oriented parser: one branch per rocm-smi table or key shape.
-def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # noqa: C901
+@dataclass
+class _Reader:
+    """The rocm-smi reader's state: versions, GPUs by index, the concise table's columns and
+    the row last read (whose name may follow on the next line).
+    """
+
+    lines: list[str]
+    smi: str | None = None
+    lib: str | None = None
+    driver: str | None = None
+    gpus: dict[int, _Gpu] = field(default_factory=dict)
+    recognised: bool = False
+    columns: list[str] | None = None
+    last_row: _Gpu | None = None
+    i: int = 0
+
+    def run(self) -> None:
+        """Read every line: a key line, or a line of the concise table."""
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            self.i += 1
+            if not self._key_line(line):
+                self._table_line(line)
+
+    def _key_line(self, line: str) -> bool:
+        """The banner, a version or driver line, or a ``GPU[i] : ...`` line; True if taken."""
+        low = line.lower()
+        if _BANNER in low or "end of rocm smi log" in low:
+            self.columns = None
+        elif (m := _SMI_VERSION.match(line)) is not None:
+            self.smi = m.group(1).strip()
+        elif (m := _LIB_VERSION.match(line)) is not None:
+            self.lib = m.group(1).strip()
+        elif (m := _DRIVER.match(line)) is not None:
+            self.driver = m.group(1).strip() or None
+        elif (m := _GPU_LINE.match(line)) is not None:
+            # Warnings such as `GPU[0] : PowerPlay not enabled` may sit between the table's
+            # header and its rows (ROCm 1.x), so the table's columns are kept.
+            _gpu_line(self.gpus.setdefault(int(m.group(1)), _Gpu()), m.group(2).strip())
+        else:
+            return False
+        self.recognised = True
+        return True
+
+    def _table_line(self, line: str) -> None:
+        """The concise table's header (one or two lines), a row, or a row's name line."""
+        stripped = line.strip()
+        head = stripped.split()[:1]
+        if head and head[0] in ("Device", "GPU") and len(stripped.split()) >= 3 and (
+            "Temp" in stripped or "Node" in stripped or "SCLK" in stripped
+        ):
+            nxt = self.lines[self.i] if self.i < len(self.lines) else ""
+            second = None
+            if nxt[:1].isspace() and nxt.strip() and not (
+                    _RULER.match(nxt) or nxt.strip()[:1].isdigit()):
+                second = nxt
+                self.i += 1
+            self.columns = _table_columns(line, second)
+            self.last_row, self.recognised = None, True
+        elif self.columns is None or not stripped or _RULER.match(line):
+            return
+        elif re.match(r"^\d+\s", stripped + " "):
+            # ROCm 1.x indents the rows (`  0   37c ...`); later releases do not.
+            values = _row_values(stripped)
+            index = _int(values[0])
+            if index is not None:
+                self.last_row = self.gpus.setdefault(index, _Gpu())
+                _apply_row(self.last_row, self.columns, values)
+        elif line[:1].isspace() and self.last_row is not None \
+                and "name" not in self.last_row.data:
+            self.last_row.data["name"] = stripped
+
+
+def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:
     """Parse any mix of rocm-smi outputs into one :class:`RocmSmiReport`.
 
     Recognises ``ROCM-SMI version:`` / ``ROCM-SMI-LIB version:``, ``Driver version: x``,
@@ -207,65 +280,10 @@ def parse_rocm_smi(text: str, *, source: str = "rocm-smi") -> RocmSmiReport:  # 
     and the concise table. GPUs are merged by index and returned sorted. Raises
     ``FormatError`` naming ``source`` when none of these (nor the rocm-smi banner) appear.
     """
-    smi = lib = driver = None
-    gpus: dict[int, _Gpu] = {}
-    recognised = False
-    lines = text.splitlines()
-    columns: list[str] | None = None
-    last_row: _Gpu | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        low = line.lower()
-        if _BANNER in low or "end of rocm smi log" in low:
-            recognised = True
-            columns = None
-            continue
-        if (m := _SMI_VERSION.match(line)) is not None:
-            smi, recognised = m.group(1).strip(), True
-            continue
-        if (m := _LIB_VERSION.match(line)) is not None:
-            lib, recognised = m.group(1).strip(), True
-            continue
-        if (m := _DRIVER.match(line)) is not None:
-            driver, recognised = m.group(1).strip() or None, True
-            continue
-        if (m := _GPU_LINE.match(line)) is not None:
-            # Warnings such as `GPU[0] : PowerPlay not enabled` may sit between the table's
-            # header and its rows (ROCm 1.x), so the table's columns are kept.
-            recognised = True
-            gpu = gpus.setdefault(int(m.group(1)), _Gpu())
-            _gpu_line(gpu, m.group(2).strip())
-            continue
-        stripped = line.strip()
-        head = stripped.split()[:1]
-        if head and head[0] in ("Device", "GPU") and len(stripped.split()) >= 3 and (
-            "Temp" in stripped or "Node" in stripped or "SCLK" in stripped
-        ):
-            second = None
-            if i < len(lines) and lines[i][:1].isspace() and lines[i].strip() and not (
-                _RULER.match(lines[i]) or lines[i].strip()[:1].isdigit()
-            ):
-                second = lines[i]
-                i += 1
-            columns = _table_columns(line, second)
-            last_row = None
-            recognised = True
-            continue
-        if columns is None or not stripped or _RULER.match(line):
-            continue
-        if re.match(r"^\d+\s", stripped + " "):
-            # ROCm 1.x indents the rows (`  0   37c ...`); later releases do not.
-            values = _row_values(stripped)
-            index = _int(values[0])
-            if index is None:
-                continue
-            last_row = gpus.setdefault(index, _Gpu())
-            _apply_row(last_row, columns, values)
-        elif line[:1].isspace() and last_row is not None and "name" not in last_row.data:
-            last_row.data["name"] = stripped
-    if not recognised:
+    reader = _Reader(text.splitlines())
+    reader.run()
+    smi, lib, driver, gpus = reader.smi, reader.lib, reader.driver, reader.gpus
+    if not reader.recognised:
         raise FormatError(
             f"{source}: no rocm-smi output found (expected 'ROCM-SMI version:', "
             "'GPU[i] : ...' lines, 'Driver version:' or the concise table)"

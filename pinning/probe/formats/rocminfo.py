@@ -8,6 +8,7 @@ blocks pasted alone, with reflowed spacing and without the ``Agent N`` line.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field
@@ -177,7 +178,74 @@ class _Agent:
 
 
 # Line-oriented parser of rocminfo's agent blocks; one branch per key shape, in output order.
-def parse_rocminfo(text: str, *, source: str = "rocminfo") -> Rocminfo:  # noqa: C901,PLR0915
+def _rock_state(line: str) -> tuple[str | None, RockState | None]:
+    """``(version, state)`` of a ``ROCk module ...`` line; ``None`` for what it does not say."""
+    m = _ROCK_VERSION.search(line)
+    if m:
+        return m.group(1), "loaded"
+    states: tuple[tuple[str, RockState], ...] = (
+        ("NOT live", "not-live"), ("NOT loaded", "not-loaded"), ("is loaded", "loaded"))
+    for words, state in states:
+        if words in line:
+            return None, state
+    return None, None
+
+
+@dataclass
+class _Reader:
+    """The rocminfo reader's state: system attributes, agents read, the agent being read."""
+
+    rock_version: str | None = None
+    rock_state: RockState | None = None
+    system: dict[str, str] = field(default_factory=dict)
+    agents: list[RocminfoAgent] = field(default_factory=list)
+    current: _Agent | None = None
+    in_agents: bool = False
+    recognised: bool = False
+
+    def close(self) -> None:
+        """End the agent being read (kept when it holds anything)."""
+        if self.current is not None and not self.current.empty():
+            self.agents.append(self.current.build())
+        self.current = None
+
+    def feed(self, line: str) -> None:
+        """Read one line: the ROCk line, a ruler or agent start, or a ``Key: value`` line."""
+        stripped = line.strip()
+        if "ROCk module" in line:
+            self.recognised = True
+            version, state = _rock_state(line)
+            self.rock_version = version or self.rock_version
+            self.rock_state = state or self.rock_state
+        elif _DONE.match(line) or _STAR_RULER.match(line):
+            self.close()
+            self.in_agents = not _DONE.match(line)
+        elif _AGENT.match(line) or stripped == "HSA Agents":
+            self.close()
+            self.current = _Agent() if _AGENT.match(line) else None
+            self.in_agents = self.recognised = True
+        elif stripped == "HSA System Attributes":
+            self.recognised = True
+        elif m := _KV.match(line):
+            self._key_value(len(m.group(1).expandtabs(8)), m.group(2).strip(),
+                            m.group(3).strip())
+
+    def _key_value(self, indent: int, key: str, value: str) -> None:
+        """A ``Key: value`` line: a system attribute, or a line of the agent being read."""
+        low = key.lower()
+        self.in_agents = self.in_agents or low == "name"
+        if self.in_agents:
+            if self.current is None:
+                self.current = _Agent()
+            self.current.add(indent, key, value)
+            self.recognised = True
+        else:
+            self.system.setdefault(key, value)
+            if low in ("runtime version", "runtime ext version"):
+                self.recognised = True
+
+
+def parse_rocminfo(text: str, *, source: str = "rocminfo") -> Rocminfo:
     """Parse rocminfo output into a :class:`Rocminfo`.
 
     Key lines are ``Key:  value`` (``Packet Processor uCode::`` has two colons); agents
@@ -185,84 +253,21 @@ def parse_rocminfo(text: str, *, source: str = "rocminfo") -> Rocminfo:  # noqa:
     ``Cache Info`` sub-blocks are told apart by indentation. Raises ``FormatError`` naming
     ``source`` when there is no ROCk line, no HSA attribute and no agent.
     """
-    rock_version: str | None = None
-    rock_state: RockState | None = None
-    system: dict[str, str] = {}
-    agents: list[RocminfoAgent] = []
-    current: _Agent | None = None
-    in_agents = False
-    recognised = False
-
-    def close() -> None:
-        nonlocal current
-        if current is not None and not current.empty():
-            agents.append(current.build())
-        current = None
-
+    reader = _Reader()
     for line in text.splitlines():
-        if "ROCk module" in line:
-            recognised = True
-            m = _ROCK_VERSION.search(line)
-            if m:
-                rock_version, rock_state = m.group(1), "loaded"
-            elif "NOT live" in line:
-                rock_state = "not-live"
-            elif "NOT loaded" in line:
-                rock_state = "not-loaded"
-            elif "is loaded" in line:
-                rock_state = "loaded"
-            continue
-        stripped = line.strip()
-        if _DONE.match(line):
-            close()
-            in_agents = False
-            continue
-        if _STAR_RULER.match(line):
-            close()
-            in_agents = True
-            continue
-        if _AGENT.match(line):
-            close()
-            current = _Agent()
-            in_agents = True
-            recognised = True
-            continue
-        if stripped == "HSA Agents":
-            close()
-            in_agents = True
-            recognised = True
-            continue
-        if stripped == "HSA System Attributes":
-            recognised = True
-            continue
-        m = _KV.match(line)
-        if not m:
-            continue
-        indent = len(m.group(1).expandtabs(8))
-        key, value = m.group(2).strip(), m.group(3).strip()
-        low = key.lower()
-        if not in_agents and low == "name":
-            in_agents = True
-        if in_agents:
-            if current is None:
-                current = _Agent()
-            current.add(indent, key, value)
-            recognised = True
-        else:
-            system.setdefault(key, value)
-            if low in ("runtime version", "runtime ext version"):
-                recognised = True
-    close()
-    if not recognised:
+        reader.feed(line)
+    reader.close()
+    if not reader.recognised:
         raise FormatError(
             f"{source}: no rocminfo output found (expected 'ROCk module ...', "
             "'HSA System Attributes' or an agent block with 'Name:')"
         )
+    system = reader.system
     return Rocminfo(
-        rock_module_version=rock_version,
-        rock_module_state=rock_state,
+        rock_module_version=reader.rock_version,
+        rock_module_state=reader.rock_state,
         runtime_version=system.get("Runtime Version"),
         runtime_ext_version=system.get("Runtime Ext Version"),
         system=system,
-        agents=agents,
+        agents=reader.agents,
     )

@@ -58,8 +58,7 @@ _SG_OTHER = {"hypervisor vendor", "ulimit soft", "amd topology", "nvidia topolog
 _SG_GPU = re.compile(r"^GPU\s+(\d[\d,\s]*)(Compute Capability)?$", re.IGNORECASE)
 
 
-# Line-oriented parser: one branch per check_env line shape.
-def parse_sglang_check_env(text: str, *, source: str = "sglang check_env") -> SglangCheckEnv:  # noqa: C901
+def parse_sglang_check_env(text: str, *, source: str = "sglang check_env") -> SglangCheckEnv:
     """Parse ``python3 -m sglang.check_env`` output.
 
     Lines are ``Key: value``; the ``AMD Topology:`` / ``NVIDIA Topology:`` block (a
@@ -77,47 +76,17 @@ def parse_sglang_check_env(text: str, *, source: str = "sglang check_env") -> Sg
         stripped = line.strip()
         m = KEY_LINE.match(stripped) if stripped else None
         key = norm_key(m.group(1)) if m else ""
-        if topology:
-            if key in ("hypervisor vendor", "ulimit soft"):
-                topology = False
-            else:
-                continue
+        if topology and key not in ("hypervisor vendor", "ulimit soft"):
+            continue
+        topology = False
         if not m:
             continue
         raw_key, value = m.group(1).strip(), m.group(2).strip()
+        fields.setdefault(raw_key, value)
         if key in ("amd topology", "nvidia topology"):
             topology = True
-            fields.setdefault(raw_key, value)
-            continue
-        fields.setdefault(raw_key, value)
-        gpu = _SG_GPU.match(raw_key)
-        if gpu:
-            idx = [int(t) for t in re.findall(r"\d{1,6}", gpu.group(1))]
-            if gpu.group(2):
-                values.setdefault("compute_capability", value)
-            else:
-                for i in idx:
-                    by_index.setdefault(i, value)
-            continue
-        attr = _SG_KEYS.get(key)
-        if attr is not None:
-            values.setdefault(attr, value or None)
-            if attr in ("rocm_available", "cuda_available"):
-                recognised = True
-            if attr == "hipcc":
-                hv = re.search(r"HIP version\s*:\s*(\S+)", value)
-                if hv:
-                    values.setdefault("hip_version", hv.group(1))
-            continue
-        if key in _SG_OTHER or " " in raw_key.strip():
-            continue
-        if key == "pytorch":
+        elif _sg_line(raw_key, key, value, values, by_index, packages):
             recognised = True
-            name = "torch"
-        else:
-            name = normalize_name(raw_key)
-        if value and value.lower() != "module not found" and re.fullmatch(r"[^\s]+", value):
-            packages.setdefault(name, value)
     if not recognised:
         raise FormatError(
             f"{source}: no 'ROCM available:' / 'CUDA available:' / 'PyTorch:' line found "
@@ -129,3 +98,32 @@ def parse_sglang_check_env(text: str, *, source: str = "sglang check_env") -> Sg
         fields=fields,
         **values,
     )
+
+
+# One branch per check_env line shape.
+def _sg_line(raw_key: str, key: str, value: str, values: dict[str, Any],
+             by_index: dict[int, str], packages: dict[str, str]) -> bool:
+    """Store one ``Key: value`` line (a GPU, a known key, or a package version) in
+    ``values``, ``by_index`` or ``packages``; True when it is a line that marks check_env
+    output (``ROCM/CUDA available``, ``PyTorch``).
+    """
+    gpu = _SG_GPU.match(raw_key)
+    if gpu:
+        if gpu.group(2):
+            values.setdefault("compute_capability", value)
+        for i in ([] if gpu.group(2) else re.findall(r"\d{1,6}", gpu.group(1))):
+            by_index.setdefault(int(i), value)
+        return False
+    attr = _SG_KEYS.get(key)
+    if attr is not None:
+        values.setdefault(attr, value or None)
+        hv = re.search(r"HIP version\s*:\s*(\S+)", value) if attr == "hipcc" else None
+        if hv:
+            values.setdefault("hip_version", hv.group(1))
+        return attr in ("rocm_available", "cuda_available")
+    if key in _SG_OTHER or " " in raw_key.strip():
+        return False
+    name = "torch" if key == "pytorch" else normalize_name(raw_key)
+    if value and value.lower() != "module not found" and re.fullmatch(r"[^\s]+", value):
+        packages.setdefault(name, value)
+    return key == "pytorch"

@@ -120,99 +120,107 @@ class _Splitter:
             self.step(i, line, offsets[i])
         return self.starts
 
-    # The splitter's state machine: one branch per tool banner or section start that begins a
-    # dump, kept in one place so their precedence reads top to bottom.
-    def step(self, i: int, line: str, offset: int) -> None:  # noqa: C901,PLR0915
+    # The splitter's state machine: one handler per tool family, each taking the lines that
+    # begin, continue or end its dumps; their order is the markers' precedence, top to bottom.
+    def step(self, i: int, line: str, offset: int) -> None:
+        """Read line ``i`` (at ``offset`` in the text): the first handler that takes it decides."""
         s = line.strip()
         low = s.lower()
+        handlers = (self._absorbed, self._python_env, self._rocminfo, self._smi, self._json,
+                    self._nvidia, self._packages, self._lists)
+        for handler in handlers:
+            if handler(i, line, s, low, offset):
+                return
+
+    def _absorbed(self, i: int, line: str, s: str, low: str, offset: int) -> bool:
+        """A topology table inside collect_env / check_env: kept in that dump."""
         if self.absorb:
             if ("end of rocm smi log" in low or low == "environment variables"
                     or re.match(r"^(hypervisor vendor|ulimit soft)\s*:", low)):
                 self.absorb = False
-            return
-        kind = self.kind
-        if kind in ("collect_env", "sglang_check_env") and re.match(
-            r"^(gpu|amd|nvidia) topology\s*:", low
-        ):
+            return True
+        if self.kind in ("collect_env", "sglang_check_env") and re.match(
+                r"^(gpu|amd|nvidia) topology\s*:", low):
             self.absorb = True
-            return
+            return True
+        return False
+
+    def _python_env(self, i: int, line: str, s: str, low: str, offset: int) -> bool:
+        """collect_env (banner, ``PyTorch version``, vLLM's ``System Info``) and SGLang's
+        check_env (``Python:``, ``CUDA/ROCM available:``).
+        """
+        kind = self.kind
         if "collecting environment information" in low:
             self.start(i, "collect_env")
-            return
-        if re.match(r"^pytorch version\b", low) and not s.startswith("PyTorch:"):
+        elif re.match(r"^pytorch version\b", low) and not s.startswith("PyTorch:"):
             if kind == "collect_env" and "torch" not in self.flags and not self.ended:
                 self.flags.add("torch")
             else:
-                start = i
-                if i >= 3 and self.lines[i - 2].strip().lower() == "system info" and (
-                    PURE_RULER.match(self.lines[i - 3])
-                ):
-                    start = i - 3
-                self.start(start, "collect_env", "torch")
-            return
-        if low == "system info" and i + 1 < len(self.lines) and PURE_RULER.match(
-            self.lines[i + 1]
-        ):
+                titled = i >= 3 and self.lines[i - 2].strip().lower() == "system info" \
+                    and PURE_RULER.match(self.lines[i - 3])
+                self.start(i - 3 if titled else i, "collect_env", "torch")
+        elif low == "system info" and i + 1 < len(self.lines) \
+                and PURE_RULER.match(self.lines[i + 1]):
             if not (kind == "collect_env" and not self.flags):
-                start = i - 1 if i >= 1 and PURE_RULER.match(self.lines[i - 1]) else i
-                self.start(start, "collect_env", "system")
+                self.start(self._ruled(i), "collect_env", "system")
             else:
                 self.flags.add("system")
-            return
-        if re.match(r"^python: \d", low):
+        elif re.match(r"^python: \d", low):
             self.start(i, "sglang_check_env", "python")
-            return
-        if re.match(r"^(cuda|rocm) available\s*:", low):
+        elif re.match(r"^(cuda|rocm) available\s*:", low):
             if kind == "sglang_check_env" and "avail" not in self.flags:
                 self.flags.add("avail")
             else:
                 self.start(i, "sglang_check_env", "avail")
-            return
+        else:
+            return False
+        return True
+
+    def _ruled(self, i: int) -> int:
+        """``i - 1`` when a ruler of ``=`` stands above line ``i``, else ``i``."""
+        return i - 1 if i >= 1 and PURE_RULER.match(self.lines[i - 1]) else i
+
+    def _rocminfo(self, i: int, line: str, s: str, low: str, offset: int) -> bool:
+        """rocminfo: ``ROCk module``, ``HSA System Attributes``, an agent ruler, ``done``."""
+        kind = self.kind
         if "ROCk module" in s:
             self.start(i, "rocminfo", "rock")
-            return
-        if s == "HSA System Attributes":
+        elif s == "HSA System Attributes":
             if kind == "rocminfo" and "hsa" not in self.flags and not self.ended:
                 self.flags.add("hsa")
             else:
-                start = i - 1 if i >= 1 and PURE_RULER.match(self.lines[i - 1]) else i
-                self.start(start, "rocminfo", "hsa")
-            return
-        if re.match(r"^\*+\s*done\s*\*+$", low):
-            if kind == "rocminfo":
-                self.ended = True
-            return
-        if re.match(r"^\*{3,}$", s):
+                self.start(self._ruled(i), "rocminfo", "hsa")
+        elif re.match(r"^\*+\s*done\s*\*+$", low):
+            self.ended = self.ended or kind == "rocminfo"
+        elif re.match(r"^\*{3,}$", s):
             if kind != "rocminfo" or self.ended:
                 nxt = self.next_nonblank(i).strip()
                 if re.match(r"^Agent\s+\d+$", nxt) or re.match(r"^Name\s*:", nxt):
                     self.start(i, "rocminfo")
-            return
+        else:
+            return False
+        return True
+
+    def _smi(self, i: int, line: str, s: str, low: str, offset: int) -> bool:
+        """rocm-smi (version lines, banner, end of log) and amd-smi (version, ``GPU: N``)."""
+        kind = self.kind
         if re.match(r"^rocm-smi version\s*:", low):
             self.start(i, "rocm_smi", "smiver")
-            return
-        if re.match(r"^rocm-smi-lib version\s*:", low):
+        elif re.match(r"^rocm-smi-lib version\s*:", low):
             if kind != "rocm_smi" or self.ended:
                 self.start(i, "rocm_smi", "smiver")
-            return
-        if "rocm system management interface" in low:
+        elif "rocm system management interface" in low:
             if kind == "rocm_smi" and "banner" not in self.flags and not self.ended:
                 self.flags.add("banner")
             else:
                 self.start(i, "rocm_smi", "banner")
-            return
-        if "end of rocm smi log" in low:
-            if kind == "rocm_smi":
-                self.ended = True
-            return
-        if re.search(r"amdsmi tool\s*:", low) or (
-            low.startswith("amd system management interface") and "|" in s
-        ):
+        elif "end of rocm smi log" in low:
+            self.ended = self.ended or kind == "rocm_smi"
+        elif re.search(r"amdsmi tool\s*:", low) or (
+                low.startswith("amd system management interface") and "|" in s):
             self.start(i, "amd_smi_version")
             self.ended = True
-            return
-        m = re.match(r"^GPU\s*:\s*(\d+)\s*$", s)
-        if m:
+        elif m := re.match(r"^GPU\s*:\s*(\d+)\s*$", s):
             nxt = self.next_nonblank(i).strip()
             sub: DumpKind | None = None
             if nxt.startswith(("FW_LIST", "UCODE_LIST", "FW ", "FW_")):
@@ -221,58 +229,59 @@ class _Splitter:
                 sub = "amd_smi_static"
             if sub is not None and not (kind == sub and not self.ended and m.group(1) != "0"):
                 self.start(i, sub)
-            return
-        if line[:1] in ("[", "{") and self.idle() and self.try_json(i, offset):
-            return
+        else:
+            return False
+        return True
+
+    def _nvidia(self, i: int, line: str, s: str, low: str, offset: int) -> bool:
+        """``/proc/driver/nvidia/version``; the ``nvidia-smi`` banner with its ruler and date."""
         if "NVRM version" in s:
             self.start(i, "nvidia_proc_version", "nvrm")
-            return
-        if "NVIDIA-SMI" in s and "Driver Version" in s:
-            start = i
-            for back in (1, 2):
-                j = i - back
-                if j < 0 or (self.starts and j <= self.starts[-1][0] and not self.idle()):
-                    break
-                prev = self.lines[j].strip()
-                if _NV_RULER.match(prev) or _DATE_LINE.match(prev):
-                    start = j
-                else:
-                    break
-            self.start(start, "nvidia_smi")
-            return
-        if self.packages(i, s):
-            return
+            return True
+        if not ("NVIDIA-SMI" in s and "Driver Version" in s):
+            return False
+        start = i
+        for back in (1, 2):
+            j = i - back
+            if j < 0 or (self.starts and j <= self.starts[-1][0] and not self.idle()):
+                break
+            prev = self.lines[j].strip()
+            if not (_NV_RULER.match(prev) or _DATE_LINE.match(prev)):
+                break
+            start = j
+        self.start(start, "nvidia_smi")
+        return True
+
+    def _lists(self, i: int, line: str, s: str, low: str, offset: int) -> bool:
+        """``pip list`` / ``pip freeze``, the ``--query-gpu`` CSV and ``GPU[i] :`` lines:
+        starts, and the lines that end a running one.
+        """
+        kind, running = self.kind, not self.ended
         if PIP_HEADER.match(s):
             self.start(i, "pip_list")
-            return
-        if self.idle() and _query_header(s):
+        elif self.idle() and _query_header(s):
             self.start(i, "nvidia_smi_query")
-            return
-        if kind == "nvidia_proc_version" and not self.ended:
-            if low.startswith("gcc version"):
-                self.ended = True
-            return
-        if kind == "nvidia_smi_query" and not self.ended:
-            if s and "," not in s:
-                self.ended = True
-            return
-        if kind == "pip_list" and not self.ended:
-            if s and not (_PIP_LIKE.match(s) or PIP_RULER.match(s) or "==" in s or " @ " in s
-                          or s.startswith(("#", "-e "))):
-                self.ended = True
-            return
-        if self.idle() and _DIRECT_REF.match(s):
+        elif kind == "nvidia_proc_version" and running:
+            self.ended = low.startswith("gcc version")
+        elif kind == "nvidia_smi_query" and running:
+            self.ended = bool(s) and "," not in s
+        elif kind == "pip_list" and running:
+            self.ended = bool(s) and not (
+                _PIP_LIKE.match(s) or PIP_RULER.match(s) or "==" in s or " @ " in s
+                or s.startswith(("#", "-e ")))
+        elif self.idle() and _DIRECT_REF.match(s):
             self.start(i, "pip_list")
-            return
-        if self.idle() and _PIP_LIKE.match(s) and not re.match(r"^GPU\b", s):
+        elif self.idle() and _PIP_LIKE.match(s) and not re.match(r"^GPU\b", s):
             nxt = self.next_nonblank(i).strip()
             if "==" in s or _PIP_LIKE.match(nxt):
                 self.start(i, "pip_list")
-            return
-        if self.idle() and re.match(r"^GPU\[\d+\]\s*:", s):
+        elif self.idle() and re.match(r"^GPU\[\d+\]\s*:", s):
             self.start(i, "rocm_smi")
+        else:
+            return False
+        return True
 
-    def packages(self, i: int, s: str) -> bool:
+    def _packages(self, i: int, line: str, s: str, low: str, offset: int) -> bool:
         """``conda list`` and dependency trees (``uv tree``, ``pipdeptree``): a start, or a
         line that continues or ends one. True when the line was taken.
         """
@@ -287,7 +296,6 @@ class _Splitter:
                 return False
             return True
         if kind == "dep_tree" and not self.ended:
-            line = self.lines[i]
             if s and not (TREE_BRANCH.match(line) or _TREE_TOP.match(s)):
                 self.ended = True
                 return False
@@ -302,18 +310,19 @@ class _Splitter:
             return True
         return False
 
-    def try_json(self, i: int, offset: int) -> bool:
+    def _json(self, i: int, line: str, s: str, low: str, offset: int) -> bool:
+        """A JSON document (amd-smi ``--json``, ``conda list --json``, ``pip inspect``)."""
+        if line[:1] not in ("[", "{") or not self.idle():
+            return False
         try:
             data, end = json.JSONDecoder().raw_decode(self.text, offset)
         except (ValueError, RecursionError):
             return False
         blob = json.dumps(data)[:200000].lower()
         kind: DumpKind | None = conda_json_kind(data)
-        if kind is not None:
-            pass
-        elif '"fw_list"' in blob:
+        if kind is None and '"fw_list"' in blob:
             kind = "amd_smi_firmware"
-        elif '"asic"' in blob or '"vram"' in blob or '"vbios"' in blob:
+        elif kind is None and ('"asic"' in blob or '"vram"' in blob or '"vbios"' in blob):
             kind = "amd_smi_static"
         if kind is None:
             return False

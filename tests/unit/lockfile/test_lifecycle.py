@@ -108,7 +108,7 @@ def test_frozen_packages_differ_one_line_each(matrix: Matrix, frozen: Lockfile) 
 
 
 def test_the_python_target_is_part_of_the_packages_layer(matrix: Matrix) -> None:
-    from pinning.lockfile.models import PythonTarget
+    from pinning.lockfile.wheels import PythonTarget
 
     old = lock_of(matrix, "mi300x", "pytorch==2.13.0")
     new = amend(old, python=PythonTarget(version="3.11", platform="x86_64-manylinux_2_28",

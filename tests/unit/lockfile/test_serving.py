@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from pinning.errors import LockfileError
 from pinning.guards.serving import serving_from_flags
 from pinning.lockfile.io import lock_json, read_lock, render, write_lock
-from pinning.lockfile.models import Extension, Lockfile, Serving
+from pinning.lockfile.models import Lockfile
+from pinning.lockfile.serving import Extension, Serving
 from pinning.matrix.load import Matrix
 from pinning.resolve.to_lock import with_serving
 from tests.support.locks import lock_for

@@ -10,12 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pinning.matrix.importers.amd_csv import (
-    COMPONENTS,
-    date_from_filename,
-    import_amd_csv,
-    parse_footnote_texts,
-)
+from pinning.matrix.importers.amd_csv import COMPONENTS, date_from_filename, import_amd_copy
+from pinning.matrix.importers.amd_table import parse_footnote_texts
 from pinning.matrix.load import Matrix, shipped_paths
 from pinning.matrix.names import GPU_SERIES
 
@@ -29,8 +25,8 @@ def test_every_imported_library_cell_is_exact(path: Path) -> None:
     day = date_from_filename(path)
     assert day is not None
     page = SRC / path.name.replace("historical", "matrix").replace(".csv", ".rst")
-    releases = {r.version: r for r in import_amd_csv(
-        path.read_text(), published=day, footnotes=parse_footnote_texts(page.read_text()))}
+    releases = {r.version: r for r in import_amd_copy(
+        path.read_text(), published=day, footnotes=parse_footnote_texts(page.read_text())).releases}
     rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
     headers = [h.strip() for h in rows[0]]
     seen = 0
@@ -67,8 +63,6 @@ def test_gpu_mi350_resolves_to_the_whole_series(matrix: Matrix) -> None:
 
 def _copy(date: str) -> object:
     import datetime as dt
-
-    from pinning.matrix.importers.amd_csv import import_amd_copy, parse_footnote_texts
 
     csv_text = (SRC / f"rocm-compat-historical-{date}.csv").read_text()
     page = (SRC / f"rocm-compat-matrix-{date}.rst").read_text()

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from pinning.errors import MatrixError
-from pinning.matrix.importers.amd_csv import (
+from pinning.matrix.importers.amd_csv import import_amd_copy
+from pinning.matrix.importers.amd_table import (
     MAX_CELL_CHARS,
     clean_label,
-    import_amd_csv,
     parse_footnote_texts,
     parse_os_cell,
     split_footnotes,
@@ -91,7 +91,7 @@ def test_huge_cell_is_refused_naming_line_and_column(tmp_path: Path) -> None:
     cells[2] = "x" * (MAX_CELL_CHARS + 1)
     lines[3] = ",".join(cells)
     with pytest.raises(MatrixError, match=r"x\.csv, line 4, column 3: a cell of 4097"):
-        import_amd_csv("".join(lines), published=DAY, name="x.csv")
+        import_amd_copy("".join(lines), published=DAY, name="x.csv")
 
 
 def test_bad_date_in_the_file_name_is_a_usage_error(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ the patterns give on ordinary cells."""
 
 from __future__ import annotations
 
-from pinning.matrix.importers.amd_csv import clean_label, parse_footnote_texts, split_footnotes
+from pinning.matrix.importers.amd_table import clean_label, parse_footnote_texts, split_footnotes
 
 
 def test_a_first_cell_of_many_unclosed_footnote_starts_is_kept_as_text() -> None:

@@ -7,15 +7,12 @@ import datetime as dt
 import pytest
 
 from pinning.errors import MatrixError
-from pinning.matrix.importers.amd_csv import (
-    clean_label,
-    import_amd_csv,
-    parse_os_cell,
-    split_footnotes,
-)
+from pinning.matrix.dump import dump_matrix_file
+from pinning.matrix.importers.amd_csv import import_amd_copy
+from pinning.matrix.importers.amd_table import clean_label, parse_os_cell, split_footnotes
 from pinning.matrix.importers.build import amd_matrix_file, pytorch_wheels_file
 from pinning.matrix.importers.release_notes import expand_driver, import_release_notes
-from pinning.matrix.load import dump_matrix_file, load_file
+from pinning.matrix.load import load_file
 from pinning.matrix.models import MatrixFile
 from tests.support.paths import AMD_SOURCES, DATA, ROOT
 
@@ -68,7 +65,7 @@ def test_leading_space_headers_and_all_versions_imported() -> None:
     versions = [r.version for r in _newest().releases]
     assert "6.1.5" in versions and "6.0.0" in versions
     assert len(versions) == 24  # 23 columns, one of them combined
-    assert [r.version for r in import_amd_csv(OLD_CSV.read_text(), published=dt.date(2025, 3, 21))][:2] == ["6.3.3", "6.3.2"]
+    assert [r.version for r in import_amd_copy(OLD_CSV.read_text(), published=dt.date(2025, 3, 21)).releases][:2] == ["6.3.3", "6.3.2"]
 
 
 def test_continuation_rows_collect_os_and_targets() -> None:
@@ -99,7 +96,7 @@ def test_footnote_markers_are_stripped_and_kept_as_notes() -> None:
 
 
 def test_renamed_driver_rows_all_fill_kmd() -> None:
-    old = {r.version: r for r in import_amd_csv(OLD_CSV.read_text(), published=dt.date(2025, 3, 21))}
+    old = {r.version: r for r in import_amd_copy(OLD_CSV.read_text(), published=dt.date(2025, 3, 21)).releases}
     # "Tested user space versions": the user space tested with 6.3.3's KFD, not its drivers.
     assert old["6.3.3"].kmd is None and "tested" in old["6.3.3"].unknown["kmd"]
     assert old["6.3.3"].tested_user_space == ["6.3.x", "6.2.x", "6.1.x"]
@@ -108,7 +105,7 @@ def test_renamed_driver_rows_all_fill_kmd() -> None:
 
 
 def test_footnoted_os_in_older_copy() -> None:
-    old = {r.version: r for r in import_amd_csv(OLD_CSV.read_text(), published=dt.date(2025, 3, 21))}
+    old = {r.version: r for r in import_amd_copy(OLD_CSV.read_text(), published=dt.date(2025, 3, 21)).releases}
     assert old["6.3.3"].os is not None
     assert "ol-8.10" in old["6.3.3"].os and "azurelinux-3.0" in old["6.3.3"].os
     assert any("mi300x" in n for n in old["6.3.3"].notes)
@@ -139,7 +136,7 @@ def test_labels_and_footnotes() -> None:
 
 def test_bad_header_is_a_matrix_error() -> None:
     with pytest.raises(MatrixError, match="line 1"):
-        import_amd_csv("Version,1\n", published=dt.date(2026, 1, 1), name="x.csv")
+        import_amd_copy("Version,1\n", published=dt.date(2026, 1, 1), name="x.csv")
 
 
 def test_release_notes_rowspans_and_expansions() -> None:

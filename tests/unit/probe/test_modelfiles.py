@@ -13,15 +13,10 @@ from pathlib import Path
 import pytest
 
 from pinning.lockfile.models import model_content_hash
-from pinning.probe import modelfiles
-from pinning.probe.modelfiles import (
-    Hasher,
-    ModelProblem,
-    NotRegularFile,
-    default_cache_file,
-    read_hub_model,
-    read_model_dir,
-)
+from pinning.probe import digestcache, modelfiles
+from pinning.probe.hasher import Hasher, NotRegularFile, default_cache_file
+from pinning.probe.hubcache import read_hub_model
+from pinning.probe.modelfiles import ModelProblem, read_model_dir
 from tests.support.hfcache import blob_of, git_blob_id, gt_model_dir, make_hub_cache
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -334,7 +329,7 @@ def test_hostile_entries_are_skipped_one_by_one(tmp_path: Path) -> None:
 
 def test_the_cache_is_bounded_oldest_dropped(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(modelfiles, "MAX_CACHE_ENTRIES", 2)
+    monkeypatch.setattr(digestcache, "MAX_CACHE_ENTRIES", 2)
     store = tmp_path / "digests.json"
     paths = []
     for i in range(3):

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from pinning.errors import ProbeError
 from pinning.probe.gpus import gfx_from_target_version
-from pinning.probe.host import parse_os_release, probe_host, probe_model
+from pinning.probe.host import parse_os_release, probe_host
+from pinning.probe.hostmodel import probe_model
 from pinning.probe.models import snapshot_hash
 from pinning.probe.snapshot import read_snapshot, snapshot_text, write_snapshot
 from pinning.util.proc import NoRunner, ReplayRunner, SystemRunner

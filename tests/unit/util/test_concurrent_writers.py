@@ -18,14 +18,8 @@ import pytest
 
 from pinning.errors import LockfileError
 from pinning.lockfile.io import read_lock, read_lock_bytes, write_lock
-from pinning.util.files import (
-    TargetChanged,
-    WriteConflict,
-    atomic_write_bytes,
-    lock_path_of,
-    remove_orphans,
-    target_lock,
-)
+from pinning.util.files import TargetChanged, atomic_write_bytes
+from pinning.util.locks import WriteConflict, lock_path_of, remove_orphans, target_lock
 from tests.support.cli import pin
 from tests.support.hosts import MI300X
 from tests.support.paths import ROOT
@@ -148,7 +142,7 @@ def test_many_writers_one_target_is_always_one_whole_result(tmp_path: Path) -> N
 COUNTER = """
     import sys
     from pathlib import Path
-    from pinning.util.files import target_lock
+    from pinning.util.locks import target_lock
 
     target, times = Path(sys.argv[1]), int(sys.argv[2])
     for _ in range(times):
@@ -174,7 +168,7 @@ def test_target_lock_excludes_other_processes(tmp_path: Path) -> None:
 HOLDER = """
     import sys
     from pathlib import Path
-    from pinning.util.files import target_lock
+    from pinning.util.locks import target_lock
 
     with target_lock(Path(sys.argv[1])):
         print("locked", flush=True)

@@ -132,7 +132,7 @@ _OWN_PARSE = {
     "pinning/util/jsonread.py": "the bounded parse itself",
     "pinning/accept/harness/import_probe.py": "runs in the environment under test: stdlib only",
     "pinning/guards/inbuild.py": "runs inside the image build: stdlib only",
-    "pinning/probe/modelfiles.py": "pin's own hash cache; any failure is an empty cache",
+    "pinning/probe/digestcache.py": "pin's own hash cache; any failure is an empty cache",
     "pinning/probe/formats/split.py": "raw_decode: a JSON prefix in a pasted dump; any failure "
                                       "(ValueError, RecursionError) is no JSON there",
     "pinning/probe/formats/packages.py": "raw_decode, as split.py; FormatError on any failure",

@@ -14,8 +14,10 @@ import pytest
 
 from pinning.errors import DriftError
 from pinning.lockfile.models import Model
-from pinning.probe.host import probe_model
-from pinning.probe.modelfiles import Hasher, read_hub_model, read_model_dir
+from pinning.probe.hasher import Hasher
+from pinning.probe.hostmodel import probe_model
+from pinning.probe.hubcache import read_hub_model
+from pinning.probe.modelfiles import read_model_dir
 from pinning.probe.root import HostRoot
 from pinning.util import digests
 from pinning.util.digests import file_identity, stable_file_digests
