@@ -1,48 +1,47 @@
 """The Slurm checks: probe the node (bounded), verify it against the lock(s) the job or the
-site names, and drain or resume it through scontrol (:class:`~pinning.fleet.slurm.Node`);
-the node-features helper's answer. The Slurm facts and the drain policy are in
-:mod:`pinning.fleet.slurm`'s docstring.
+site names (:mod:`pinning.fleet.slurm_locks`), and drain or resume it through scontrol
+(:class:`~pinning.fleet.slurm.Node`); the node-features helper's answer. The Slurm facts and
+the drain policy are in :mod:`pinning.fleet.slurm`'s docstring.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pinning.errors import LockfileError, PinError
+from pinning.errors import PinError
 from pinning.fleet.slurm import (
-    FEATURE_PREFIX,
     Action,
     Deadline,
     Node,
     NodeStateUnknown,
     SlurmCommandError,
     bounded,
-    drift_reason,
     error_reason,
-    lock_feature,
     node_name,
-    pin_features,
+)
+from pinning.fleet.slurm_locks import (
+    ProbeFn,
+    Verdict,
+    index_locks,
+    node_drift,
+    read_locks,
+    select_locks,
+    target_features,
+    verify_any,
 )
 from pinning.util.models import Strict
 
 if TYPE_CHECKING:
     from pinning.fleet.config import FleetConfig, ReportConfig, SlurmConfig
-    from pinning.guards.view import Finding
     from pinning.lockfile.models import Lockfile, Model
     from pinning.matrix.load import Matrix
     from pinning.probe.models import HostFacts
     from pinning.util.proc import Runner
-    from pinning.verify.report import VerifyReport
 
-__all__ = ["Check", "Outcome", "ProbeFn", "Selection", "Verdict", "index_locks", "node_drift",
-           "node_features", "probe_node", "run_check", "select_locks", "setup_failed",
-           "target_features", "verify_any"]
+__all__ = ["Check", "Outcome", "node_features", "probe_node", "run_check", "setup_failed"]
 
-#: Probe the node: ``(lock path or None, the lock's model or None) -> HostFacts``.
-ProbeFn = Callable[["Path | None", "Model | None"], "HostFacts"]
 Check = Literal["prolog", "healthcheck"]
 
 
@@ -79,80 +78,6 @@ class Outcome(Strict):
     service: str | None = None
 
 
-def index_locks(folder: Path) -> dict[str, Path]:
-    """Map ``pin_<digest12>`` to each ``*.lock`` in ``folder`` (sorted by name; copies of one
-    lock keep the first file). Raises :class:`~pinning.errors.LockfileError` (exit 5) for an
-    unreadable folder or lock, or two different locks sharing a feature.
-    """
-    from pinning.lockfile.io import read_lock
-
-    try:
-        files = sorted(p for p in folder.iterdir() if p.suffix == ".lock" and p.is_file())
-    except OSError as exc:
-        raise LockfileError(f"Locks folder {folder}: cannot be read ({exc.strerror or exc}).",
-                            hint="Set [fleet] locks to the folder of this node's *.lock "
-                                 "files.") from exc
-    found: dict[str, tuple[Path, str]] = {}
-    for path in files:
-        h = read_lock(path).content_hash
-        feat = lock_feature(h)
-        if feat in found and found[feat][1] != h:
-            raise LockfileError(f"Locks {found[feat][0]} and {path} share the feature {feat}.",
-                                hint="Keep one of them in the folder.")
-        found.setdefault(feat, (path, h))
-    return {feat: path for feat, (path, _) in found.items()}
-
-
-class Selection(Strict):
-    """Which locks a check uses and why: ``source`` ``job`` (the job's ``pin_`` features this
-    node has locks for, ``features``), ``default`` (``[fleet] default-lock``) or ``none``
-    (nothing to check). ``ignored``: the job's ``pin_`` features this node has no lock for;
-    ``note``: a line saying so and what is checked instead (for stderr), else ``None``.
-    """
-
-    source: Literal["job", "default", "none"]
-    features: tuple[str, ...] = ()
-    locks: tuple[Path, ...] = ()
-    ignored: tuple[str, ...] = ()
-    note: str | None = None
-
-
-def select_locks(constraints: str, fleet: FleetConfig,
-                 index: Callable[[Path], Mapping[str, Path]] | None = None) -> Selection:
-    """The locks for a job whose constraint expression is ``constraints``.
-
-    The job's ``pin_`` features pick among this node's locks, those in ``[fleet] locks``
-    (read by ``index``, default :func:`index_locks`, only when the job names one); several
-    (``pin_a|pin_b``) are all checked and the node passes when it matches one. Features
-    this node has no lock for are ignored (``ignored``, ``note``): any user can write any
-    feature into a job's constraint, and a prolog that fails drains the node (Slurm's
-    scheduler itself places ``-C pin_X`` jobs only on nodes offering ``pin_X``).
-    When the job names no feature this node knows: ``[fleet] default-lock``, the lock every
-    node reading this configuration must match; without that, nothing. Raises
-    :class:`~pinning.errors.LockfileError` (exit 5) when the locks folder or a lock in it
-    cannot be read.
-    """
-    asked = pin_features(constraints)
-    known = (index or index_locks)(fleet.locks) if asked and fleet.locks is not None else {}
-    have = tuple(f for f in asked if f in known)
-    ignored = tuple(f for f in asked if f not in known)
-    if have:
-        sel = Selection(source="job", features=have, locks=tuple(known[f] for f in have))
-    elif fleet.default_lock is not None:
-        sel = Selection(source="default", locks=(fleet.default_lock,))
-    else:
-        sel = Selection(source="none")
-    if not ignored:
-        return sel
-    where = (f"not in [fleet] locks, {fleet.locks}" if fleet.locks is not None
-             else "[fleet] locks is not set")
-    instead = {"job": ", ".join(have), "default": f"[fleet] default-lock {fleet.default_lock}",
-               "none": "nothing ([fleet] default-lock is not set)"}[sel.source]
-    note = (f"the job names {', '.join(ignored)}, which this node has no lock for ({where}); "
-            f"checking {instead} instead")
-    return sel.model_copy(update={"ignored": ignored, "note": note})
-
-
 def probe_node(fleet: FleetConfig, matrix: Matrix) -> ProbeFn:
     """The probe of ``[fleet] root`` (live at ``/``; a recorded tree answered by ``[fleet]
     replay``), reading ``[fleet] site-packages`` and, given a lock's model, its files (digests
@@ -184,7 +109,7 @@ def probe_node(fleet: FleetConfig, matrix: Matrix) -> ProbeFn:
             runner = NoRunner()
         hasher = None
         if model is not None:
-            from pinning.probe.modelfiles import Hasher, default_cache_file
+            from pinning.probe.hasher import Hasher, default_cache_file
 
             hasher = Hasher(default_cache_file())
 
@@ -197,64 +122,6 @@ def probe_node(fleet: FleetConfig, matrix: Matrix) -> ProbeFn:
                           lock_path=str(lock_path) if lock_path else None,
                           replay=str(fleet.replay) if fleet.replay else None, identify=identify)
     return probe
-
-
-def _read(paths: Sequence[Path]) -> list[tuple[Path, Lockfile]]:
-    from pinning.lockfile.io import read_lock
-
-    return [(p, read_lock(p)) for p in paths]
-
-
-class Verdict(Strict):
-    """What :func:`verify_any` found: ``matched`` (the first lock the node matches, else
-    ``None``), ``feature`` (that lock's ``pin_<digest12>``, else the first lock's) and
-    ``reason`` (the first lock's drift reason when none matched); ``lock_hash`` (that
-    lock's content hash) and ``snapshot`` (the probed facts as ``pin probe -o`` writes them)
-    for a report to a pin service.
-    """
-
-    matched: Path | None = None
-    feature: str
-    reason: str | None = None
-    lock_hash: str | None = None
-    snapshot: bytes | None = None
-
-
-def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, host: str,
-               probing: Callable[[], None] | None = None) -> Verdict:
-    """Read the locks in ``paths``, probe once (``probing()`` is called just before) and
-    verify against each lock; drift as :func:`node_drift` counts it, the reason as
-    :func:`~pinning.fleet.slurm.drift_reason` writes it. Not bounded: the caller runs it
-    under :func:`~pinning.fleet.slurm.bounded`. Raises :class:`~pinning.errors.LockfileError`
-    (5) for a bad lock and :class:`~pinning.errors.ProbeError` (7) for a failed probe.
-    """
-    from pinning.probe.snapshot import snapshot_text
-    from pinning.verify.report import verify
-
-    locks = _read(paths)
-    first_path, first = locks[0]
-    if probing is not None:
-        probing()
-    facts = probe(first_path, first.model)
-    snapshot = snapshot_text(facts).encode()
-    reasons: list[str] = []
-    for path, lock in locks:
-        feature = lock_feature(lock.content_hash)
-        drift = node_drift(verify(lock, facts, matrix, lock_name=str(path), host_name=host))
-        if not drift:
-            return Verdict(matched=path, feature=feature, lock_hash=lock.content_hash,
-                           snapshot=snapshot)
-        reasons.append(drift_reason(feature, drift))
-    return Verdict(feature=lock_feature(first.content_hash), reason=reasons[0],
-                   lock_hash=first.content_hash, snapshot=snapshot)
-
-
-def node_drift(report: VerifyReport) -> list[Finding]:
-    """The report's drift that belongs to the node: all of it but behaviour variables
-    (``environment.*``). Those are the job's (``sbatch --export``, its script); the prolog
-    and health check run in an environment slurmd builds, not the job's. Pure.
-    """
-    return [f for f in report.drift if not f.fact.startswith("environment.")]
 
 
 def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
@@ -405,21 +272,6 @@ def setup_failed(check: Check, slurm: SlurmConfig, environ: Mapping[str, str], e
                 drain=check == "healthcheck" or slurm.drain_in_prolog)
 
 
-def target_features(facts: HostFacts) -> list[str]:
-    """``pin_gfx942`` / ``pin_sm90`` for the GPUs' gfx targets and compute capabilities as
-    probed (values of another shape are left out), sorted. Pure.
-    """
-    out: set[str] = set()
-    for gpu in facts.gpus:
-        gfx = gpu.gfx_target.value if gpu.gfx_target else None
-        if gfx and re.fullmatch(r"gfx[0-9a-f]{3,5}", gfx):
-            out.add(FEATURE_PREFIX + gfx)
-        cc = gpu.compute_capability.value if gpu.compute_capability else None
-        if cc and re.fullmatch(r"[0-9]{1,2}\.[0-9]{1,2}", cc):
-            out.add(FEATURE_PREFIX + "sm" + cc.replace(".", ""))
-    return sorted(out)
-
-
 def node_features(fleet: FleetConfig, *, probe: ProbeFn, matrix: Matrix,
                   index: Callable[[Path], Mapping[str, Path]] = index_locks
                   ) -> dict[str, Path | None]:
@@ -435,7 +287,7 @@ def node_features(fleet: FleetConfig, *, probe: ProbeFn, matrix: Matrix,
 
     def work() -> tuple[list[tuple[str, Path, Lockfile]], HostFacts]:
         known = index(fleet.locks) if fleet.locks is not None else {}
-        locks = [(f, p, lock) for f, (p, lock) in zip(known, _read(list(known.values())),
+        locks = [(f, p, lock) for f, (p, lock) in zip(known, read_locks(list(known.values())),
                                                       strict=True)]
         step[0] = "probe"
         return sorted(locks, key=lambda t: t[0]), probe(None, None)

@@ -5,7 +5,7 @@ implementation and custom extensions, then test the exact combination you plan t
 This module parses the ``pin resolve`` flags that set them (:func:`parse_quantization`,
 :func:`parse_attention`, :func:`parse_extension`), reads the extensions a host shows
 (:func:`host_extensions`, for ``pin freeze``) and adds a lock's choices to a
-:class:`~pinning.guards.engine.GuardContext` (:func:`with_lock_serving`), so the Marlin and
+:class:`~pinning.guards.conditions.GuardContext` (:func:`with_lock_serving`), so the Marlin and
 FlashAttention rules judge them instead of being skipped.
 """
 
@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from pinning.errors import UsageError
-from pinning.guards.engine import GuardContext
+from pinning.guards.conditions import GuardContext
 from pinning.guards.view import ExtensionView, PackageView
-from pinning.lockfile.models import TARGET_PATTERN, Extension, Lockfile, Serving
+from pinning.lockfile.models import Lockfile
+from pinning.lockfile.serving import TARGET_PATTERN, Extension, Serving
 from pinning.util.versions import normalize_name
 
 if TYPE_CHECKING:

@@ -171,12 +171,6 @@ class ServiceClient:
             raise self._bad_answer("POST", "/locks", "no content_hash in the answer")
         return answer
 
-    def push_lock(self, data: bytes) -> str:
-        """Store a lock (exact TOML bytes); its content hash ``sha256:<64 hex>`` as the
-        service computed it.
-        """
-        return str(self.upload_lock(data)["content_hash"])
-
     def pull_lock(self, ref: str) -> bytes:
         """``GET /api/v1/locks/{ref}``: the stored lock's exact bytes; ``ref`` is
         ``sha256:<64 hex>`` or a unique prefix of at least 12 hex digits. The caller checks

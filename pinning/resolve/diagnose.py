@@ -11,10 +11,8 @@ from packaging.specifiers import SpecifierSet
 
 from pinning.errors import NoValidatedCombination
 from pinning.matrix.load import Matrix
-from pinning.matrix.models import (
-    GpuIdentity,
-    Provenance,
-)
+from pinning.matrix.models import GpuIdentity
+from pinning.matrix.provenance import Provenance
 from pinning.resolve.candidates import entry_blocked
 from pinning.resolve.constraints import Constraints, FrameworkRequest, close_os
 from pinning.resolve.result import Considered, Resolution

@@ -7,7 +7,8 @@ A refusal stops the resolve (nothing written); a ``set-env`` remedy is recorded 
 from __future__ import annotations
 
 from pinning.errors import GuardRefused
-from pinning.guards.engine import GuardContext, load_rules, run_rules
+from pinning.guards.conditions import GuardContext
+from pinning.guards.engine import load_rules, run_rules
 from pinning.guards.models import Rule
 from pinning.guards.serving import with_lock_serving
 from pinning.guards.view import EnvView, GpuView, PackageView

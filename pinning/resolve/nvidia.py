@@ -9,7 +9,8 @@ import datetime as dt
 from packaging.version import Version
 
 from pinning.matrix.load import LoadedFile, Matrix
-from pinning.matrix.models import CudaToolkit, DriverRule, GpuIdentity, Provenance, WheelVariant
+from pinning.matrix.models import CudaToolkit, DriverRule, GpuIdentity, WheelVariant
+from pinning.matrix.provenance import Provenance
 from pinning.resolve.constraints import Constraints, FrameworkRequest
 from pinning.resolve.result import ChosenFramework, Considered, NoCandidate, Resolution
 from pinning.util.versions import match_entry, pep440, sort_key
@@ -31,57 +32,23 @@ def resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
     considered: list[Considered] = []
     valid: list[tuple[Rank, str, list[ChosenFramework], list[WheelVariant]]] = []
     for cuda in versions:
-        reasons: list[str] = []
-        fws: list[ChosenFramework] = []
-        wheels: list[WheelVariant] = []
-        for req in c.frameworks:
-            picked, why = _best_wheel(matrix, c, req, cuda, target)
-            if picked is None:
-                reasons.append(why)
-                continue
-            w, locked = picked
-            wheels.append(w)
-            fws.append(ChosenFramework(
-                name=req.name, request=req.raw, version=locked,
-                series=locked == w.series, allowed=[w.series], status=w.status,
-                variant=w.tag, published_variants=sorted(
-                    {x.tag for x, _ in matrix.wheels(req.name, as_of=c.as_of)
-                     if x.series == w.series and x.accelerator == "cuda"}),
-            ))
-        ok = not reasons
-        date = max((w.date for w in wheels), default=dt.date.min)
-        src = wheels[0].source if wheels else "upstream wheel variants"
-        considered.append(Considered(ref=f"pytorch-wheels:cuda-{cuda}", runtime="cuda",
-                                     version=cuda, source=src, date=date, valid=ok,
-                                     reasons=reasons, frameworks=fws))
-        if ok:
+        entry, wheels = _judge_cuda(matrix, c, cuda, target)
+        considered.append(entry)
+        if entry.valid:
             stable = all(w.status == "stable" for w in wheels)
-            rank = (tuple(pep440(f.version or "0") or Version("0") for f in fws), stable,
-                    sort_key(cuda))
-            valid.append((rank, cuda, fws, wheels))
+            rank = (tuple(pep440(f.version or "0") or Version("0") for f in entry.frameworks),
+                    stable, sort_key(cuda))
+            valid.append((rank, cuda, entry.frameworks, wheels))
     if not valid:
         raise NoCandidate(considered)
-    valid.sort(key=lambda t: t[0], reverse=True)
-    _, cuda, fws, wheels = valid[0]
+    _, cuda, fws, wheels = max(valid, key=lambda t: t[0])
+    lower = "valid, ranked lower (older framework, experimental or older CUDA)"
     for entry in considered:
-        if entry.version == cuda:
-            entry.verdict = "chosen"
-        elif entry.valid:
-            entry.verdict = "valid, ranked lower (older framework, experimental or older CUDA)"
-        else:
-            entry.verdict = "rejected"
+        entry.verdict = "chosen" if entry.version == cuda else lower if entry.valid else "rejected"
     build = next((w.build for w in wheels if w.build), None) or cuda
     rule = _driver_rule(matrix, build)
-    driver_constraint = None
-    driver_ref = None
-    if rule is not None:
-        driver_constraint = f">={rule[0].min_driver}"
-        if rule[0].max_driver_below:
-            driver_constraint += f",<{rule[0].max_driver_below}"
-        driver_ref = f"{rule[1].name}:cuda-{rule[0].cuda_major}.x"
     tk_hit = _toolkit(matrix, c, build)
     toolkit = tk_hit[0] if tk_hit else None
-    notes = _notes(c, wheels, toolkit)
     return Resolution(
         constraints=c, vendor="nvidia", gpu=gpu, gpu_candidates=gpus, target=target,
         runtime="cuda", runtime_version=build, release=None, wheels=wheels, frameworks=fws,
@@ -91,11 +58,47 @@ def resolve_nvidia(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
         kmd_allowed=None, kmd_unknown=None, kmd_ref=None, firmware=[],
         firmware_unknown="the matrix holds no NVIDIA VBIOS/firmware requirements; freeze the "
         "VBIOS from the trial host",
-        driver_constraint=driver_constraint, driver_ref=driver_ref,
-        toolkit_driver=toolkit.bundled_driver if toolkit else None, notes=notes,
-        driver_rule=rule[0] if rule else None, toolkit=toolkit,
+        driver_constraint=_driver_constraint(rule[0]) if rule else None,
+        driver_ref=f"{rule[1].name}:cuda-{rule[0].cuda_major}.x" if rule else None,
+        toolkit_driver=toolkit.bundled_driver if toolkit else None,
+        notes=_notes(c, wheels, toolkit), driver_rule=rule[0] if rule else None, toolkit=toolkit,
         toolkit_ref=f"{tk_hit[1].name}:cuda-{tk_hit[0].version}" if tk_hit else None,
     )
+
+
+def _judge_cuda(matrix: Matrix, c: Constraints, cuda: str, target: str
+                ) -> tuple[Considered, list[WheelVariant]]:
+    """CUDA release ``cuda`` as a candidate: each requested framework's best wheel variant
+    for ``target`` (:func:`_best_wheel`), or why there is none; valid when all have one.
+    """
+    reasons: list[str] = []
+    fws: list[ChosenFramework] = []
+    wheels: list[WheelVariant] = []
+    for req in c.frameworks:
+        picked, why = _best_wheel(matrix, c, req, cuda, target)
+        if picked is None:
+            reasons.append(why)
+            continue
+        w, locked = picked
+        wheels.append(w)
+        fws.append(ChosenFramework(
+            name=req.name, request=req.raw, version=locked,
+            series=locked == w.series, allowed=[w.series], status=w.status,
+            variant=w.tag, published_variants=sorted(
+                {x.tag for x, _ in matrix.wheels(req.name, as_of=c.as_of)
+                 if x.series == w.series and x.accelerator == "cuda"}),
+        ))
+    date = max((w.date for w in wheels), default=dt.date.min)
+    src = wheels[0].source if wheels else "upstream wheel variants"
+    return Considered(ref=f"pytorch-wheels:cuda-{cuda}", runtime="cuda", version=cuda,
+                      source=src, date=date, valid=not reasons, reasons=reasons,
+                      frameworks=fws), wheels
+
+
+def _driver_constraint(rule: DriverRule) -> str:
+    """The driver range of a rule as a specifier: ``>=MIN`` (``,<BELOW`` when capped)."""
+    below = f",<{rule.max_driver_below}" if rule.max_driver_below else ""
+    return f">={rule.min_driver}{below}"
 
 
 def _notes(c: Constraints, wheels: list[WheelVariant], toolkit: CudaToolkit | None

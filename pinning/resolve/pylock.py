@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pinning.errors import UsageError
-from pinning.lockfile.models import Wheel
+from pinning.lockfile.wheels import Wheel
 from pinning.util.text import printable, redact
 
 if TYPE_CHECKING:
     from packaging.tags import Tag
 
-__all__ = ["choose_wheels", "redact", "target_tags"]
+__all__ = ["choose_wheels", "target_tags"]
 
 
 def _platforms(platform: str) -> list[str]:
@@ -111,6 +111,49 @@ def _sha256(wheel: Mapping[str, Any], where: str) -> str:
     return value
 
 
+def _best(pkg: Mapping[str, Any], i: int, rank: Mapping[Tag, int]
+          ) -> tuple[tuple[Mapping[str, Any], str, str] | None, list[str]]:
+    """Of ``packages[i]``'s wheels, the one whose best tag ranks first in ``rank`` as
+    ``(wheel, file name, where)`` (``None``: no wheel for the target), and every wheel's
+    file name.
+    """
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    best: tuple[int, Mapping[str, Any], str, str] | None = None
+    names: list[str] = []
+    for j, entry in enumerate(_array(pkg.get("wheels"), f"packages[{i}].wheels")):
+        where = f"packages[{i}].wheels[{j}]"
+        wheel = _table(entry, where)
+        filename = _filename(wheel, where)
+        names.append(filename)
+        try:
+            score = min((rank[t] for t in parse_wheel_filename(filename)[3] if t in rank),
+                        default=None)
+        except InvalidWheelFilename:
+            score = None
+        if score is not None and (best is None or score < best[0]):
+            best = (score, wheel, filename, where)
+    return (best[1:] if best else None), names
+
+
+def _locked(pkg: Mapping[str, Any], label: str, wheel: Mapping[str, Any], filename: str,
+            where: str) -> Wheel:
+    """The lock's :class:`~pinning.lockfile.models.Wheel` for the chosen ``wheel`` of
+    ``pkg``; :class:`UsageError` when the lock model refuses it.
+    """
+    from pydantic import ValidationError
+
+    sha256 = _sha256(wheel, where)
+    try:
+        return Wheel(name=pkg["name"], version=pkg["version"], filename=filename, sha256=sha256,
+                     url=redact(str(wheel.get("url"))), size=wheel.get("size"))
+    except (ValidationError, KeyError, ValueError) as exc:
+        raise UsageError(f"{label}: uv's pylock entry for {printable(filename)} ({where}) "
+                         f"cannot be locked ({printable(str(exc), newlines=False)[:300]}).",
+                         hint="pin records https wheel URLs (http only from a loopback host) "
+                              "with a sha256.") from None
+
+
 def choose_wheels(pylock: str, tags: Sequence[Tag]) -> tuple[Wheel, ...]:
     """One :class:`~pinning.lockfile.models.Wheel` per package of uv's ``pylock`` text: the
     wheel whose best tag comes first in ``tags`` (:func:`target_tags`), with its URL
@@ -123,54 +166,26 @@ def choose_wheels(pylock: str, tags: Sequence[Tag]) -> tuple[Wheel, ...]:
     """
     import tomllib
 
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-    from pydantic import ValidationError
-
     try:
         doc = tomllib.loads(pylock)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"uv printed a pylock.toml pin cannot read ({exc}).") from None
-    packages = _array(doc.get("packages"), "packages")
     rank = {t: i for i, t in enumerate(tags)}
     out: list[Wheel] = []
     no_wheel: list[str] = []
     off_target: list[str] = []
-    for i, entry in enumerate(packages):
+    for i, entry in enumerate(_array(doc.get("packages"), "packages")):
         pkg = _table(entry, f"packages[{i}]")
         label = printable(f"{pkg.get('name')}=={pkg.get('version')}", newlines=False)
-        wheels = [(_table(w, f"packages[{i}].wheels[{j}]"), f"packages[{i}].wheels[{j}]")
-                  for j, w in enumerate(_array(pkg.get("wheels"), f"packages[{i}].wheels"))]
-        best: tuple[int, Mapping[str, Any], str, str] | None = None
-        names: list[str] = []
-        for wheel, where in wheels:
-            filename = _filename(wheel, where)
-            names.append(filename)
-            try:
-                score = min((rank[t] for t in parse_wheel_filename(filename)[3] if t in rank),
-                            default=None)
-            except InvalidWheelFilename:
-                score = None
-            if score is not None and (best is None or score < best[0]):
-                best = (score, wheel, filename, where)
-        if not wheels:
+        best, names = _best(pkg, i, rank)
+        if not names:
             kind = next((k for k in ("sdist", "vcs", "directory", "archive") if k in pkg),
                         "no file")
             no_wheel.append(f"{label} ({kind})")
         elif best is None:
             off_target.append(f"{label} ({printable(', '.join(names), newlines=False)})")
         else:
-            _, wheel, filename, where = best
-            sha256 = _sha256(wheel, where)
-            try:
-                out.append(Wheel(name=pkg["name"], version=pkg["version"], filename=filename,
-                                 sha256=sha256, url=redact(str(wheel.get("url"))),
-                                 size=wheel.get("size")))
-            except (ValidationError, KeyError, ValueError) as exc:
-                raise UsageError(f"{label}: uv's pylock entry for {printable(filename)} "
-                                 f"({where}) cannot be locked "
-                                 f"({printable(str(exc), newlines=False)[:300]}).",
-                                 hint="pin records https wheel URLs (http only from a "
-                                      "loopback host) with a sha256.") from None
+            out.append(_locked(pkg, label, *best))
     if no_wheel:
         raise UsageError(f"No wheel for {', '.join(no_wheel)}: pin builds images with the "
                          "network off from wheels only.",

@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING, Any
 from pinning import __version__
 from pinning.errors import UsageError
 from pinning.lockfile.io import amend, seal
-from pinning.lockfile.models import Extension, Lockfile, Model, Serving, model_content_hash
+from pinning.lockfile.models import Lockfile, Model, model_content_hash
+from pinning.lockfile.serving import Extension, Serving
 from pinning.matrix.importers.release_notes import FIRMWARE_KIND
 from pinning.matrix.load import Matrix
-from pinning.matrix.models import Provenance, WheelVariant
+from pinning.matrix.models import WheelVariant
+from pinning.matrix.provenance import Provenance
 from pinning.resolve.constraints import Constraints
 from pinning.resolve.result import Resolution
 from pinning.util.text import control_chars, printable

@@ -3,9 +3,10 @@
 Each locked fact is compared with what the host shows: an exact value frozen from a trial
 host (``origin = "host"``) must match; a value the matrix allows (``allowed`` /
 ``constraint``) must lie inside it. :class:`Comparer` holds that machinery and the findings;
-the fact groups live in :mod:`pinning.verify.hardware` (GPU, firmware, driver, OS, runtime)
-and :mod:`pinning.verify.software` (frameworks, packages, model, image, environment), and
-:func:`pinning.verify.report.verify` runs them all.
+the fact groups live in :mod:`pinning.verify.hardware` (GPU, firmware, driver, OS,
+runtime), :mod:`pinning.verify.software` (frameworks, packages, image, environment) and
+:mod:`pinning.verify.model` (model revision and files); :func:`pinning.verify.report.verify`
+runs them all.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pinning.util.versions import (
     at_least,
     constraint_bounds,
     constraint_holds,
+    numeric_parts,
     or_later,
 )
 
@@ -128,7 +130,8 @@ class LockPlan:
 class Comparer:
     """Collects findings for one lock and one host: the comparison of one pinned value
     with one reading, and the matrix context of a value. The fact groups
-    (:mod:`pinning.verify.hardware`, :mod:`pinning.verify.software`) build on it.
+    (:mod:`pinning.verify.hardware`, :mod:`pinning.verify.software`,
+    :mod:`pinning.verify.model`) build on it.
     ``plan`` is the lock's :class:`LockPlan` when one is shared across hosts (it must be
     of ``lock``); a new one otherwise.
     """
@@ -259,4 +262,4 @@ def _floor(pinned: Pinned) -> str | None:
     bases = [b for b in bases if re.fullmatch(r"[0-9]+(\.[0-9]+)+", b)]
     if not bases:
         return None
-    return min(bases, key=lambda b: tuple(int(x) for x in b.split(".")))
+    return min(bases, key=numeric_parts)

@@ -24,7 +24,8 @@ from pinning.errors import DriftError
 from pinning.guards.serving import host_extensions
 from pinning.guards.view import Finding
 from pinning.lockfile.io import amend, lock_json
-from pinning.lockfile.models import Extension, Lockfile, Model, Pinned, model_content_hash
+from pinning.lockfile.models import Lockfile, Model, Pinned, model_content_hash
+from pinning.lockfile.serving import Extension
 from pinning.matrix.load import Matrix
 from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS
 from pinning.probe.models import NOT_JUDGED_ENV, GpuFacts, HostFacts, Reading, snapshot_hash

@@ -14,7 +14,8 @@ from pydantic import Field
 
 from pinning.errors import UsageError
 from pinning.guards.checks import run_checks
-from pinning.guards.engine import GuardContext, guard_findings
+from pinning.guards.conditions import GuardContext
+from pinning.guards.engine import guard_findings
 from pinning.guards.serving import with_lock_serving
 from pinning.guards.view import Finding, view_from_facts
 from pinning.lockfile.models import Lockfile
@@ -24,6 +25,7 @@ from pinning.util.envelope import unwrap
 from pinning.util.models import Strict
 from pinning.verify.compare import LockPlan
 from pinning.verify.hardware import HardwareFacts
+from pinning.verify.model import ModelGroup
 from pinning.verify.software import SoftwareFacts
 
 REPORT_VERSION: Literal[1] = 1
@@ -248,5 +250,5 @@ def audit_device_strings(path: Path) -> list[str]:
     return sorted(set(out))
 
 
-class Verifier(HardwareFacts, SoftwareFacts):
+class Verifier(HardwareFacts, SoftwareFacts, ModelGroup):
     """Every fact group over one lock and one host."""

@@ -108,7 +108,7 @@ def test_collect_env_placeholders_are_stated(matrix: Matrix) -> None:
 
 
 def test_text_for_firmware_only_does_not_say_no_gpu(matrix: Matrix) -> None:
-    from pinning.cli.render import doctor_text
+    from pinning.cli.render_host import doctor_text
 
     report = doctor([("d", (DUMPS / "amd-smi-firmware.txt").read_text())], matrix)
     text = doctor_text(report)

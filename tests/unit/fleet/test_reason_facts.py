@@ -14,7 +14,7 @@ import pytest
 from pinning.fleet.batch import FleetVerifier
 from pinning.fleet.reason import other_facts, short_reason
 from pinning.fleet.slurm import drift_reason
-from pinning.fleet.slurm_checks import node_drift
+from pinning.fleet.slurm_locks import node_drift
 from pinning.guards.view import Finding
 from pinning.lockfile.io import render
 from pinning.lockfile.models import Lockfile

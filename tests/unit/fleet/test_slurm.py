@@ -32,15 +32,8 @@ from pinning.fleet.slurm import (
     reason_lock,
     slurm_conf,
 )
-from pinning.fleet.slurm_checks import (
-    Check,
-    Outcome,
-    index_locks,
-    node_features,
-    run_check,
-    select_locks,
-    target_features,
-)
+from pinning.fleet.slurm_checks import Check, Outcome, node_features, run_check
+from pinning.fleet.slurm_locks import index_locks, select_locks, target_features
 from pinning.lockfile.io import read_lock, write_lock
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
@@ -264,7 +257,7 @@ def test_an_error_reason_is_kind_first_short_and_ascii() -> None:
 def test_a_drift_reason_names_the_lock_and_stays_bounded(drifted: HostFacts,
                                                          frozen: Lockfile,
                                                          matrix: Matrix) -> None:
-    from pinning.fleet.slurm_checks import node_drift
+    from pinning.fleet.slurm_locks import node_drift
     from pinning.verify.report import verify
 
     drift = node_drift(verify(frozen, drifted, matrix, lock_name="l", host_name="h"))
@@ -659,7 +652,7 @@ def test_the_whole_run_stays_within_its_deadline(locks: Path, matrix: Matrix) ->
 def test_reading_the_locks_folder_is_inside_the_bound(locks: Path, facts: HostFacts,
                                                       matrix: Matrix,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import pinning.fleet.slurm_checks as checks
+    import pinning.fleet.slurm_locks as locks_module
 
     release = threading.Event()
 
@@ -667,7 +660,7 @@ def test_reading_the_locks_folder_is_inside_the_bound(locks: Path, facts: HostFa
         release.wait(30)
         return {}
 
-    monkeypatch.setattr(checks, "index_locks", slow)
+    monkeypatch.setattr(locks_module, "index_locks", slow)
     rec = Recorder()
     try:
         out, err = _run("prolog", facts, matrix, FleetConfig(locks=locks, timeout_s=0.05), rec,

@@ -10,7 +10,8 @@ from typing import Any, Literal
 import pytest
 
 from pinning.errors import MatrixError
-from pinning.guards.engine import GuardContext, evaluate, load_rules
+from pinning.guards.conditions import GuardContext
+from pinning.guards.engine import evaluate, load_rules
 from pinning.guards.view import EnvView, ExtensionView, GpuView, PackageView
 from pinning.matrix.load import Matrix
 from tests.support.guards import RULES

@@ -18,7 +18,7 @@ def test_jax_plugin_for_rocm_10_is_not_read_as_1x() -> None:
 
 
 def test_doctor_hip_series_uses_its_newest_release(matrix: Matrix) -> None:
-    from pinning.guards.checks import check_gfx_targets
+    from pinning.guards.matrix_checks import check_gfx_targets
     from pinning.guards.view import GpuView
 
     view = EnvView(rocm_version="6.3", gpus=[GpuView(vendor="amd", gfx="gfx1012")])

@@ -13,14 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pinning.errors import MatrixError
-from pinning.guards.engine import (
-    MAX_NAME_CHARS,
-    MAX_PATTERN_CHARS,
-    GuardContext,
-    evaluate,
-    load_rules,
-    pattern_problem,
-)
+from pinning.guards.conditions import GuardContext
+from pinning.guards.engine import evaluate, load_rules
+from pinning.guards.patterns import MAX_NAME_CHARS, MAX_PATTERN_CHARS, pattern_problem
 from pinning.guards.view import EnvView, PackageView
 
 RULE = """schema-version = 1

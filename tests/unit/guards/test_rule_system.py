@@ -9,7 +9,8 @@ import pytest
 
 from pinning.errors import MatrixError
 from pinning.guards.checks import CODED_RULES, run_checks
-from pinning.guards.engine import GuardContext, evaluate, guard_findings, load_rules
+from pinning.guards.conditions import GuardContext
+from pinning.guards.engine import evaluate, guard_findings, load_rules
 from pinning.guards.view import EnvView, GpuView, PackageView
 from pinning.matrix.load import Matrix
 from tests.support.guards import RULES

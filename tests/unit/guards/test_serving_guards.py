@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from pinning.errors import UsageError
-from pinning.guards.engine import GuardContext, evaluate
+from pinning.guards.conditions import GuardContext
+from pinning.guards.engine import evaluate
 from pinning.guards.serving import (
     host_extensions,
     parse_attention,

@@ -184,7 +184,7 @@ def test_locks_go_up_as_toml_bytes_and_come_back_exact(service: FakeService) -> 
 
     raw = (ROOT / "lockfiles" / "h200-pytorch-2.13.0.lock").read_bytes()
     client = ServiceClient(service.url, GOOD)
-    digest = client.push_lock(raw)
+    digest = client.upload_lock(raw)["content_hash"]
     assert service.seen[-1].body == raw
     assert service.seen[-1].headers["content-type"] == "application/toml"
     assert client.upload_lock(raw)["created"] is False
@@ -194,7 +194,7 @@ def test_locks_go_up_as_toml_bytes_and_come_back_exact(service: FakeService) -> 
     with pytest.raises(ServiceError, match="HTTP 404 not-found: No stored lock"):
         client.pull_lock("sha256:" + "0" * 64)
     with pytest.raises(ServiceError, match="HTTP 422 invalid"):
-        client.push_lock(b"not = [a lock")
+        client.upload_lock(b"not = [a lock")
 
 
 def test_a_plain_http_token_to_another_host_is_warned_about_once() -> None:

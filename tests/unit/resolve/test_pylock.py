@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from pinning.errors import UsageError
-from pinning.resolve.pylock import choose_wheels, redact, target_tags
+from pinning.resolve.pylock import choose_wheels, target_tags
+from pinning.util.text import redact
 
 SHA = "ab" * 32
 TAGS = target_tags("3.12", "x86_64-manylinux_2_28")

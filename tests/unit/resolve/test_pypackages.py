@@ -16,22 +16,26 @@ import pytest
 
 from pinning.errors import BuildError, UsageError
 from pinning.lockfile.io import amend, read_lock, write_lock
-from pinning.lockfile.models import Lockfile, PythonTarget
-from pinning.resolve.pylock import choose_wheels, redact, target_tags
+from pinning.lockfile.models import Lockfile
+from pinning.lockfile.wheels import PythonTarget
+from pinning.resolve.pylock import choose_wheels, target_tags
 from pinning.resolve.pypackages import (
     PYPI_SIMPLE,
-    PackagesPlan,
-    clip_message,
-    index_failure,
     lock_packages,
     plan_packages,
     read_requirements_file,
-    run_uv,
-    sdist_only,
-    uv_environment,
-    uv_pylock_command,
     with_packages,
 )
+from pinning.resolve.uvcompile import (
+    PackagesPlan,
+    clip_message,
+    index_failure,
+    run_uv,
+    sdist_only,
+    uv_pylock_command,
+)
+from pinning.util.proc import uv_environment
+from pinning.util.text import redact
 from tests.support.httpserve import serving
 from tests.support.paths import ROOT
 from tests.support.pyindex import serve_index
@@ -176,7 +180,7 @@ def test_bad_input_is_a_usage_error(kwargs: dict[str, Any], needle: str) -> None
 
 
 def test_platform_pattern_matches_the_lock_model() -> None:
-    from pinning.lockfile.models import PYTHON_PLATFORM_PATTERN
+    from pinning.lockfile.wheels import PYTHON_PLATFORM_PATTERN
     from pinning.resolve import pypackages
 
     assert f"^{pypackages._PLATFORM.pattern}$" == PYTHON_PLATFORM_PATTERN

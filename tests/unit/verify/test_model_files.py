@@ -16,8 +16,10 @@ import pytest
 from pinning.errors import DriftError, UsageError
 from pinning.lockfile.models import Lockfile, model_content_hash
 from pinning.matrix.load import Matrix
+from pinning.probe.hasher import Hasher
 from pinning.probe.host import probe_host
-from pinning.probe.modelfiles import Hasher, read_hub_model, read_model_dir
+from pinning.probe.hubcache import read_hub_model
+from pinning.probe.modelfiles import read_model_dir
 from pinning.probe.models import HostFacts
 from pinning.resolve.constraints import parse_model
 from pinning.resolve.to_lock import with_model_files
