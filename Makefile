@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install wheelhouse sdists torchenv vllmenv demo test unit smoke lint bench schemas lockfiles matrix-data audit-data clean
+.PHONY: install wheelhouse sdists torchenv vllmenv demo test unit smoke lint docs bench schemas lockfiles matrix-data audit-data clean
 
 install: $(STAMP)
 
@@ -102,8 +102,14 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# The user's guide (mkdocs.yml, docs/) built into site/; --strict fails on a broken link, a page
+# missing from nav or a command the generated CLI reference cannot load.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 bench: install wheelhouse vllmenv
 	$(BIN)/python bench/bench_resolve.py
+	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_probe.py
 	$(BIN)/python bench/bench_fleet.py
 	$(BIN)/python bench/bench_serve.py
@@ -142,4 +148,4 @@ matrix-data: install
 	$(BIN)/pin matrix import-pytorch tests/data/release-compatibility-matrix.md --checked 2026-11-29 -o pinning/matrix/data/pytorch-wheels.toml
 
 clean:
-	rm -rf $(VENV) pin.lock demo-out $(WHEELHOUSE) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) pin.lock demo-out site $(WHEELHOUSE) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,15 +1,13 @@
 """The ``pin`` command line: parse flags, call the core, render, map ``PinError`` to exit codes.
 
-This module holds the ``main`` group (error handling, ``--debug``, ``--version``) and
-registers the command groups, one module each: :mod:`~pinning.cli.resolve`,
-:mod:`~pinning.cli.matrix`, :mod:`~pinning.cli.lock`, :mod:`~pinning.cli.host` (probe, freeze,
-verify), :mod:`~pinning.cli.doctor`, :mod:`~pinning.cli.image`, :mod:`~pinning.cli.sign`,
-:mod:`~pinning.cli.guard`, :mod:`~pinning.cli.audit`,
-:mod:`~pinning.cli.accept`, :mod:`~pinning.cli.cost` and :mod:`~pinning.cli.report`;
-shared options live in
-:mod:`~pinning.cli.options`, text renderers in :mod:`~pinning.cli.render`. Only the CLI
-package prints or exits. Heavy imports happen inside commands so that ``pin --help`` stays
-fast.
+This module holds the ``main`` group (error handling, ``--debug``, ``--version``, ``--color``)
+and :data:`COMMANDS`, the one table from a command's words to the ``"module:attribute"``
+that defines it: a command module is imported only when its command runs (or for
+``pin --help``), so ``pin resolve`` loads ``cli/resolve.py`` and what it needs
+(:mod:`~pinning.cli.lazy`). Command modules never import each other; what they share lives
+in :mod:`~pinning.cli.options`, :mod:`~pinning.cli.render`, :mod:`~pinning.cli.envelope`,
+:mod:`~pinning.cli.progress` and the other non-command modules. Only the CLI package prints
+or exits.
 """
 
 from __future__ import annotations
@@ -23,10 +21,11 @@ import click
 
 from pinning import __version__
 from pinning.cli.envelope import has_result, remember_args, wants_json, write_envelope
+from pinning.cli.lazy import LazyGroup
 from pinning.errors import InternalError, PinError, UsageError, exit_codes, missing_extra
 from pinning.util.text import printable
 
-__all__ = ["WORKFLOW", "PinGroup", "main"]
+__all__ = ["COMMANDS", "WORKFLOW", "PinGroup", "main"]
 
 
 def _command_path(ctx: click.Context) -> str:
@@ -38,7 +37,7 @@ def _command_path(ctx: click.Context) -> str:
     for arg in sys.argv[1:]:
         if arg.startswith("-"):
             continue
-        sub = cmd.commands.get(arg) if isinstance(cmd, click.Group) else None
+        sub = cmd.get_command(ctx, arg) if isinstance(cmd, click.Group) else None
         if sub is None:
             break
         words.append(arg)
@@ -77,7 +76,53 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-class PinGroup(click.Group):
+#: Every command: its words (``"lock push"`` is ``push`` under ``lock``) -> the
+#: ``"module:attribute"`` defining it, imported on first use. A group listed here is a
+#: :class:`~pinning.cli.lazy.LazyGroup`; its entries one word deeper are its commands.
+COMMANDS: dict[str, str] = {
+    "resolve": "pinning.cli.resolve:resolve",
+    "matrix": "pinning.cli.matrix:matrix",
+    "lock": "pinning.cli.lock:lock",
+    "lock model": "pinning.cli.lockmodel:lock_model",
+    "lock packages": "pinning.cli.lockpackages:lock_packages",
+    "lock push": "pinning.cli.lockremote:lock_push",
+    "lock pull": "pinning.cli.lockremote:lock_pull",
+    "probe": "pinning.cli.probe:probe",
+    "verify": "pinning.cli.verify:verify",
+    "freeze": "pinning.cli.freeze:freeze",
+    "doctor": "pinning.cli.doctor:doctor",
+    "login": "pinning.cli.registry:login",
+    "build": "pinning.cli.image:build",
+    "rebuild": "pinning.cli.image:rebuild",
+    "base": "pinning.cli.base:base",
+    "keygen": "pinning.cli.sign:keygen",
+    "sign": "pinning.cli.sign:sign",
+    "verify-image": "pinning.cli.sign:verify_image",
+    "guard": "pinning.cli.guard:guard",
+    "audit": "pinning.cli.audit:audit",
+    "accept": "pinning.cli.accept:accept",
+    "fleet": "pinning.cli.fleet:fleet",
+    "slurm": "pinning.cli.slurm:slurm",
+    "serve": "pinning.cli.serve:serve",
+    "cost": "pinning.cli.cost:cost",
+    "report": "pinning.cli.report:report",
+    "completion": "pinning.cli.completion:completion",
+}
+
+
+def _prepare(cmd: click.Command) -> None:
+    """What every command gets once loaded: the value completers of ``--gpu`` /
+    ``--framework`` / ``--os`` and the guard that refuses ``-o`` naming an input (exit 2,
+    before any work: :func:`~pinning.cli.options.guard_outputs`).
+    """
+    from pinning.cli.completers import attach_value_completion
+    from pinning.cli.options import guard_outputs
+
+    attach_value_completion(cmd)
+    guard_outputs(cmd)
+
+
+class PinGroup(LazyGroup):
     """Click group that turns ``PinError`` into one paragraph and its exit code, and lists
     its commands grouped by workflow (:data:`WORKFLOW`) in ``--help``.
     """
@@ -152,7 +197,8 @@ class PinGroup(click.Group):
             _fail(InternalError(f"unexpected {type(exc).__name__}: {exc}"), debug, ctx)
 
 
-@click.group(cls=PinGroup, context_settings={"help_option_names": ["-h", "--help"]},
+@click.group(cls=PinGroup, table=COMMANDS, prepare=_prepare,
+             context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Exit codes: " + ", ".join(f"{code} {what}" for code, what in exit_codes())
              + ".")
 @click.version_option(__version__, prog_name="pin")
@@ -183,39 +229,3 @@ def main(debug: bool, color: str | None) -> None:
         os.environ["PIN_COLOR"] = color
         # click.echo strips ANSI escapes off a terminal unless the context says otherwise
         click.get_current_context().color = {"always": True, "never": False}.get(color)
-
-
-def _register_commands() -> None:
-    """Add every command group's commands to ``main`` (each module exposes ``register``),
-    then guard every command that writes ``-o FILE`` (:func:`~pinning.cli.options.guard_outputs`).
-    """
-    from pinning.cli import (
-        accept,
-        audit,
-        completion,
-        cost,
-        doctor,
-        fleet,
-        guard,
-        host,
-        image,
-        lock,
-        matrix,
-        registry,
-        report,
-        resolve,
-        serve,
-        sign,
-        slurm,
-    )
-    from pinning.cli.options import guard_outputs
-
-    for module in (resolve, matrix, lock, host, doctor, registry, image, sign, guard, audit,
-                   accept, fleet, slurm, serve, cost, report, completion):
-        module.register(main)
-    completion.attach_value_completion(main)
-    # No command writes over what it read: -o naming an input is exit 2, before any work.
-    guard_outputs(main)
-
-
-_register_commands()

@@ -1,6 +1,6 @@
 """``pin audit``: the porting bill of a project before it moves from CUDA to ROCm.
 
-Registered on the main group by :func:`register`; the scanners are imported inside the command
+Loaded from :data:`pinning.cli.COMMANDS` when used; the scanners are imported inside the command
 so ``pin --help`` stays fast.
 """
 
@@ -14,14 +14,16 @@ import click
 
 from pinning.cli.envelope import emit, note_format
 from pinning.cli.options import cli_path, output_path, own_folder_rule, path_given
-from pinning.cli.remote import artefact_target, post_artefact, report_options
+from pinning.cli.render import Style, paint, paint_words, status_colour, terminal_style
+from pinning.cli.service import artefact_target, post_artefact, report_options
 from pinning.errors import AuditFailed, UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.audit.bill import AuditReport
+    from pinning.audit.run import AuditRequest
 
-__all__ = ["audit", "register"]
+__all__ = ["audit"]
 
 _FAIL_ON = ("swap", "port", "blocked")
 
@@ -95,10 +97,49 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
     snapshot. With --report-to URL (a publish token) the bill is posted once written: a
     failed report is exit 13 when the audit passed, else only printed (exit 11 stays).
     """
+    from pinning.audit.run import audit as run_audit
+
+    request = _request(paths, requirements, index_urls, site_packages, host_file, gpu,
+                       fail_on, effort_file, output, hipify_perl)
+    client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock, "audit")
+    report = run_audit(request)
+    document = _document(report, fmt)
+    summary = _summary(report)
+    if output is not None and output != "-":
+        _write(output, document)
+        if fmt == "json":
+            emit({"output": output, "totals": {v.value: n for v, n in report.totals.items()},
+                  "files-scanned": report.files_scanned, "fail-on": fail_on,
+                  "failed": report.failed})
+        else:
+            click.echo(f"{summary} Wrote {printable(output, newlines=False)}.")
+    elif fmt == "json":
+        emit(report.model_dump(mode="json", by_alias=True))
+    else:
+        click.echo(_painted(document, terminal_style()) if output is None else document,
+                   nl=False)
+    body = (document if fmt == "json" else _document(report, "json")).encode()
+    post_artefact(client, lambda c: c.post_audit(body, lock=lock_hash), "audit",
+                  local_failed=report.failed)
+    if report.failed:
+        raise AuditFailed(f"The porting audit found something at or above --fail-on "
+                          f"{fail_on}: {summary}",
+                          hint="Read the bill (blocked and port first); --fail-on sets the "
+                               "threshold.")
+
+
+def _request(paths: tuple[str, ...], requirements: tuple[str, ...],
+             index_urls: tuple[str, ...], site_packages: str | None, host_file: str | None,
+             gpu: str | None, fail_on: str, effort_file: str | None, output: str | None,
+             hipify_perl: bool) -> AuditRequest:
+    """The audit the flags ask for (PATH ``.`` when no input is given). Raises
+    ``UsageError`` (exit 2) for --site-packages with --host, --index-url without
+    --requirement, or ``-o`` inside an audited folder; what
+    :func:`~pinning.audit.bill.read_effort` raises for a bad --effort file.
+    """
     from pinning.audit.bill import read_effort
     from pinning.audit.model import Verdict
     from pinning.audit.run import AuditRequest
-    from pinning.audit.run import audit as run_audit
 
     if site_packages and host_file:
         raise UsageError("--site-packages and --host both name an installed environment; "
@@ -110,44 +151,49 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
                          "and pyproject.toml are read from the files themselves.")
     if output is not None and output != "-":
         _refuse_output_in_audited_folder(output, paths)
-    client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock, "audit")
-    effort = None
-    if effort_file:
-        effort = (effort_file, read_effort(cli_path(effort_file)))
+    effort = (effort_file, read_effort(cli_path(effort_file))) if effort_file else None
     progress = ((lambda line: click.echo(printable(line, newlines=False), err=True))
                 if sys.stderr.isatty() else None)
-    request = AuditRequest(paths=list(paths), requirements=list(requirements),
-                           index_urls=list(index_urls), site_packages=site_packages,
-                           host=host_file, gpu=gpu, fail_on=Verdict(fail_on), effort=effort,
-                           hipify_perl=hipify_perl, progress=progress)
-    report = run_audit(request)
-    document = _document(report, fmt)
-    summary = _summary(report)
-    if output is not None and output != "-":
-        from pinning.util.files import atomic_write_bytes
+    return AuditRequest(paths=list(paths), requirements=list(requirements),
+                        index_urls=list(index_urls), site_packages=site_packages,
+                        host=host_file, gpu=gpu, fail_on=Verdict(fail_on), effort=effort,
+                        hipify_perl=hipify_perl, progress=progress)
 
-        try:
-            atomic_write_bytes(cli_path(output), document.encode())
-        except OSError as exc:
-            raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
-        if fmt == "json":
-            emit({"output": output, "totals": {v.value: n for v, n in report.totals.items()},
-                  "files-scanned": report.files_scanned, "fail-on": fail_on,
-                  "failed": report.failed})
-        else:
-            click.echo(f"{summary} Wrote {printable(output, newlines=False)}.")
-    elif fmt == "json":
-        emit(report.model_dump(mode="json", by_alias=True))
-    else:
-        click.echo(document, nl=False)
-    body = (document if fmt == "json" else _document(report, "json")).encode()
-    post_artefact(client, lambda c: c.post_audit(body, lock=lock_hash), "audit",
-                  local_failed=report.failed)
-    if report.failed:
-        raise AuditFailed(f"The porting audit found something at or above --fail-on "
-                          f"{fail_on}: {summary}",
-                          hint="Read the bill (blocked and port first); --fail-on sets the "
-                               "threshold.")
+
+def _write(output: str, document: str) -> None:
+    """Write the bill to ``-o FILE`` atomically; ``UsageError`` (exit 2) when it cannot be."""
+    from pinning.util.files import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(cli_path(output), document.encode())
+    except OSError as exc:
+        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
+
+
+_HEADS = {"BLOCKED": "red", "PORT": "red", "SWAP": "yellow", "NO DATA": "yellow",
+          "READY": "green"}
+_VERDICTS = ("blocked", "port", "swap", "no data", "ready", "passes", "fails", "failed")
+
+
+def _painted(text: str, style: Style) -> str:
+    """The text bill with verdicts in colour when ``style`` has colour on: the section
+    heads, the totals and result lines, and each package line's verdict; unchanged (byte
+    for byte) otherwise.
+    """
+    if not style.color:
+        return text
+    out = []
+    for line in text.split("\n"):
+        head = line.split(" (")[0]
+        if head in _HEADS and line.endswith(")"):
+            line = paint(head, _HEADS[head], style) + line[len(head):]
+        elif line.startswith(("pin audit:", "Result:")):
+            line = paint_words(line, _VERDICTS, style)
+        elif line[:2] == "  " and line[2:].split(" ", 1)[0] in _VERDICTS:
+            word = line[2:].split(" ", 1)[0]
+            line = "  " + paint(word, status_colour(word), style) + line[2 + len(word):]
+        out.append(line)
+    return "\n".join(out)
 
 
 def _refuse_output_in_audited_folder(output: str, paths: tuple[str, ...]) -> None:
@@ -185,9 +231,3 @@ def _document(report: AuditReport, fmt: str) -> str:
         return json.dumps(render_sarif(report, version=__version__), indent=2,
                           ensure_ascii=True) + "\n"
     return report.model_dump_json(by_alias=True, indent=1) + "\n"
-
-
-def register(group: click.Group) -> None:
-    """Add ``pin audit`` to the ``pin`` group."""
-    group.add_command(audit)
-

@@ -1,6 +1,6 @@
 """``pin doctor``: diagnose pasted environment dumps against the matrix.
 
-Registered on the main group by :func:`register`; the doctor and matrix code are imported
+Loaded from :data:`pinning.cli.COMMANDS` when used; the doctor and matrix code are imported
 inside the command so ``pin --help`` stays fast.
 """
 
@@ -10,10 +10,11 @@ import click
 
 from pinning.cli.envelope import emit
 from pinning.cli.options import format_option
-from pinning.cli.render import doctor_text
+from pinning.cli.render import terminal_style
+from pinning.cli.render_host import doctor_text
 from pinning.errors import DriftError, NothingToJudge, ProbeError, UsageError
 
-__all__ = ["doctor", "register"]
+__all__ = ["doctor"]
 
 _LIMIT = 64 * 1024 * 1024
 """The most bytes read from one dump file or stdin (64 MiB)."""
@@ -68,7 +69,7 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
     if fmt == "json":
         emit(report.model_dump(mode="json", by_alias=True, exclude_none=True), ascii_only=False)
     else:
-        click.echo(doctor_text(report))
+        click.echo(doctor_text(report, style=terminal_style()))
     if not report.judged:
         raise NothingToJudge(
             "Nothing to judge: the dumps were read, but none shows a GPU model or target, torch "
@@ -79,8 +80,3 @@ def doctor(paths: tuple[str, ...], overlays: tuple[str, ...], fmt: str) -> None:
             f"{len(errors)} problem(s) found: {', '.join(sorted({f.code for f in errors}))}.",
             hint="Fix the environment as each finding says, then paste a fresh dump.",
         )
-
-
-def register(group: click.Group) -> None:
-    """Add ``pin doctor`` to the ``pin`` group."""
-    group.add_command(doctor)

@@ -69,7 +69,7 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
       pin fleet verify pin.lock --from fleet.jsonl --format json > fleet.json
       cat /srv/pin/*.jsonl | pin fleet verify pin.lock --from - --strict
     """
-    from pinning.fleet.batch import FleetVerifier, folder_files, folder_inputs
+    from pinning.fleet.batch import FleetVerifier
     from pinning.lockfile.io import read_lock
     from pinning.matrix.load import load_matrix
 
@@ -85,16 +85,7 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
     matrix = load_matrix(overlays)
     verifier = FleetVerifier(lock, matrix, lock_name=lock_path, strict=strict)
     with progress_for(fmt, quiet=quiet) as progress:
-        if snapshot_dir is not None:
-            files = folder_files(cli_path(snapshot_dir))
-            total = sum(_size(f) for f in files)
-            report = verifier.run(folder_inputs(files), progress,
-                                  label=f"verify {len(files)} snapshots", total=total)
-            where = f"SNAPSHOT_DIR {snapshot_dir}"
-        else:
-            assert from_file is not None
-            report = _from_jsonl(verifier, from_file, progress)
-            where = f"--from {from_file}"
+        report, where = _run(verifier, snapshot_dir, from_file, progress)
     if report.summary.total == 0:
         raise UsageError(f"{where}: no snapshot in it.",
                          hint="Write one per line with `pin probe --format json | jq -c "
@@ -105,6 +96,23 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
     else:
         click.echo(fleet_text(report, verbose=verbose))
     _exit_for(report)
+
+
+def _run(verifier: FleetVerifier, snapshot_dir: str | None, from_file: str | None,
+         progress: Progress) -> tuple[FleetReport, str]:
+    """Run ``verifier`` over the snapshots of ``snapshot_dir`` or the JSON Lines
+    ``from_file``; the report and the input's name for messages.
+    """
+    from pinning.fleet.batch import folder_files, folder_inputs
+
+    if snapshot_dir is not None:
+        files = folder_files(cli_path(snapshot_dir))
+        total = sum(_size(f) for f in files)
+        report = verifier.run(folder_inputs(files), progress,
+                              label=f"verify {len(files)} snapshots", total=total)
+        return report, f"SNAPSHOT_DIR {snapshot_dir}"
+    assert from_file is not None
+    return _from_jsonl(verifier, from_file, progress), f"--from {from_file}"
 
 
 def _size(path: Path) -> int:
@@ -184,8 +192,3 @@ def _exit_for(report: FleetReport) -> None:
             f"{s.unreadable} of {s.total} snapshot(s) could not be read; the others match "
             f"{report.lock}.",
             hint="Write fresh snapshots with `pin probe -o FILE` on those hosts.")
-
-
-def register(group: click.Group) -> None:
-    """Add the ``pin fleet`` group to the ``pin`` group."""
-    group.add_command(fleet)

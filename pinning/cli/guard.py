@@ -10,7 +10,7 @@ from pinning.cli.envelope import emit
 from pinning.cli.options import format_option
 from pinning.errors import UsageError
 
-__all__ = ["guard", "guard_list", "guard_show", "register"]
+__all__ = ["guard", "guard_list", "guard_show"]
 
 
 @click.group()
@@ -62,8 +62,3 @@ def guard_show(rule_id: str, fmt: str) -> None:
     click.echo(f"{rule.id}: {rule.title}\n  why:    {rule.why}\n  source: {rule.source} "
                f"({rule.date})\n  phases: {', '.join(rule.phases)}{shown_when}{judged}"
                f"\n  remedy: {rule.remedy.kind}: {rule.remedy.text}")
-
-
-def register(group: click.Group) -> None:
-    """Add the ``pin guard`` group to the ``pin`` group."""
-    group.add_command(guard)

@@ -24,7 +24,7 @@ def probe_from_options(root: str | None, replay: str | None, site_packages: tupl
     """Probe this machine live, or a recorded ``--root`` tree (tools answered by ``--replay``,
     or run inside the tree with ``--chroot``, :class:`~pinning.util.proc.ChrootRunner`);
     with the lock's ``model``, its files are read and hashed (digests remembered in pin's
-    cache, :func:`~pinning.probe.modelfiles.default_cache_file`); ``lock_path`` is the
+    cache, :func:`~pinning.probe.hasher.default_cache_file`); ``lock_path`` is the
     lock file (``-`` or ``None``: none), which anchors a relative model folder.
     """
     from pinning.cli.options import chroot_requested
@@ -56,7 +56,7 @@ def probe_from_options(root: str | None, replay: str | None, site_packages: tupl
 
     hasher = None
     if model is not None:
-        from pinning.probe.modelfiles import Hasher, default_cache_file
+        from pinning.probe.hasher import Hasher, default_cache_file
 
         hasher = Hasher(default_cache_file())
     return probe_host(

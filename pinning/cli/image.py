@@ -1,12 +1,13 @@
 """Image commands of the CLI: ``pin build`` and ``pin rebuild``.
 
-Registered on the main group by :func:`register`. The commands parse, call
+Loaded from :data:`pinning.cli.COMMANDS` when used. The commands parse, call
 :mod:`pinning.image` (and :mod:`pinning.sign.policy` for ``--sign``) and render; the Docker
 SDK, requests and cryptography are imported inside the commands so ``pin --help`` stays fast.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ import click
 from pinning.cli.envelope import emit
 from pinning.cli.options import (
     amends,
+    ask_passphrase,
     ca_cert_option,
     cli_path,
     format_option,
@@ -27,17 +29,12 @@ from pinning.oci.reference import ImageRef
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
-    from pinning.image.engine import Built
+    from pinning.image.build import Built
     from pinning.image.leftovers import Cleanup
     from pinning.lockfile.models import Lockfile
     from pinning.oci.documents import ImageDocs
     from pinning.oci.registry import Registry
     from pinning.util.progress import Progress
-
-
-def _ask(confirm: bool) -> str:
-    """Prompt for the key passphrase on the terminal (twice when ``confirm``)."""
-    return str(click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm))
 
 
 def _check_stdout(to_stdout: bool, fmt: str, sign_key: str | None) -> None:
@@ -187,25 +184,18 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
     -o may not name another input (exit 2); -o naming LOCK itself (links followed) is the
     same in-place update as no -o.
     """
-    from pinning.image.engine import build_once, engine_client
-    from pinning.image.leftovers import engine_leftovers
     from pinning.image.plan import plan_build
     from pinning.image.record import already_built, base_of, publish
     from pinning.lockfile.io import read_lock_bytes
-    from pinning.oci.reference import parse_pinned
     from pinning.sign.policy import sign_and_attest, signing_key
 
     dest = cli_path(output or lock_path)
     to_stdout = str(dest) == "-"
     _check_stdout(to_stdout, fmt, sign_key)
     raw, lock = read_lock_bytes(cli_path(lock_path))
-    # The passphrase is asked before anything is built.
-    key = signing_key(Path(sign_key), _ask) if sign_key else None
+    key = signing_key(Path(sign_key), ask_passphrase) if sign_key else None  # before building
     base_ref = base_of(lock, base)
-    if base is not None:  # a flag: refused now (exit 2), not after a long fetch
-        parse_pinned(base, error=UsageError)
-    registry, repo = _registry_of(lock, registry_url, repo, ca_cert)
-    _check_wheels(lock, wheelhouse)
+    registry, repo = _checked_inputs(lock, base, registry_url, repo, ca_cert, wheelhouse)
     ca = Path(ca_cert) if ca_cert else None
     with progress_for(fmt, quiet=quiet) as progress:
         registry.ping()  # before a long fetch: a registry that is not there fails fast
@@ -215,27 +205,70 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
             _answer_unchanged(lock_path, raw, lock.image.digest.value, registry, repo, key,
                               ca, to_stdout=to_stdout, fmt=fmt)
             return
-        client = engine_client(engine)
-        with engine_leftovers(client, keep=keep_image, report=_report_engine) as made:
-            built = build_once(client, lock, base_ref, wheels, nocache=no_cache,
-                               log=made.watch(log_lines(fmt, quiet=quiet)), progress=progress,
-                               ca_cert=ca)
-            made.image_id = built.image_id
-            end_log_line()
-            in_place = not to_stdout and (
-                output is None or dest.resolve() == cli_path(lock_path).resolve())
-            ref = publish(registry, repo, lock, built, dest,
-                          if_unchanged=raw if in_place else None, progress=progress)
+        in_place = not to_stdout and (
+            output is None or dest.resolve() == cli_path(lock_path).resolve())
+        built, ref = _build_and_publish(
+            engine, lock, base_ref, wheels, keep_image=keep_image, no_cache=no_cache, ca=ca,
+            publish_to=lambda b: publish(registry, repo, lock, b, dest,
+                                         if_unchanged=raw if in_place else None,
+                                         progress=progress),
+            log=log_lines(fmt, quiet=quiet), progress=progress)
     if key is not None:
         sign_and_attest(ref, key, dest, registry.base, ca_cert=ca)
+    _answer_built(built, ref, dest, signed=key is not None, fmt=fmt)
+
+
+def _checked_inputs(lock: Lockfile, base: str | None, registry_url: str | None,
+                    repo: str | None, ca_cert: str | None, wheelhouse: str | None
+                    ) -> tuple[Registry, str]:
+    """The registry and repository to push to, after the checks that fail fast (exit 2)
+    before a long fetch: ``--base`` pinned by digest, the lock's wheels known.
+    """
+    from pinning.oci.reference import parse_pinned
+
+    if base is not None:
+        parse_pinned(base, error=UsageError)
+    registry, repo_name = _registry_of(lock, registry_url, repo, ca_cert)
+    _check_wheels(lock, wheelhouse)
+    return registry, repo_name
+
+
+def _build_and_publish(engine: str | None, lock: Lockfile, base_ref: str, wheels: Path, *,
+                       keep_image: bool,
+                       no_cache: bool, ca: Path | None, publish_to: Callable[[Built], str],
+                       log: Any, progress: Progress) -> tuple[Built, str]:
+    """Build ``lock``'s image on ``base_ref`` with the wheels in ``wheels`` on the engine at
+    ``engine`` and hand the result to ``publish_to``
+    (which pushes it and records it in the lock, returning the pushed reference), while
+    :func:`~pinning.image.leftovers.engine_leftovers` removes the build's images from the
+    engine afterwards (unless ``keep_image``). Raises ``BuildError`` (exit 8).
+    """
+    from pinning.image.build import build_once
+    from pinning.image.engine import engine_client
+    from pinning.image.leftovers import engine_leftovers
+
+    client = engine_client(engine)
+    with engine_leftovers(client, keep=keep_image, report=_report_engine) as made:
+        built = build_once(client, lock, base_ref, wheels, nocache=no_cache,
+                           log=made.watch(log), progress=progress, ca_cert=ca)
+        made.image_id = built.image_id
+        end_log_line()
+        return built, publish_to(built)
+
+
+def _answer_built(built: Built, ref: str, dest: Path, *, signed: bool, fmt: str) -> None:
+    """Say what ``pin build`` pushed and where the lock went (text on stderr when the lock
+    went to standard output, or the JSON result).
+    """
+    to_stdout = str(dest) == "-"
     if fmt == "json":
         emit({"lockfile": str(dest), "digest": built.docs.digest, "ref": ref, "built": True,
-              "signed": bool(sign_key), "layers": len(built.docs.layers)})
-    else:
-        where = "standard output" if to_stdout else str(dest)
-        click.echo(f"Built and pushed {ref} ({len(built.docs.layers)} layers); recorded in "
-                   f"{where}." + (" Signed, with lock and build attestations." if sign_key
-                                  else ""), err=to_stdout)
+              "signed": signed, "layers": len(built.docs.layers)})
+        return
+    where = "standard output" if to_stdout else str(dest)
+    click.echo(f"Built and pushed {ref} ({len(built.docs.layers)} layers); recorded in "
+               f"{where}." + (" Signed, with lock and build attestations." if signed
+                              else ""), err=to_stdout)
 
 
 def _answer_unchanged(lock_path: str, raw: bytes, digest: str | None, registry: Any, repo: str,
@@ -291,7 +324,8 @@ def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | Non
     on the engine before stay. --keep-image leaves the last run's (the one that differed or
     failed, if any).
     """
-    from pinning.image.engine import build_once, engine_client
+    from pinning.image.build import build_once
+    from pinning.image.engine import engine_client
     from pinning.image.leftovers import engine_leftovers
     from pinning.image.record import base_of
     from pinning.lockfile.io import read_lock
@@ -349,52 +383,3 @@ def _differs(lock_path: str, lock: Lockfile, want: str, built: Built, first: Ima
                      f"lock records {want}.",
                      hint="The differing files above are not reproducible; fix the step that "
                           "writes them.")
-
-
-@click.group()
-def base() -> None:
-    """Base images: pin's own debootstrap base, built reproducibly and pushed."""
-
-
-@base.command("build")
-@click.option("--recipe", metavar="FILE", type=click.Path(dir_okay=False), callback=path_given,
-              help="Base recipe (TOML: suite, variant, mirror, include, epoch; default: "
-                   "pin's images/base/recipe.toml).")
-@click.option("--registry", "registry_url", required=True, metavar="URL",
-              help="Registry to push to: https://HOST[:PORT], or HOST[:PORT] (HTTPS; plain "
-                   "HTTP only for 127.0.0.1 / localhost).")
-@click.option("--repo", default="pin/base", show_default=True, help="Repository name.")
-@ca_cert_option
-@quiet_option
-@format_option
-def base_build(recipe: str | None, registry_url: str, repo: str, ca_cert: str | None,
-               quiet: bool, fmt: str) -> None:
-    """Build pin's base image (a minimal Debian made with debootstrap, tarred
-    deterministically) and push it; print HOST/REPO@sha256:DIGEST on standard output.
-
-    The same recipe gives the same digest on every run and machine: every file gets the
-    recipe's epoch, owners are cleared, entries are sorted and volatile apt/dpkg files are
-    dropped. The root file system is cached by the recipe's sha256 under $PIN_CACHE_DIR
-    (default ~/.cache/pin), so only the first run needs root, debootstrap and the recipe's
-    mirror. Pass the printed reference to `pin build LOCK --base REF`.
-
-    Exit 8 when debootstrap, the recipe or the registry fails (2 for a bad flag).
-    """
-    from pinning.image.base import push_base_image
-    from pinning.oci.registry import Registry
-
-    registry = Registry(registry_url, ca_cert=Path(ca_cert) if ca_cert else None)
-    with progress_for(fmt, quiet=quiet) as progress:
-        ref = push_base_image(registry, repo, recipe_path=Path(recipe) if recipe else None,
-                              progress=progress)
-    if fmt == "json":
-        emit({"ref": ref, "digest": ref.rsplit("@", 1)[1]})
-    else:
-        click.echo(ref)
-
-
-def register(group: click.Group) -> None:
-    """Add the image commands to the ``pin`` group."""
-    group.add_command(build)
-    group.add_command(rebuild)
-    group.add_command(base)

@@ -1,32 +1,28 @@
-"""``pin lock``: show, validate, diff, check and upgrade lockfiles.
-
-Registered on the main group by :func:`register`; the lockfile code is imported inside the
-commands so ``pin --help`` stays fast.
+"""``pin lock``: show, validate, diff, check and upgrade lockfiles. The group's other commands
+(``model``, ``packages``, ``push``, ``pull``) live in their own modules and are loaded from
+:data:`pinning.cli.COMMANDS` when used.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from pinning.cli.envelope import emit
+from pinning.cli.lazy import LazyGroup
 from pinning.cli.options import amends, cli_path, format_option, output_path, path_given
-from pinning.cli.progress import quiet_option
+from pinning.cli.render import Style, paint, terminal_style
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
-    from pinning.lockfile.models import Model
-    from pinning.probe.modelfiles import ModelTree
     from pinning.resolve.upgrade import Upgraded
 
-__all__ = ["lock", "lock_check", "lock_diff", "lock_model", "lock_packages", "lock_show",
-           "lock_upgrade", "lock_validate", "register"]
+__all__ = ["lock", "lock_check", "lock_diff", "lock_show", "lock_upgrade", "lock_validate"]
 
 
-@click.group()
+@click.group(cls=LazyGroup)
 def lock() -> None:
     """Show, validate, diff, check and upgrade lockfiles; pin their model and packages;
     push them to and pull them from a pin service.
@@ -43,7 +39,8 @@ def lock_show(path: str, full: bool, fmt: str) -> None:
     wheels, build steps, serving, extensions, sources), with where each value came from.
     Tables on a terminal, plain text when piped; NO_COLOR turns colour off.
     """
-    from pinning.cli.render import lock_notes, lock_sections, sections_text, terminal_style
+    from pinning.cli.render import sections_text
+    from pinning.cli.render_lock import lock_notes, lock_sections
     from pinning.lockfile.io import lock_json, read_lock
 
     lk = read_lock(Path(path))
@@ -113,7 +110,7 @@ def lock_diff(ctx: click.Context, old_path: str, new_path: str, fmt: str) -> Non
     not a valid lock, 2 when both are '-'. JSON: {"equal": bool, "changes": [{"layer",
     "path", "old", "new", "source"}]}.
     """
-    from pinning.cli.options import cli_path, one_stdin
+    from pinning.cli.options import one_stdin
     from pinning.lockfile.diff import diff_locks, diff_text
     from pinning.lockfile.io import read_lock
 
@@ -122,9 +119,27 @@ def lock_diff(ctx: click.Context, old_path: str, new_path: str, fmt: str) -> Non
     if fmt == "json":
         emit({"equal": not changes, "changes": [c.model_dump(mode="json") for c in changes]})
     else:
-        click.echo(printable(diff_text(changes)), nl=False)
+        click.echo(_painted_diff(printable(diff_text(changes)), terminal_style()), nl=False)
     if changes:
         ctx.exit(6)
+
+
+def _painted_diff(text: str, style: Style) -> str:
+    """``pin lock diff``'s text with each ``old -> new`` value pair in colour (old red, new
+    green) when ``style`` has colour on; unchanged (byte for byte) otherwise.
+    """
+    if not style.color:
+        return text
+    out = []
+    for line in text.split("\n"):
+        head, sep, tail = line.partition(": ")
+        old, arrow, new = tail.partition(" -> ")
+        if line.startswith("  ") and sep and arrow:
+            value, mark, source = new.partition("  [")
+            line = (f"{head}{sep}{paint(old, 'red', style)}{arrow}"
+                    f"{paint(value, 'green', style)}{mark}{source}")
+        out.append(line)
+    return "\n".join(out)
 
 
 def _upgrade_of(path: str, *, rocm: str | None = None, cuda: str | None = None,
@@ -218,7 +233,7 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
     guard refuses the lock's [serving] or [[extensions]] on the new stack. -o naming LOCK
     itself (links followed) is the same in-place rewrite as no -o.
     """
-    from pinning.cli.resolve import write_with_summary
+    from pinning.cli.lockwrite import write_with_summary
     from pinning.errors import UsageError
     from pinning.lockfile.diff import summary_lines
     from pinning.lockfile.io import lock_json, render
@@ -252,249 +267,3 @@ def lock_upgrade(path: str, rocm: str | None, cuda: str | None, frameworks: tupl
     write_with_summary(up.lock, Path(dest), force=force, command="pin lock upgrade",
                        replacing=raw if Path(dest) == Path(path) else None)
     click.echo(f"Wrote {dest}", err=fmt == "json")
-
-
-def _lock_with_model(path: str, cache: str | None, folder: str | None) -> tuple[bytes, Any]:
-    """LOCK's bytes and lock, once its ``[model]`` can be read as the flags say: exit 2
-    for --cache with --path or --cache for a folder model, 5 without a ``[model]``.
-    """
-    from pinning.errors import LockfileError, UsageError
-    from pinning.lockfile.io import read_lock_bytes
-
-    if cache and folder:
-        raise UsageError("--cache and --path exclude each other: the files come from the "
-                         "Hugging Face cache or from a folder.")
-    raw, old = read_lock_bytes(Path(path))
-    if old.model is None:
-        raise LockfileError(f"{path} has no [model] to pin.",
-                            hint="Record one with `pin resolve ... --model ORG/NAME@REVISION` "
-                                 "(or --model PATH for a local folder).")
-    if cache and old.model.path is not None:
-        raise UsageError(f"--cache reads a Hugging Face model; {path}'s model is the folder "
-                         f"{old.model.path} (use --path DIR to read it elsewhere).")
-    return raw, old
-
-
-def _refuse_model_output(output: str | None, model: Model, cache: str | None,
-                         folder: str | None, lock_file: Path) -> None:
-    """``UsageError`` (exit 2) when ``-o`` names an existing file inside the folder the
-    model's files are read from (the weights it hashes), LOCK itself excepted.
-    """
-    from pinning.cli.modelfiles import model_source
-    from pinning.util.samefile import refuse_overwrite, same_file
-
-    if output is None or output == "-" or same_file(cli_path(output), lock_file):
-        return
-    source = model_source(model, cache=cache, path=folder, lock_file=lock_file)
-    refuse_overwrite(cli_path(output), [("the model's files", source)],
-                     command="pin lock model")
-
-
-@lock.command("model")
-@amends("path")
-@click.argument("path", metavar="LOCK", callback=path_given)
-@click.option("--cache", metavar="DIR", callback=path_given,
-              help="The Hugging Face hub cache to read (default: $HF_HUB_CACHE, $HF_HOME/hub "
-                   "or ~/.cache/huggingface/hub).")
-@click.option("--path", "folder", metavar="DIR", callback=path_given,
-              help="Read the model's files from this folder instead (a local model, or a "
-                   "Hugging Face model downloaded to a folder).")
-@click.option("-o", "--output", callback=output_path, metavar="FILE",
-              help="Write here instead of replacing LOCK ('-': standard output, messages "
-                   "then go to stderr).")
-@format_option
-@click.pass_context
-def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | None,
-               output: str | None, fmt: str) -> None:
-    """Pin every file of LOCK's [model] (relative path, size in bytes, sha256) and its
-    content hash, read offline from the local Hugging Face cache (the revision's snapshot,
-    each blob checked against its name) or from the model folder.
-
-    Files whose bytes are not there (a half-downloaded cache, a blob whose bytes do not
-    match its name, an unreadable file) are not pinned: the lock lists them under
-    `missing`, and pin exits 6 naming them. Nothing is written, exit 6, when the model is not
-    there at all, a file the lock pinned before is now missing, or a file changed while pin
-    hashed it (read twice: stop the writer and run it again). Exit 5 for an invalid LOCK
-    or one without [model] (or LOCK changed while pin read the files), 2 for a bad flag.
-    JSON: {"lockfile", "written", "model", "missing", "problems", "content-hash"}.
-    -o naming LOCK itself (links followed) is the same in-place rewrite as no -o.
-    """
-    from pinning.cli.modelfiles import read_lock_model
-    from pinning.lockfile.io import lock_json, render, write_lock
-    from pinning.resolve.to_lock import with_model_files
-
-    raw, old = _lock_with_model(path, cache, folder)
-    assert old.model is not None
-    _refuse_model_output(output, old.model, cache, folder, Path(path))
-    tree = read_lock_model(old.model, cache=cache, path=folder, lock_file=Path(path))
-    new = with_model_files(old, tree)
-    assert new.model is not None
-    dropped = sorted({f.path for f in old.model.files} - {f.path for f in new.model.files})
-    refused = None
-    if not new.model.files:
-        refused = f"no file of {old.model.label} could be read: {new.model.files_unknown}"
-    elif dropped:
-        refused = (f"{len(dropped)} file(s) the lock pinned are not readable here "
-                   f"({', '.join(dropped[:5])}); pinning again would drop them")
-    dest = output or path
-    written = refused is None and not (dest == path and new == old)
-    if written:
-        write_lock(new, Path(dest), if_unchanged=raw if Path(dest) == Path(path) else None)
-    problems = [{"path": p.path, "kind": p.kind, "detail": p.detail} for p in tree.problems]
-    err = dest == "-"
-    if fmt == "json":
-        emit({"lockfile": None if err or not written else dest, "written": written,
-              "model": lock_json(new)["model"], "missing": new.model.missing,
-              "problems": problems, "content-hash": new.model.content_hash},
-             to_stderr=err)
-    else:
-        _model_text(new.model, tree, err=err)
-    if err and written:
-        click.echo(render(new), nl=False)
-    hint = _next_step(tree, new.model.missing)
-    if refused:
-        raise _drift(f"Nothing written to {dest}: {refused}.", hint)
-    if new.model.missing:
-        raise _drift(f"{'Wrote ' + dest if written else dest + ' unchanged'}, but "
-                     f"{len(new.model.missing)} file(s) of {old.model.label} are not pinned "
-                     f"(their bytes are not there or do not match): "
-                     f"{', '.join(new.model.missing[:10])}.", hint)
-    if fmt != "json":
-        click.echo(printable(f"Wrote {dest}" if written else f"{dest}: unchanged, not "
-                             "rewritten", newlines=False), err=err)
-
-
-def _drift(message: str, hint: str) -> Exception:
-    """A :class:`~pinning.errors.DriftError` (exit 6) with the next step ``hint``."""
-    from pinning.errors import DriftError
-
-    return DriftError(printable(message, newlines=False), hint=hint)
-
-
-def _next_step(tree: ModelTree, missing: list[str]) -> str:
-    """What to do about the files of ``tree`` that could not be pinned (``missing``): rename
-    the files whose names a lock cannot record; for a folder, repair or restore its files;
-    for the Hugging Face cache, download the revision again (a corrupt blob deleted first).
-    """
-    from pinning.verify.software import unrecordable_name
-
-    steps = []
-    odd = [m for m in missing if unrecordable_name(m)]
-    if odd:
-        steps.append(f"Rename {', '.join(odd[:5])} (a file name a lock can record has no "
-                     "control character or backslash and is UTF-8)")
-    if len(odd) < len(missing) or not missing:
-        steps.append("Restore or repair the files in the folder (a link must point inside "
-                     "it, to a regular file)" if tree.source == "directory" else
-                     "Download the revision again (a blob whose bytes do not match its name "
-                     "must be deleted first)")
-    return "; ".join(steps) + ", then run `pin lock model LOCK` again."
-
-
-def _model_text(model: Model, tree: ModelTree, *, err: bool) -> None:
-    """The files pinned, the problems found and the summary line, as text."""
-    click.echo(printable(f"Read {tree.location} ({tree.source})", newlines=False), err=err)
-    for f in model.files:
-        click.echo(printable(f"  {f.path}  {f.size} bytes  sha256:{f.sha256}",
-                             newlines=False), err=err)
-    for p in tree.problems:
-        click.echo(printable(f"  problem: {p.path}: {p.kind}: {p.detail}", newlines=False),
-                   err=err)
-    from pinning.cli.modelfiles import model_line
-
-    click.echo(printable(model_line(model), newlines=False), err=err)
-
-
-@lock.command("packages")
-@amends("path")
-@click.argument("path", metavar="LOCK", callback=path_given)
-@click.option("--index", "indexes", multiple=True, metavar="URL",
-              help="A simple-API index (repeat: the first is the default index, the others "
-                   "are searched first). Default: PyPI plus PyTorch's index of the lock's "
-                   "build, e.g. https://download.pytorch.org/whl/rocm7.2.")
-@click.option("--requirement", "requirements", multiple=True, metavar="SPEC",
-              help="A PEP 508 requirement to add, e.g. 'transformers==4.57.1' (repeatable; "
-                   "kept in the lock for the next run).")
-@click.option("-r", "--requirements-file", "req_files", multiple=True, metavar="FILE",
-              callback=path_given, help="Requirements from a file, one a line.")
-@click.option("--python-version", metavar="X.Y",
-              help="The image's Python (default: the lock's [python]), e.g. 3.12.")
-@click.option("--python-platform", metavar="PLATFORM",
-              help="The image's platform as uv names it (default: the lock's [python]), "
-                   "e.g. x86_64-manylinux_2_28.")
-@click.option("--fresh", is_flag=True,
-              help="Ignore the lock's [packages] and recorded requirements (after a "
-                   "framework upgrade).")
-@click.option("-o", "--output", callback=output_path, metavar="FILE",
-              help="Write here instead of replacing LOCK ('-': standard output, messages "
-                   "then go to stderr).")
-@quiet_option
-@format_option
-def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, ...],
-                  req_files: tuple[str, ...], python_version: str | None,
-                  python_platform: str | None, fresh: bool, output: str | None, quiet: bool,
-                  fmt: str) -> None:
-    """Resolve LOCK's whole Python environment with uv and record every wheel: its
-    frameworks (PyTorch as its locked build, torch==2.13.0+rocm7.2 from PyTorch's rocm7.2
-    index), the requirements given, and the lock's [packages] pins, for the target Python
-    version and platform; from wheels only (a package with only an sdist is an error).
-
-    Writes [packages] (name -> version), [[wheels]] (file name, sha256, URL, size) and
-    [python] (target, indexes, requirements), atomically; `pin build` then fetches exactly
-    those files, hash-checked. Exit 2 for a bad flag, no target Python, or a resolution uv
-    cannot complete (its reason quoted); 8 when an index cannot be reached or read, or uv
-    times out; 5 for an invalid LOCK, or one changed meanwhile.
-    JSON: {"lockfile", "written", "python", "requirements", "notes", "wheels"}. -o naming
-    a -r file is exit 2, naming LOCK itself (links followed) the in-place rewrite.
-    """
-    from pinning.cli.progress import human_bytes, progress_for
-    from pinning.cli.render import table_text, terminal_style
-    from pinning.lockfile.io import lock_json, read_lock_bytes, render, write_lock
-    from pinning.resolve.pypackages import lock_packages as resolve_packages
-    from pinning.resolve.pypackages import plan_packages, read_requirements_file
-
-    raw, old = read_lock_bytes(Path(path))
-    specs = [*requirements, *(s for f in req_files for s in read_requirements_file(Path(f)))]
-    plan = plan_packages(old, indexes=indexes, requirements=specs,
-                         python_version=python_version, python_platform=python_platform,
-                         fresh=fresh)
-    with progress_for(fmt, quiet=quiet) as progress:
-        task = progress.task(f"resolve {len(plan.requirements)} requirement(s) with uv for "
-                             f"Python {plan.python_version} on {plan.python_platform}")
-        try:
-            new, wheels = resolve_packages(old, plan)
-        finally:
-            task.done()
-    dest = output or path
-    err = dest == "-"
-    written = not (dest == path and new == old)
-    if written and not err:
-        write_lock(new, Path(dest), if_unchanged=raw if Path(dest) == Path(path) else None)
-    if fmt == "json":
-        data = lock_json(new)
-        emit({"lockfile": None if err or not written else dest, "written": written,
-              "python": data["python"], "requirements": list(plan.requirements),
-              "notes": list(plan.notes), "wheels": data["wheels"]}, to_stderr=err)
-    else:
-        for note in plan.notes:
-            click.echo(printable(f"  {note}", newlines=False), err=err)
-        rows = [(w.name, w.version, w.filename, human_bytes(w.size) if w.size is not None
-                 else "-") for w in wheels]
-        click.echo(table_text(["name", "version", "file", "size"], rows,
-                              title=f"{len(wheels)} wheel(s) for Python "
-                                    f"{plan.python_version} on {plan.python_platform}",
-                              style=terminal_style(sys.stderr if err else None)), err=err)
-    if err:
-        click.echo(render(new), nl=False)
-    elif fmt != "json":
-        click.echo(printable(f"Wrote {dest}" if written else f"{dest}: unchanged, not "
-                             "rewritten", newlines=False))
-
-
-def register(group: click.Group) -> None:
-    """Add the ``pin lock`` group (with ``push`` and ``pull``) to the ``pin`` group."""
-    from pinning.cli.remote import lock_pull, lock_push
-
-    lock.add_command(lock_push)
-    lock.add_command(lock_pull)
-    group.add_command(lock)

@@ -1,6 +1,6 @@
 """``pin matrix``: list, show and import the compatibility matrix.
 
-Registered on the main group by :func:`register`; the matrix code is imported inside the
+Loaded from :data:`pinning.cli.COMMANDS` when used; the matrix code is imported inside the
 commands so ``pin --help`` stays fast.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from pinning.cli.completion import complete_gpu
+from pinning.cli.completers import complete_gpu
 from pinning.cli.envelope import emit
 from pinning.cli.options import format_option, output_path, parse_date
 from pinning.errors import UsageError
@@ -27,7 +27,6 @@ __all__ = [
     "matrix_import_pytorch",
     "matrix_list",
     "matrix_show",
-    "register",
 ]
 
 
@@ -212,7 +211,7 @@ def matrix_import_amd(csv_path: str, page: str | None, release_notes: tuple[str,
 
 def _emit_matrix_file(mf: Any, command: str, output: str, summary: str) -> None:
     """Print or atomically write an imported matrix file with its regenerate header."""
-    from pinning.matrix.load import dump_matrix_file
+    from pinning.matrix.dump import dump_matrix_file
     from pinning.util.files import atomic_write_bytes
 
     text = dump_matrix_file(mf, header=[
@@ -242,8 +241,3 @@ def matrix_import_pytorch(md_path: str, checked: str, output: str) -> None:
     assert when is not None
     mf = pytorch_wheels_file(Path(md_path), checked=when)
     _emit_matrix_file(mf, "import-pytorch", output, f"{len(mf.wheels)} wheel variants")
-
-
-def register(group: click.Group) -> None:
-    """Add the ``pin matrix`` group to the ``pin`` group."""
-    group.add_command(matrix)

@@ -26,8 +26,9 @@ def read_lock_model(model: Model, *, cache: str | None = None, path: str | None 
     what is on disk, but :class:`~pinning.errors.DriftError` (exit 6) naming a file that
     changed while hashed, twice: nothing is written then.
     """
-    from pinning.probe.host import read_model_folder
-    from pinning.probe.modelfiles import Hasher, default_cache_file, read_hub_model
+    from pinning.probe.hasher import Hasher, default_cache_file
+    from pinning.probe.hostmodel import read_model_folder
+    from pinning.probe.hubcache import read_hub_model
 
     cache_file = default_cache_file()
     hasher = Hasher(cache_file)
@@ -46,7 +47,7 @@ def model_source(model: Model, *, cache: str | None = None, path: str | None = N
     """
     import os
 
-    from pinning.probe.host import hf_cache_dir
+    from pinning.probe.hostmodel import hf_cache_dir
 
     if path is not None:
         return Path(os.path.expanduser(path))

@@ -267,21 +267,21 @@ def refuse_writing_over_inputs(cmd: click.Command, values: dict[str, Any]) -> No
                              folders=not getattr(cmd.callback, OWN_FOLDER_RULE_ATTR, False))
 
 
-def guard_outputs(group: click.Group) -> None:
-    """Make every command under ``group`` (nested groups too) that has an output option
-    check :func:`refuse_writing_over_inputs` before its callback runs, i.e. before any
-    work: so no command, a new one included, writes over what it read. Wraps each such
-    command's callback once; call it after every command is registered.
+def guard_outputs(cmd: click.Command) -> None:
+    """Make ``cmd`` (and every command a group holds, nested groups too) check
+    :func:`refuse_writing_over_inputs` before its callback runs, i.e. before any work, when
+    it has an output option: so no command, a new one included, writes over what it read.
+    Wraps each callback once; the ``pin`` group calls it on every command it loads
+    (:mod:`pinning.cli.lazy`).
     """
-    for cmd in group.commands.values():
-        if isinstance(cmd, click.Group):
-            guard_outputs(cmd)
-            continue
-        callback = cmd.callback
-        if callback is None or getattr(callback, "pin_guarded", False) or not file_params(
-                cmd)[0]:
-            continue
-        cmd.callback = _guarded(cmd, callback)
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            guard_outputs(sub)
+        return
+    callback = cmd.callback
+    if callback is None or getattr(callback, "pin_guarded", False) or not file_params(cmd)[0]:
+        return
+    cmd.callback = _guarded(cmd, callback)
 
 
 def _guarded(cmd: click.Command, callback: Callable[..., Any]) -> Callable[..., Any]:
@@ -307,3 +307,10 @@ def ca_cert_option(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="CA certificate (PEM) of the registry's TLS certificate "
                              "(also PIN_REGISTRY_CA; default: /etc/docker/certs.d/HOST/"
                              "ca.crt, else the system's CAs).")(func)
+
+
+def ask_passphrase(confirm: bool) -> str:
+    """Prompt for a signing key's passphrase on the terminal (twice when ``confirm``); the
+    ``ask`` of :func:`pinning.sign.policy.password`. Aborted input is click's ``Abort``.
+    """
+    return str(click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm))

@@ -1,6 +1,6 @@
 """Registry commands of the CLI: ``pin login``.
 
-Registered on the main group by :func:`register`; requests and the registry client are
+Loaded from :data:`pinning.cli.COMMANDS` when used; requests and the registry client are
 imported inside the command so ``pin --help`` stays fast.
 """
 
@@ -60,8 +60,3 @@ def login(host: str, username: str, password_stdin: bool, ca_cert: str | None,
         emit({"registry": registry.host, "username": username, "stored-in": where})
     else:
         click.echo(f"Login to {registry.host} succeeded; credentials stored in {where}.")
-
-
-def register(group: click.Group) -> None:
-    """Add the registry commands to the ``pin`` group."""
-    group.add_command(login)

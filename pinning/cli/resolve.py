@@ -1,7 +1,7 @@
 """``pin resolve``: constraints in, a lockfile out.
 
-Registered on the main group by :func:`register`; the resolver, matrix and lockfile code are
-imported inside the command so ``pin --help`` stays fast.
+The resolver, matrix and lockfile code are imported inside the command, and the module is
+loaded only when ``pin resolve`` runs (:data:`pinning.cli.COMMANDS`).
 """
 
 from __future__ import annotations
@@ -12,17 +12,20 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinning.cli.envelope import emit
+from pinning.cli.lockwrite import changes_json, dry_run_report, summary_text, write_with_summary
 from pinning.cli.options import format_option, output_path, parse_date, path_given
-from pinning.cli.render import considered_json, explain_text, lock_summary
+from pinning.cli.render import terminal_style
+from pinning.cli.render_lock import considered_json, explain_text, lock_summary
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.lockfile.models import Lockfile
-    from pinning.resolve.constraints import ModelRef
+    from pinning.matrix.load import Matrix
+    from pinning.resolve.constraints import Constraints, ModelRef
     from pinning.resolve.result import Resolution
 
-__all__ = ["existing_lock", "register", "resolve", "write_with_summary"]
+__all__ = ["resolve", "serving_options"]
 
 
 def serving_options(f: Any) -> Any:
@@ -119,8 +122,42 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     frozen from a host (use `pin lock upgrade FILE`, or --force). Every write says what
     changed in FILE ("ROCm 10.0.0 -> 7.2.0") or that it is unchanged.
     """
-    from pinning.lockfile.io import lock_json
     from pinning.matrix.load import load_matrix, overlay_paths
+    from pinning.resolve.guards import apply_at_resolve
+    from pinning.resolve.resolver import resolve as do_resolve
+    from pinning.resolve.to_lock import lock_from_resolution, with_build_steps
+
+    if rocm and cuda:
+        raise UsageError("--rocm and --cuda exclude each other: a GPU has one vendor.")
+    matrix = load_matrix(overlays)
+    res = do_resolve(matrix, _constraints(matrix, gpu, frameworks, rocm=rocm, cuda=cuda,
+                                          os_=os_, model=model, as_of=as_of, output=output))
+    lock = lock_from_resolution(res, matrix,
+                                overlays=[str(p) for p in overlay_paths(overlays)])
+    lock = _with_model_files(lock, skip=no_model_files, output=output)
+    lock = _with_serving(with_build_steps(lock, build_steps), serving)
+    lock, guard_notes = apply_at_resolve(lock)
+    for note in guard_notes:
+        click.echo(note, err=True)
+    if output == "-" or dry_run:
+        _print_lock(lock, res, output=output, dry_run=dry_run, explain=explain, fmt=fmt)
+        if dry_run and output != "-" and dry_run_report(lock, output, force=force):
+            click.get_current_context().exit(5)  # what the write itself would exit with
+        return
+    changes = write_with_summary(lock, Path(output), force=force, command="pin resolve")
+    if fmt == "json":
+        from pinning.lockfile.io import lock_json
+
+        emit({"lockfile": output, "lock": lock_json(lock), "considered": considered_json(res),
+              "changes": changes})
+        return
+    _print_written(lock, res, output, changes, explain=explain)
+
+
+def _constraints(matrix: Matrix, gpu: str, frameworks: tuple[str, ...], *, rocm: str | None,
+                 cuda: str | None, os_: str | None, model: str | None, as_of: str | None,
+                 output: str) -> Constraints:
+    """The request the flags make; raises ``UsageError`` (exit 2) naming a malformed flag."""
     from pinning.resolve.constraints import (
         Constraints,
         parse_framework,
@@ -128,14 +165,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         parse_os,
         parse_runtime_spec,
     )
-    from pinning.resolve.resolver import resolve as do_resolve
-    from pinning.resolve.to_lock import lock_from_resolution, with_build_steps
 
-    if rocm and cuda:
-        raise UsageError("--rocm and --cuda exclude each other: a GPU has one vendor.")
-    matrix = load_matrix(overlays)
-    used_overlays = [str(p) for p in overlay_paths(overlays)]
-    c = Constraints(
+    return Constraints(
         gpu=gpu,
         frameworks=tuple(parse_framework(f, matrix.framework_names()) for f in frameworks),
         rocm=parse_runtime_spec("--rocm", rocm) if rocm else None,
@@ -144,30 +175,16 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         model=_anchored(parse_model(model), output) if model else None,
         as_of=parse_date("--as-of", as_of),
     )
-    res = do_resolve(matrix, c)
-    lock = lock_from_resolution(res, matrix, overlays=used_overlays)
-    lock = _with_model_files(lock, skip=no_model_files, output=output)
-    from pinning.resolve.guards import apply_at_resolve
 
-    lock = with_build_steps(lock, build_steps)
-    lock = _with_serving(lock, serving)
-    lock, guard_notes = apply_at_resolve(lock)
-    for note in guard_notes:
-        click.echo(note, err=True)
-    if output == "-" or dry_run:
-        _print_lock(lock, res, output=output, dry_run=dry_run, explain=explain, fmt=fmt)
-        if dry_run and output != "-" and _dry_run_report(lock, output, force=force):
-            click.get_current_context().exit(5)  # what the write itself would exit with
-        return
-    changes = write_with_summary(lock, Path(output), force=force, command="pin resolve")
-    if fmt == "json":
-        emit({"lockfile": output, "lock": lock_json(lock), "considered": considered_json(res),
-              "changes": changes})
-        return
-    click.echo(lock_summary(lock))
+
+def _print_written(lock: Lockfile, res: Resolution, output: str,
+                   changes: list[dict[str, Any]] | None, *, explain: bool) -> None:
+    """What ``pin resolve`` says after writing ``output``: the stack, model, notes and
+    warnings (escaped: they come from matrix rows and overlays), ``--explain``, the changes.
+    """
+    click.echo(lock_summary(lock, style=terminal_style()))
     for line in _model_lines(lock):
         click.echo(line)
-    # Notes and warnings come from matrix rows and overlays: shown escaped, one line each.
     for note in lock.notes[3:]:
         click.echo(printable(f"Note: {note}", newlines=False))
     for fw in lock.frameworks:
@@ -177,7 +194,7 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
         click.echo(printable(f"Warning: {warning}", newlines=False), err=True)
     if explain:
         click.echo(explain_text(res))
-    click.echo(_summary_text(lock, output, changes), nl=False)
+    click.echo(summary_text(lock, output, changes), nl=False)
     click.echo(f"Wrote {output}")
 
 
@@ -237,105 +254,9 @@ def _print_lock(lock: Lockfile, res: Resolution, *, output: str, dry_run: bool, 
     for warning in lock.warnings:
         click.echo(printable(f"Warning: {warning}", newlines=False), err=True)
     if fmt == "json":
-        extra = {"changes": _changes_json(lock, output)} if dry_run else {}
+        extra = {"changes": changes_json(lock, output)} if dry_run else {}
         emit({"lock": lock_json(lock), "considered": considered_json(res), **extra})
     else:
         click.echo(render(lock), nl=False)
     if explain:
         click.echo(explain_text(res), err=True)
-
-
-def existing_lock(path: Path) -> Lockfile | None:
-    """The lock now at ``path``, or ``None`` when there is none or it is not a valid lock."""
-    from pinning.errors import LockfileError
-    from pinning.lockfile.io import read_lock
-
-    if not path.is_file():
-        return None
-    try:
-        return read_lock(path)
-    except LockfileError:
-        return None
-
-
-def _changes_json(lock: Lockfile, output: str) -> list[dict[str, Any]] | None:
-    """The changes from the lock at ``output`` to ``lock`` as JSON, ``None`` when there is
-    no lock there.
-    """
-    from pinning.lockfile.diff import diff_locks
-
-    old = existing_lock(Path(output)) if output != "-" else None
-    if old is None:
-        return None
-    return [c.model_dump(mode="json") for c in diff_locks(old, lock)]
-
-
-def _summary_text(lock: Lockfile, output: str, changes: list[dict[str, Any]] | None) -> str:
-    """``Changes in FILE:`` and one line a changed stack value, ``FILE: unchanged``, or
-    ``FILE: new lock``; ends with a newline.
-    """
-    from pinning.lockfile.diff import Change, summary_lines
-
-    if changes is None:
-        return f"{output}: new lock\n"
-    lines = summary_lines([Change.model_validate(c) for c in changes], lock)
-    if not changes:
-        return f"{output}: unchanged\n"
-    if not lines:
-        return (f"{output}: the stack is unchanged ({len(changes)} recorded value(s) differ: "
-                "matrix provenance, request or notes)\n")
-    gone = sorted({c["layer"] for c in changes
-                   if c["layer"] in ("serving", "extensions") and c["new"] is None})
-    tail = "".join(
-        f"  {'[serving]' if layer == 'serving' else '[[extensions]]'} removed from {output}: "
-        f"this resolve records only the {_FLAGS_OF[layer]} flags given to it; repeat them "
-        "to keep it.\n" for layer in gone)
-    return f"Changes in {output}:\n" + "".join(f"  {line}\n" for line in lines) + tail
-
-
-_FLAGS_OF = {"serving": "--quantization/--attention/--head-dim/--dtype",
-             "extensions": "--extension"}
-
-
-def _dry_run_report(lock: Lockfile, output: str, *, force: bool) -> bool:
-    """On stderr: what writing ``lock`` to ``output`` would change, and whether it would be
-    refused (a lock with frozen host values there, without ``force``). Returns ``True``
-    when it would be refused (the caller exits 5, as the write would).
-    """
-    from pinning.errors import LockfileError
-    from pinning.lockfile.io import guard_frozen
-
-    click.echo(_summary_text(lock, output, _changes_json(lock, output)), err=True, nl=False)
-    refused = False
-    try:
-        guard_frozen(Path(output), force=force)
-    except LockfileError as exc:
-        click.echo(f"Writing would be refused: {exc.message}", err=True)
-        refused = True
-    click.echo(f"Dry run: nothing written to {output}.", err=True)
-    return refused
-
-
-def write_with_summary(lock: Lockfile, path: Path, *, force: bool, command: str,
-                       replacing: bytes | None = None) -> list[dict[str, Any]] | None:
-    """Write ``lock`` to ``path`` atomically and return the changes from the lock that was
-    there (JSON form; ``None`` when there was none).
-
-    ``replacing`` is the exact bytes of ``path`` the caller read (``pin lock upgrade``
-    rewriting its own input): the write then happens only if the file still holds them, and
-    its frozen values are not guarded (the caller carried them). Otherwise a lock at
-    ``path`` that holds frozen host values is refused (``LockfileError``, exit 5) unless
-    ``force``; raises what :func:`~pinning.lockfile.io.write_lock` raises.
-    """
-    from pinning.lockfile.io import guard_frozen, write_lock
-
-    if replacing is None:
-        replacing = guard_frozen(path, force=force, command=command)
-    changes = _changes_json(lock, str(path))
-    write_lock(lock, path, if_unchanged=replacing)
-    return changes
-
-
-def register(group: click.Group) -> None:
-    """Add ``pin resolve`` to the ``pin`` group."""
-    group.add_command(resolve)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pinning.serve.config import ServeConfig
     from pinning.serve.storage.store import Store
 
-__all__ = ["register", "serve"]
+__all__ = ["serve"]
 
 _DB_HELP = ("Database URL: sqlite:///PATH or postgresql://USER@HOST:PORT/DB (default: [serve] "
             "db of the configuration, else pin.db in pin's data folder).")
@@ -274,8 +274,3 @@ def token_revoke(token_id: str, db: str | None, config: str | None, fmt: str) ->
         emit({"id": token_id, "revoked": True})
     else:
         click.echo(f"Revoked token {token_id}.")
-
-
-def register(group: click.Group) -> None:
-    """Add the ``pin serve`` group to the ``pin`` group."""
-    group.add_command(serve)

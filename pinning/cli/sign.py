@@ -1,6 +1,6 @@
 """Signing commands of the CLI: ``pin keygen``, ``pin sign``, ``pin verify-image``.
 
-Registered on the main group by :func:`register`. The commands parse, call
+Loaded from :data:`pinning.cli.COMMANDS` when used. The commands parse, call
 :mod:`pinning.sign.policy` and render; cryptography and requests are imported inside the
 commands so ``pin --help`` stays fast.
 """
@@ -12,13 +12,14 @@ from pathlib import Path
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import ca_cert_option, cli_path, format_option, output_path
+from pinning.cli.options import (
+    ask_passphrase,
+    ca_cert_option,
+    cli_path,
+    format_option,
+    output_path,
+)
 from pinning.util.text import printable
-
-
-def _ask(confirm: bool) -> str:
-    """Prompt for the key passphrase on the terminal (twice when ``confirm``)."""
-    return str(click.prompt("Key passphrase", hide_input=True, confirmation_prompt=confirm))
 
 
 @click.command()
@@ -38,7 +39,7 @@ def keygen(prefix: str) -> None:
     if prefix == "-":
         raise UsageError("-o PREFIX names two files (PREFIX.key, PREFIX.pub); '-' (standard "
                          "output) cannot hold them.", hint="Give a file prefix, e.g. -o pin.")
-    key, pub = generate(cli_path(prefix), password(_ask, confirm=True))
+    key, pub = generate(cli_path(prefix), password(ask_passphrase, confirm=True))
     click.echo(f"Wrote {key} (private, keep it secret) and {pub} (public).")
 
 
@@ -73,7 +74,8 @@ def sign(ref: str | None, key_path: str, lock_path: str | None, registry_url: st
     from pinning.sign.policy import sign_and_attest
 
     out = sign_and_attest(ref, Path(key_path), cli_path(lock_path) if lock_path else None,
-                          registry_url, ask=_ask, ca_cert=Path(ca_cert) if ca_cert else None)
+                          registry_url, ask=ask_passphrase,
+                          ca_cert=Path(ca_cert) if ca_cert else None)
     if fmt == "json":
         emit(out)
     else:
@@ -141,7 +143,7 @@ def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
     result = verify_signed_image(image, key, lock=evidence, registry_url=registry_url,
                                  ca_cert=Path(ca_cert) if ca_cert else None)
     if require_acceptance and lock is not None:
-        from pinning.accept.attest import require_acceptance as require
+        from pinning.accept.require import require_acceptance as require
 
         result.checks.append(require(result, lock_content_hash=lock.content_hash,
                                      digest=result.digest))
@@ -155,10 +157,3 @@ def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
         click.echo(printable(f"{served}: valid", newlines=False))
         for check in result.checks:
             click.echo(printable(f"  ✓ {check}", newlines=False))
-
-
-def register(group: click.Group) -> None:
-    """Add the signing commands to the ``pin`` group."""
-    group.add_command(keygen)
-    group.add_command(sign)
-    group.add_command(verify_image)

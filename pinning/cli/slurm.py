@@ -19,7 +19,7 @@ from pinning.util.text import printable
 if TYPE_CHECKING:
     from pinning.fleet.slurm_checks import Check, Outcome
 
-__all__ = ["register", "slurm"]
+__all__ = ["slurm"]
 
 _CONFIG_HELP = ("pin's site configuration (TOML; default $PIN_CONFIG, else "
                 "/etc/pin/config.toml; a missing default file means all defaults).")
@@ -229,8 +229,3 @@ def features(config: str | None, fmt: str, feature: str | None) -> None:
         return
     for name in found:
         click.echo(name)
-
-
-def register(group: click.Group) -> None:
-    """Add ``pin slurm`` (prolog, healthcheck, features) to ``group``."""
-    group.add_command(slurm)

@@ -27,7 +27,11 @@ def kebab(name: str) -> str:
 
 
 class Strict(BaseModel):
-    """Base of every wire model: unknown keys are errors, values are immutable."""
+    """Base of every wire model: unknown keys are errors, values are immutable.
+
+    ``defer_build``: a model's validator and serializer are built on its first use, not
+    when its module is imported, so a command pays only for the models it reads or writes.
+    """
 
     model_config = ConfigDict(
         extra="forbid",
@@ -35,6 +39,7 @@ class Strict(BaseModel):
         populate_by_name=True,
         alias_generator=kebab,
         validate_default=True,
+        defer_build=True,
     )
 
 

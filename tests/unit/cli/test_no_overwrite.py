@@ -93,8 +93,11 @@ PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
 
 def _commands(group: click.Group, words: tuple[str, ...] = ()) -> Iterator[
         tuple[str, click.Command]]:
-    """Every leaf command under ``group`` as ("accept run", command)."""
-    for name, cmd in sorted(group.commands.items()):
+    """Every leaf command under ``group`` as ("accept run", command), lazy ones loaded."""
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        assert cmd is not None, name
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, (*words, name))
         else:

@@ -11,7 +11,8 @@ from typing import Any
 
 import tomlkit
 
-from pinning.cli.render import finding_line, lock_summary
+from pinning.cli.render_host import finding_line
+from pinning.cli.render_lock import lock_summary
 from pinning.guards.view import Finding
 from pinning.lockfile.io import content_hash, lock_json, read_lock
 from tests.support.cli import json_result, pin

@@ -1,7 +1,7 @@
 """Talking to a pin service from the CLI: the ``--report-to URL`` / ``--token-file FILE`` /
 ``--ca-cert FILE`` options, the client they open (:class:`~pinning.remote.client.ServiceClient`),
-how a report's failure combines with the command's own result, and ``pin lock push`` /
-``pin lock pull``.
+and how a report's failure combines with the command's own result. Shared by ``pin
+verify``, ``pin audit``, ``pin accept``, ``pin cost`` and ``pin lock push`` / ``pull``.
 
 Policy: the local result decides. A report that fails is exit 13 only when the command
 itself succeeded; when it failed (drift 6, a failed gate 12, an audit at ``--fail-on`` 11)
@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, output_path, path_given
+from pinning.cli.options import cli_path, path_given
 from pinning.errors import ServiceError, UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.remote.client import ServiceClient
+    from pinning.remote.reporter import VerifyReporter
 
-__all__ = ["lock_pull", "lock_push", "open_service", "report_options",
-           "report_or_note", "report_url_option", "service_options", "warn"]
+__all__ = ["artefact_target", "checked_name", "normal_ref", "open_service", "post_artefact",
+           "report_options", "report_or_note", "report_url_option", "service_options",
+           "verify_reporter", "warn"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -145,7 +146,7 @@ def lock_ref(value: str | None, flag: str) -> str | None:
     """
     if value is None:
         return None
-    norm = _normal_ref(value)
+    norm = normal_ref(value)
     if norm is not None:
         return norm
     from pinning.lockfile.io import read_lock
@@ -156,7 +157,7 @@ def lock_ref(value: str | None, flag: str) -> str | None:
     return read_lock(cli_path(value)).content_hash
 
 
-def _normal_ref(value: str) -> str | None:
+def normal_ref(value: str) -> str | None:
     """``sha256:<hex>`` or a bare hex prefix for a lock reference, else ``None``."""
     m = _FEATURE.match(value)
     if m:
@@ -167,7 +168,7 @@ def _normal_ref(value: str) -> str | None:
     return f"sha256:{m.group(1)}" if len(m.group(1)) == 64 else m.group(1)
 
 
-def _name(value: str, flag: str) -> str:
+def checked_name(value: str, flag: str) -> str:
     """``value`` when the service accepts it as a host or group name
     (:func:`~pinning.remote.client.is_name`), else ``UsageError`` (exit 2) naming ``flag``.
     """
@@ -179,122 +180,6 @@ def _name(value: str, flag: str) -> str:
     return value
 
 
-# --- pin lock push / pull ---------------------------------------------------------------------
-
-@click.command("push", short_help="Store a lock in a pin service; print its content hash.")
-@click.argument("path", metavar="LOCK", callback=path_given)
-@click.option("--to", "url", metavar="URL", required=True,
-              help="The pin service (pin serve), e.g. https://pin.example.org.")
-@click.option("--assign-host", "hosts", multiple=True, metavar="HOST",
-              help="Also assign the lock to this host: its reports are judged against it "
-                   "(repeatable).")
-@click.option("--assign-group", "groups", multiple=True, metavar="GROUP",
-              help="Also assign the lock to this host group (repeatable).")
-@service_options
-@format_option
-def lock_push(path: str, url: str, hosts: tuple[str, ...], groups: tuple[str, ...],
-              token_file: str | None, ca_cert: str | None, fmt: str) -> None:
-    """Store LOCK in the pin service at URL, content-addressed (its exact bytes), and print
-    its content hash on standard output; a lock already stored is not stored twice. With
-    --assign-host / --assign-group the service judges those hosts' reports against it.
-
-    Needs a token with the publish scope. Exit 0 when stored (and assigned), 5 for an
-    invalid LOCK (nothing sent), 13 when the service refused or could not be reached (the
-    service's own message and hint are quoted), 2 for bad flags or token file.
-    """
-    from pinning.lockfile.io import read_lock_bytes
-
-    for h in hosts:
-        _name(h, "--assign-host")
-    for g in groups:
-        _name(g, "--assign-group")
-    raw, lock = read_lock_bytes(cli_path(path))
-    client = open_service(url, token_file, ca_cert)
-    answer = client.upload_lock(raw)
-    stored = str(answer["content_hash"])
-    if stored != lock.content_hash:
-        raise ServiceError(f"{client.label} stored {path} as {printable(stored)}, but the lock's "
-                           f"content hash is {lock.content_hash}.",
-                           hint="The service computes content hashes differently from this "
-                                "pin: check that both run the same pin version.")
-    for h in hosts:
-        client.assign_host(h, stored)
-    for g in groups:
-        client.assign_group(g, stored)
-    if fmt == "json":
-        emit({"content_hash": stored, "created": bool(answer.get("created")),
-              "url": answer.get("url"), "service": client.label,
-              "assigned": {"hosts": list(hosts), "groups": list(groups)}})
-        return
-    click.echo(stored)
-    how = "stored" if answer.get("created") else "already stored"
-    warn(f"Pushed {path} to {client.label} ({how}).")
-    for kind, names in (("host", hosts), ("group", groups)):
-        for n in names:
-            warn(f"Assigned {kind} {n} to {stored}.")
-
-
-@click.command("pull", short_help="Fetch a stored lock by its content hash.")
-@click.argument("ref", metavar="REF")
-@click.option("--from", "url", metavar="URL", required=True,
-              help="The pin service (pin serve), e.g. https://pin.example.org.")
-@click.option("-o", "--output", callback=output_path, metavar="FILE", required=True,
-              help="Write the lock here, atomically ('-': standard output).")
-@service_options
-@format_option
-def lock_pull(ref: str, url: str, output: str, token_file: str | None, ca_cert: str | None,
-              fmt: str) -> None:
-    """Fetch the lock REF from the pin service at URL and write its exact bytes to -o FILE.
-
-    REF is a content hash (sha256:<64 hex>), a unique prefix of at least 12 hex digits, or a
-    Slurm feature pin_<12 hex>. The bytes are checked before anything is written: a valid
-    lock whose content hash is REF (or starts with the prefix). Exit 0 when written, 13 when
-    the service refused (404 unknown, 409 an ambiguous prefix), could not be reached, or
-    answered a lock that is not REF (nothing written), 2 for bad flags or an unwritable
-    FILE.
-    """
-    from pinning.errors import LockfileError
-    from pinning.lockfile.io import parse_lock_bytes
-    from pinning.util.files import atomic_write_bytes
-
-    want = _normal_ref(ref)
-    if want is None:
-        raise UsageError(f"REF {ref!r}: expected sha256:<64 hex>, at least 12 hex digits, or "
-                         "pin_<12 hex>.")
-    if output == "-" and fmt == "json":
-        raise UsageError("-o - writes the lock to standard output and so would --format json; "
-                         "choose one.")
-    client = open_service(url, token_file, ca_cert)
-    raw = client.pull_lock(want)
-    label = f"The lock {client.label} answered for {ref}"
-    try:
-        lock = parse_lock_bytes(raw, label=label)
-    except LockfileError as err:
-        raise ServiceError(f"{err.message} Nothing was written.",
-                           hint="The service holds or sent a broken lock: tell its operator."
-                           ) from err
-    got = lock.content_hash
-    full = want.startswith("sha256:")
-    if (got != want) if full else not got.removeprefix("sha256:").startswith(want):
-        raise ServiceError(
-            f"{label} has the content hash {got}, not the {ref} asked for; nothing was "
-            "written.",
-            hint="Something between pin and the service, or the service itself, changed the "
-                 "lock: do not use it; tell the service's operator.")
-    try:
-        atomic_write_bytes(cli_path(output), raw)
-    except OSError as exc:
-        raise UsageError(f"-o {output}: cannot be written ({exc.strerror or exc}).") from exc
-    if fmt == "json":
-        emit({"content_hash": got, "output": output, "bytes": len(raw),
-              "service": client.label})
-        return
-    where = "standard output" if output == "-" else output
-    click.echo(printable(f"Wrote {where} ({got}).", newlines=False), err=output == "-")
-
-
-# --- pin verify --report-to ---------------------------------------------------------------------
-
 def report_host_name(given: str | None, host_file: str | None, root: str | None) -> str:
     """The host name a verify report is filed under: ``--report-host``; else, for ``--root
     DIR``, the first line of ``DIR/etc/hostname`` (the host's own name, not the container's);
@@ -304,7 +189,7 @@ def report_host_name(given: str | None, host_file: str | None, root: str | None)
     letters, digits, ``.``, ``_`` and ``-``.
     """
     if given is not None:
-        return _name(given, "--report-host")
+        return checked_name(given, "--report-host")
     if host_file is not None:
         raise UsageError("--report-to with --host SNAPSHOT: a snapshot does not say which host "
                          "it is; name it with --report-host NAME.")
@@ -316,43 +201,10 @@ def report_host_name(given: str | None, host_file: str | None, root: str | None)
                              f"({exc.strerror or exc}); name the host with --report-host NAME."
                              ) from exc
         name = (first.strip().splitlines() or [""])[0].strip()
-        return _name(name.split(".")[0], f"{root}/etc/hostname:")
+        return checked_name(name.split(".")[0], f"{root}/etc/hostname:")
     import socket
 
-    return _name(socket.gethostname().split(".")[0], "this machine's host name")
-
-
-class VerifyReporter:
-    """Posts a ``pin verify`` run's host facts to a service and words its verdict.
-
-    ``client``: the service; ``host`` / ``group``: where the report is filed.
-    """
-
-    def __init__(self, client: ServiceClient, host: str, group: str | None) -> None:
-        self.client, self.host, self.group = client, host, group
-
-    def send(self, facts: Any, lock_hash: str, *, node_only: bool = False) -> dict[str, Any]:
-        """POST the snapshot bytes exactly as ``pin probe -o`` writes them
-        (:func:`~pinning.probe.snapshot.snapshot_text`) with ``?lock=lock_hash`` (the lock the
-        service falls back to when it assigns none); ``node_only``: judged as ``pin verify
-        --node-only`` judges. Raises ``ServiceError`` (exit 13).
-        """
-        from pinning.probe.snapshot import snapshot_text
-
-        return self.client.post_report(self.host, snapshot_text(facts).encode(),
-                                       group=self.group, lock=lock_hash, node_only=node_only)
-
-    def line(self, answer: dict[str, Any], lock_hash: str) -> str:
-        """``reported to URL: drift (pin: ...)``; the service's lock named when it judged by
-        another lock than ``lock_hash`` (its assignment for the host or group).
-        """
-        result = str(answer.get("result") or "unknown")
-        reason = answer.get("reason")
-        text = f"reported to {self.client.label}: {result}" + (f" ({reason})" if reason else "")
-        theirs = answer.get("lock_hash")
-        if isinstance(theirs, str) and theirs != lock_hash:
-            text += f"; judged against {theirs}, the lock the service assigns to {self.host}"
-        return printable(text, newlines=False)
+    return checked_name(socket.gethostname().split(".")[0], "this machine's host name")
 
 
 def verify_reporter(report_to: str | None, report_host: str | None, group: str | None,
@@ -370,7 +222,9 @@ def verify_reporter(report_to: str | None, report_host: str | None, group: str |
         return None
     host = report_host_name(report_host, host_file, root)
     if group is not None:
-        _name(group, "--report-group")
+        checked_name(group, "--report-group")
+    from pinning.remote.reporter import VerifyReporter
+
     return VerifyReporter(open_service(report_to, token_file, ca_cert), host, group)
 
 

@@ -1,0 +1,108 @@
+"""Writing a lock a command made over the one at ``-o FILE``: the change summary ("ROCm
+10.0.0 -> 7.2.0", ``unchanged``, ``new lock``), the guard for frozen host values, and the
+dry run's report. Shared by ``pin resolve`` and ``pin lock upgrade``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from pinning.lockfile.models import Lockfile
+
+__all__ = ["changes_json", "dry_run_report", "existing_lock", "summary_text",
+           "write_with_summary"]
+
+
+def existing_lock(path: Path) -> Lockfile | None:
+    """The lock now at ``path``, or ``None`` when there is none or it is not a valid lock."""
+    from pinning.errors import LockfileError
+    from pinning.lockfile.io import read_lock
+
+    if not path.is_file():
+        return None
+    try:
+        return read_lock(path)
+    except LockfileError:
+        return None
+
+
+def changes_json(lock: Lockfile, output: str) -> list[dict[str, Any]] | None:
+    """The changes from the lock at ``output`` to ``lock`` as JSON, ``None`` when there is
+    no lock there.
+    """
+    from pinning.lockfile.diff import diff_locks
+
+    old = existing_lock(Path(output)) if output != "-" else None
+    if old is None:
+        return None
+    return [c.model_dump(mode="json") for c in diff_locks(old, lock)]
+
+
+def summary_text(lock: Lockfile, output: str, changes: list[dict[str, Any]] | None) -> str:
+    """``Changes in FILE:`` and one line a changed stack value, ``FILE: unchanged``, or
+    ``FILE: new lock``; ends with a newline.
+    """
+    from pinning.lockfile.diff import Change, summary_lines
+
+    if changes is None:
+        return f"{output}: new lock\n"
+    lines = summary_lines([Change.model_validate(c) for c in changes], lock)
+    if not changes:
+        return f"{output}: unchanged\n"
+    if not lines:
+        return (f"{output}: the stack is unchanged ({len(changes)} recorded value(s) differ: "
+                "matrix provenance, request or notes)\n")
+    gone = sorted({c["layer"] for c in changes
+                   if c["layer"] in ("serving", "extensions") and c["new"] is None})
+    tail = "".join(
+        f"  {'[serving]' if layer == 'serving' else '[[extensions]]'} removed from {output}: "
+        f"this resolve records only the {_FLAGS_OF[layer]} flags given to it; repeat them "
+        "to keep it.\n" for layer in gone)
+    return f"Changes in {output}:\n" + "".join(f"  {line}\n" for line in lines) + tail
+
+
+_FLAGS_OF = {"serving": "--quantization/--attention/--head-dim/--dtype",
+             "extensions": "--extension"}
+
+
+def dry_run_report(lock: Lockfile, output: str, *, force: bool) -> bool:
+    """On stderr: what writing ``lock`` to ``output`` would change, and whether it would be
+    refused (a lock with frozen host values there, without ``force``). Returns ``True``
+    when it would be refused (the caller exits 5, as the write would).
+    """
+    from pinning.errors import LockfileError
+    from pinning.lockfile.io import guard_frozen
+
+    click.echo(summary_text(lock, output, changes_json(lock, output)), err=True, nl=False)
+    refused = False
+    try:
+        guard_frozen(Path(output), force=force)
+    except LockfileError as exc:
+        click.echo(f"Writing would be refused: {exc.message}", err=True)
+        refused = True
+    click.echo(f"Dry run: nothing written to {output}.", err=True)
+    return refused
+
+
+def write_with_summary(lock: Lockfile, path: Path, *, force: bool, command: str,
+                       replacing: bytes | None = None) -> list[dict[str, Any]] | None:
+    """Write ``lock`` to ``path`` atomically and return the changes from the lock that was
+    there (JSON form; ``None`` when there was none).
+
+    ``replacing`` is the exact bytes of ``path`` the caller read (``pin lock upgrade``
+    rewriting its own input): the write then happens only if the file still holds them, and
+    its frozen values are not guarded (the caller carried them). Otherwise a lock at
+    ``path`` that holds frozen host values is refused (``LockfileError``, exit 5) unless
+    ``force``; raises what :func:`~pinning.lockfile.io.write_lock` raises.
+    """
+    from pinning.lockfile.io import guard_frozen, write_lock
+
+    if replacing is None:
+        replacing = guard_frozen(path, force=force, command=command)
+    changes = changes_json(lock, str(path))
+    write_lock(lock, path, if_unchanged=replacing)
+    return changes
