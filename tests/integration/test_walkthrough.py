@@ -1,7 +1,7 @@
-"""README's image walkthrough, run verbatim (issue 16, "Done when").
+"""The docs' image walkthrough (docs/workflows/image.md), run verbatim (issue 16, "Done when").
 
 The fenced block between ``<!-- walkthrough:start`` and ``<!-- walkthrough:end -->`` in
-README.md is run with ``bash -euo pipefail`` in a fresh folder, with only ``pin`` on PATH
+docs/workflows/image.md is run with ``bash -euo pipefail`` in a fresh folder, with only ``pin`` on PATH
 from this interpreter's venv, against:
 
 - Debian's ``docker-registry`` asking for a password (htpasswd) over TLS, with a CA made by
@@ -48,9 +48,9 @@ INDEX = IndexSpec({
 
 
 def walkthrough() -> str:
-    """The README block, as written."""
-    found = _BLOCK.search((ROOT / "README.md").read_text())
-    assert found is not None, "README.md has no walkthrough block"
+    """The walkthrough block of docs/workflows/image.md, as written."""
+    found = _BLOCK.search((ROOT / "docs" / "workflows" / "image.md").read_text())
+    assert found is not None, "docs/workflows/image.md has no walkthrough block"
     return found.group(1)
 
 
