@@ -67,3 +67,17 @@ def series_key(text: str) -> str | None:
     m = re.search(r"\b(MI\d{3})\b(?:\s+Series)?", text, flags=re.I)
     key = m.group(1).lower() if m else None
     return key if key in GPU_SERIES else None
+
+#: What the firmware column of AMD's release notes holds for each GPU family (the kind a
+#: lock's firmware pin names).
+FIRMWARE_KIND: dict[str, str] = {
+    "MI355X": "pldm-bundle",
+    "MI350X": "pldm-bundle",
+    "MI325X": "pldm-bundle",
+    "MI300X": "pldm-bundle",
+    "MI300A": "bkc",
+    "MI250X": "ifwi",
+    "MI250": "ifwi",
+    "MI210": "ifwi",
+    "MI100": "vbios",
+}

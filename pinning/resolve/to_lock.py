@@ -11,9 +11,9 @@ from pinning.errors import UsageError
 from pinning.lockfile.io import amend, seal
 from pinning.lockfile.models import Lockfile, Model, model_content_hash
 from pinning.lockfile.serving import Extension, Serving
-from pinning.matrix.importers.release_notes import FIRMWARE_KIND
 from pinning.matrix.load import Matrix
 from pinning.matrix.models import WheelVariant
+from pinning.matrix.names import FIRMWARE_KIND
 from pinning.matrix.provenance import Provenance
 from pinning.resolve.constraints import Constraints
 from pinning.resolve.result import Resolution

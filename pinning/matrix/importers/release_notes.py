@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 
 from pinning.errors import MatrixError
 from pinning.matrix.models import FirmwareRow, FirmwareValue
+from pinning.matrix.names import FIRMWARE_KIND
 
 SOURCE_FMT = ("AMD ROCm {version} release notes, firmware and driver table: ROCm/ROCm:RELEASE.md"
               "{copy}")
@@ -27,19 +28,6 @@ COPIES: dict[str, str] = {
     "7.0.1": "alanina/ROCm@d92d926", "7.0.0": "alanina/ROCm@26f708d",
 }
 URL_FMT = "https://rocm.docs.amd.com/en/docs-{version}/about/release-notes.html"
-
-#: What the firmware column holds for each GPU family.
-FIRMWARE_KIND: dict[str, str] = {
-    "MI355X": "pldm-bundle",
-    "MI350X": "pldm-bundle",
-    "MI325X": "pldm-bundle",
-    "MI300X": "pldm-bundle",
-    "MI300A": "bkc",
-    "MI250X": "ifwi",
-    "MI250": "ifwi",
-    "MI210": "ifwi",
-    "MI100": "vbios",
-}
 
 
 class _Cell:
