@@ -6,14 +6,17 @@ mkdocs-click 0.9.0 documents ``Group.commands`` when it is not empty and asks
 ``list_commands`` only when it is, so without this hook the reference would leave out every
 command not yet loaded. Loading them all here, once per build, makes ``commands`` complete.
 
-mkdocs-click 0.9.0 also prints a parameter's default as it finds it, and click 8.3 and later
-mark "no default" with a sentinel (``click.core.UNSET``), which would show as
-``Sentinel.UNSET``; in this build process only, such defaults are set to ``None``, which
-mkdocs-click shows as "None" (or "required" for a required option).
+The reference uses mkdocs-click's plain style (each command's options as ``--help`` prints
+them, defaults as click shows them). mkdocs-click writes a help text's lines as Markdown, so a
+``\\b`` paragraph (lines click keeps as they are, such as "Start here:") would run together;
+in this build process only, such paragraphs become fenced text blocks. The README snippets
+the home page includes are read relative to mkdocs.yml's folder.
 """
 
 from __future__ import annotations
 
+import inspect
+import os
 from typing import Any
 
 import click
@@ -36,31 +39,45 @@ def load_all(group: click.Group) -> list[str]:
     return sorted(paths)
 
 
-def unset_defaults_to_none(group: click.Group) -> int:
-    """Set every parameter default that is click's "no default" sentinel (it prints as
-    ``Sentinel.UNSET``; click keeps it in a private module) to ``None``, in ``group`` and
-    every command under it (already loaded), their ``--help`` options included; how many
-    were set.
+def fence_verbatim_blocks(group: click.Group) -> int:
+    """Turn each ``\\b`` paragraph of a help text (click's "keep these line breaks" mark:
+    the examples under "Start here:") into a fenced text block, in ``group`` and every
+    command under it, so Markdown keeps their lines; how many were turned.
     """
-    changed = 0
+    turned = 0
     commands: list[click.Command] = [group]
     while commands:
         cmd = commands.pop()
-        for param in cmd.get_params(click.Context(cmd)):  # cached: the ones mkdocs-click gets
-            if str(param.default) == "Sentinel.UNSET":
-                param.default = None
-                changed += 1
+        if cmd.help:
+            paragraphs = inspect.cleandoc(cmd.help).split("\n\n")
+            for i, para in enumerate(paragraphs):
+                lines = para.splitlines()
+                if lines and lines[0].strip() == "\b":
+                    paragraphs[i] = "\n".join(["```text", *lines[1:], "```"])
+                    turned += 1
+            cmd.help = "\n\n".join(paragraphs)
         if isinstance(cmd, click.Group):
             commands += cmd.commands.values()
-    return changed
+    return turned
+
+
+def snippets_from_config_dir(config: Any) -> None:
+    """Read ``--8<--`` snippets (README.md) relative to mkdocs.yml's folder, not the
+    current one, so ``mkdocs build -f PATH/mkdocs.yml`` works from anywhere.
+    """
+    root = os.path.dirname(os.path.abspath(config["config_file_path"]))
+    options = config["mdx_configs"].setdefault("pymdownx.snippets", {})
+    options["base_path"] = [root]
 
 
 def on_config(config: Any, **_: Any) -> Any:
-    """Load every ``pin`` command (:func:`load_all`) before any page is rendered, and give
-    mkdocs-click defaults it can print (:func:`unset_defaults_to_none`).
+    """Before any page is rendered: load every ``pin`` command (:func:`load_all`), fence
+    the verbatim help paragraphs (:func:`fence_verbatim_blocks`) and anchor snippets at the
+    config's folder (:func:`snippets_from_config_dir`).
     """
     from pinning.cli import main
 
     load_all(main)
-    unset_defaults_to_none(main)
+    fence_verbatim_blocks(main)
+    snippets_from_config_dir(config)
     return config

@@ -71,7 +71,7 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Accept a host or an image", ("verify", "verify-image", "accept")),
     ("Decide: port or stay", ("cost", "report")),
     ("Decide what may change", ("guard",)),
-    ("Keep it true", ("lock", "fleet", "slurm")),
+    ("Keep it true", ("lock", "fleet", "slurm", "serve")),
     ("Shell", ("completion",)),
 )
 
@@ -221,7 +221,7 @@ def main(debug: bool, color: str | None) -> None:
       pin verify pin.lock                                   # does this host still match?
       pin doctor collect_env.txt                            # diagnose a pasted dump
       pin lock check pin.lock                               # CI: same stack today?
-      pin lock upgrade pin.lock --rocm '==7.2.0'            # move on, keep host values
+      pin lock upgrade pin.lock --framework pytorch==2.12.0 # re-resolve, keep host values
     """
     if color is not None:  # read by every table and colour (render.terminal_style)
         import os

@@ -59,6 +59,18 @@ class LazyGroup(click.Group):
         """Every command name: those added directly and those in the table, sorted."""
         return sorted({*self.commands, *self._lazy()})
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """As click does, but an unknown command's "Did you mean" looks at every command in
+        the table, not only those loaded so far.
+        """
+        name = args[0] if args else ""
+        if (not ctx.resilient_parsing and name and not name.startswith("-")
+                and self.get_command(ctx, name) is None):
+            raise click.exceptions.NoSuchCommand(name, possibilities=self.list_commands(ctx),
+                                                 ctx=ctx)
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The command ``cmd_name``, imported from its table entry the first time."""
         if cmd_name not in self.commands:

@@ -62,3 +62,21 @@ def test_resolve_imports_only_its_own_command_module(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     loaded = set(ast.literal_eval(done.stdout.strip().splitlines()[-1]))
     assert loaded & COMMAND_MODULES == {"pinning.cli.resolve"}, done.stderr
+
+
+def test_an_unknown_command_suggests_one_not_yet_loaded() -> None:
+    from click.testing import CliRunner
+
+    from pinning.cli import main
+
+    out = CliRunner().invoke(main, ["verfy"])
+    assert out.exit_code == 2
+    assert "Did you mean 'verify'?" in out.output
+
+
+def test_every_command_has_a_workflow_heading() -> None:
+    from pinning.cli import COMMANDS, WORKFLOW
+
+    placed = {name for _, names in WORKFLOW for name in names}
+    top = {words for words in COMMANDS if " " not in words}
+    assert top <= placed, f"listed under 'Other commands': {sorted(top - placed)}"
