@@ -330,7 +330,8 @@ def carry_forward(old: Lockfile, new: Lockfile) -> Upgraded:
         if path in _DEPENDS:
             cf.dependent(path)
     data = cf.n
-    if "packages" in frozen:
+    # [packages] that pin lock packages wrote go with its [[wheels]] (_carry_rest).
+    if "packages" in frozen and "wheels" not in cf.o:
         why = cf._parent_changed("runtime") or next(
             (f"goes with {p}, which was dropped" for p, _ in cf.dropped
              if p.startswith("frameworks.")), None)
@@ -341,7 +342,8 @@ def carry_forward(old: Lockfile, new: Lockfile) -> Upgraded:
             cf.carried.append("packages")
     if cf.carried:
         data["environment"] = cf.o.get("environment", {})
-        data["frozen"] = cf.o["frozen"]
+        if "frozen" in cf.o:  # [packages] from pin lock packages: no host was frozen in
+            data["frozen"] = cf.o["frozen"]
         data["notes"] = [*data.get("notes", []),
                          *(n for n in cf.o.get("notes", []) if n.startswith("Frozen from "))]
     # Earlier upgrades' notes of what to re-freeze stay until those values are re-frozen.
@@ -372,26 +374,27 @@ def _carry_model(old: Lockfile, data: dict[str, Any]) -> None:
 
 
 def _carry_rest(cf: _Carry, data: dict[str, Any]) -> None:
-    """The old image and wheels when the stack is unchanged (else dropped, with why), and any
-    other top-level section of the old lock the fresh resolve does not write.
+    """The old image, and the wheels with the ``[packages]`` pin lock packages resolved
+    beside them, when the stack is unchanged (else dropped, with why), and any other
+    top-level section of the old lock the fresh resolve does not write.
     """
     o = cf.o
     for key, value in o.items():
         if key in data or key in ("packages", "frozen", "wheels"):
             continue
         data[key] = value
-    probe = {**data, "image": o["image"]}
-    if "wheels" in o:
-        probe["wheels"] = o["wheels"]
-    built = o["image"] != cf.n.get("image") or "wheels" in o
-    if not built:
+    wheels: dict[str, Any] = {k: o[k] for k in ("wheels", "packages") if "wheels" in o and k in o}
+    probe = {**data, "image": o["image"], **wheels}
+    if o["image"] == cf.n.get("image") and not wheels:  # nothing built or resolved beside
         return
     draft = amend(cf.new, **{k.replace("-", "_"): v for k, v in probe.items()
                              if k.replace("-", "_") in Lockfile.model_fields
                              and k != "content-hash"})
     if [c for c in stack_changes(diff_locks(cf.old, draft)) if c.layer != "image"]:
-        cf.drop("image", "built for the old stack; run pin build again")
+        if o["image"] != cf.n.get("image"):
+            cf.drop("image", "built for the old stack; run pin build again")
+        if "packages" in wheels:
+            cf.drop("packages", "resolved with its wheels for the old stack; run "
+                                "pin lock packages again")
         return
-    data["image"] = o["image"]
-    if "wheels" in o:
-        data["wheels"] = o["wheels"]
+    data.update(image=o["image"], **wheels)
