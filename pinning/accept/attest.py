@@ -24,7 +24,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric import ec
 from pydantic import ValidationError
 
-from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult, check_consistent
+from pinning.accept.consistency import check_consistent
+from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult
 from pinning.errors import SignatureError, UsageError
 from pinning.sign.cosign import STATEMENT_V1, attest_image, statement
 from pinning.sign.crypto import IN_TOTO, dsse_envelope, open_envelope
@@ -190,7 +191,7 @@ def _finite_float(text: str) -> float:
 def _validate(data: object, label: str) -> AcceptanceResult:
     """``data`` (parsed by :func:`_loads`, so its numbers are finite) as a consistent
     :class:`AcceptanceResult`: valid against the model, and
-    :func:`~pinning.accept.result.check_consistent`; :class:`UsageError` naming ``label``.
+    :func:`~pinning.accept.consistency.check_consistent`; :class:`UsageError` naming ``label``.
     """
     try:
         result = AcceptanceResult.model_validate(data)
@@ -216,7 +217,7 @@ def open_signed_result(data: bytes, key: ec.EllipticCurvePublicKey | None, *,
     the predicate a valid :class:`AcceptanceResult` holding only finite numbers (JSON's
     ``NaN``/``Infinity`` extensions and overflowing numbers such as ``1e999`` are refused)
     whose verdicts agree with its checks
-    (:func:`~pinning.accept.result.check_consistent`); otherwise :class:`UsageError`
+    (:func:`~pinning.accept.consistency.check_consistent`); otherwise :class:`UsageError`
     (exit 2) naming ``label`` (the file as the user gave it).
     """
     try:

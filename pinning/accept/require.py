@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult, check_consistent
+from pinning.accept.consistency import check_consistent
+from pinning.accept.result import PREDICATE_TYPE, AcceptanceResult, binding_problems
 from pinning.errors import SignatureError, UsageError
 from pinning.sign.cosign import ImageVerification
 from pinning.util.models import validation_summary
@@ -33,14 +34,17 @@ def require_acceptance(verification: ImageVerification, *, lock_content_hash: st
     """Require, among the verified attestations of :data:`PREDICATE_TYPE` in
     ``verification`` (from :func:`pinning.sign.cosign.verify_image` with attestations), a
     valid :class:`AcceptanceResult` with ``passed`` true, ``subject.lock-content-hash`` equal
-    to ``lock_content_hash`` (``sha256:<hex>``) and ``subject.image-digest`` equal to
-    ``digest`` (the image's manifest digest). Returns the check line for people (``passing
-    acceptance result for lock sha256:abcd…: gates import, train passed (mode host,
-    finished <time>)``; the latest finished when several pass).
+    to ``lock_content_hash`` (``sha256:<hex>``), ``subject.image-digest`` equal to
+    ``digest`` (the image's manifest digest) and no binding problem
+    (:func:`~pinning.accept.result.binding_problems`: it ran on the stack the lock pins).
+    Returns the check line for people (``passing acceptance result for lock sha256:abcd…:
+    gates import, train passed (mode host, finished <time>)``; the latest finished when
+    several pass).
 
     Raises :class:`SignatureError` (exit 9) saying what is missing: no acceptance
     attestation, none that is a valid result, results only for other locks (their content
-    hash prefixes), only for other images, or only failing ones (their failed checks).
+    hash prefixes), only for other images, only failing ones (their failed checks), or only
+    unbound ones (their binding problems).
     """
     found = verification.attestations.get(PREDICATE_TYPE, [])
     if not found:
@@ -75,17 +79,37 @@ def require_acceptance(verification: ImageVerification, *, lock_content_hash: st
         raise SignatureError(f"The acceptance results for lock {_prefix(lock_content_hash)} "
                              f"attested on {digest} are for other images ({', '.join(others)}).",
                              hint=SIGN_HINT)
-    passing = [r for r in for_image if r.passed]
-    if not passing:
-        failed = sorted({f for r in for_image for f in r.failed})
-        detail = "; ".join(printable(f, newlines=False) for f in failed[:5]) or "no failed check"
-        raise SignatureError(f"Only failing acceptance results ({len(for_image)}) for lock "
-                             f"{_prefix(lock_content_hash)} and {digest}: {detail}.",
-                             hint="Fix what failed and run the gates again.")
-    best = max(passing, key=lambda r: r.finished_at or r.started_at or "")
+    bound = _passing_and_bound(for_image, lock_content_hash, digest)
+    best = max(bound, key=lambda r: r.finished_at or r.started_at or "")
     gates = ", ".join(g for g, ok in best.gates.items() if ok)
     return (f"passing acceptance result for lock {_prefix(lock_content_hash)}: gates {gates} "
             f"passed (mode {best.mode}, {_when(best)})")
+
+
+def _passing_and_bound(results: list[AcceptanceResult], lock_content_hash: str, digest: str
+                       ) -> list[AcceptanceResult]:
+    """The results that passed and are bound to their lock's stack. Raises
+    :class:`SignatureError` (exit 9) naming the failed checks when none passed, or the
+    binding problems when none that passed is bound.
+    """
+    passing = [r for r in results if r.passed]
+    if not passing:
+        failed = sorted({f for r in results for f in r.failed})
+        detail = "; ".join(printable(f, newlines=False) for f in failed[:5]) or "no failed check"
+        raise SignatureError(f"Only failing acceptance results ({len(results)}) for lock "
+                             f"{_prefix(lock_content_hash)} and {digest}: {detail}.",
+                             hint="Fix what failed and run the gates again.")
+    bound = [r for r in passing if not binding_problems(r)]
+    if not bound:
+        problems = sorted({p for r in passing for p in binding_problems(r)})
+        detail = "; ".join(printable(p, newlines=False) for p in problems[:5])
+        raise SignatureError(f"The passing acceptance results ({len(passing)}) for lock "
+                             f"{_prefix(lock_content_hash)} and {digest} are not bound to the "
+                             f"lock's stack: {detail}.",
+                             hint="Run the gates on a host the lock describes (pin accept run "
+                                  "--lock); a result kept with --unbound-ok is not evidence "
+                                  "for the lock.")
+    return bound
 
 
 def _prefix(value: str | None) -> str:

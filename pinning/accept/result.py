@@ -13,23 +13,28 @@ Statement v1 of type :data:`PREDICATE_TYPE` (pin's own) inside a DSSE envelope.
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import Field
 
 from pinning.accept.judge import Check, PointVerdict
 from pinning.accept.train import TrainCheck, TrainResult
-from pinning.errors import UsageError
 from pinning.util.models import FormatVersion, Strict
-from pinning.util.text import printable
 
-__all__ = ["PREDICATE_TYPE", "AcceptanceResult", "ImportResult", "ImportedModule",
-           "NumericResult", "QualityResult", "ServeResult", "Subject", "SustainedResult",
-           "check_consistent", "gate_verdicts"]
+__all__ = ["LAYERS", "NOT_CHECKED", "PREDICATE_TYPE", "AcceptanceResult", "Binding",
+           "ImportResult", "ImportedModule", "NumericResult", "QualityResult", "ServeResult",
+           "Subject", "SustainedResult", "binding_problems", "gate_verdicts",
+           "unverified_layers"]
 
 #: The in-toto predicate type of a signed acceptance result (pin's own).
 PREDICATE_TYPE = "https://pin.dev/attestation/acceptance/v1"
+
+#: The layers of a stack a :class:`Binding` compares with the lock, in this order.
+LAYERS = ("gpu", "kernel-driver", "runtime", "framework", "image-digest",
+          "model-content-hash")
+
+#: The binding problem of a result written before pin checked bindings.
+NOT_CHECKED = "binding not checked (result written by an older pin)"
 
 
 class ImportedModule(Strict):
@@ -133,8 +138,9 @@ class Subject(Strict):
     its digest (the registry manifest digest when the reference names one, else the local
     image ID, and ``image-digest-kind`` says which); ``host-snapshot-hash`` the hash of the
     host's snapshot (``pin probe``); ``model-content-hash`` the served model's content hash
-    as read on the host (else as the lock records it, and ``model-hash-basis`` says which).
-    ``unknown`` maps each field left ``None`` to why.
+    as read on the host (``model-hash-basis`` ``read-on-host``; ``from-lock``, the lock's
+    hash copied, only in results of an older pin: pin never records a hash it did not
+    read). ``unknown`` maps each field left ``None`` to why.
     """
 
     lock: str | None = None
@@ -146,6 +152,32 @@ class Subject(Strict):
     model_content_hash: str | None = None
     model_hash_basis: Literal["read-on-host", "from-lock"] | None = None
     unknown: dict[str, str] = Field(default_factory=dict)
+
+
+class Binding(Strict):
+    """Whether a result is evidence about the stack its lock pins.
+
+    ``checked``: ``run`` (pin ran the gates and probed the host) or ``judge`` (pin read
+    results another harness measured). ``ran-on`` maps each of :data:`LAYERS` to what the
+    gates ran on (``gpu`` ``"H200 (nvidia, PCI 0x2335)"``, ``kernel-driver``, ``runtime``
+    ``"cuda 13.0"``, ``framework`` ``"pytorch 2.13.0 (cu130)"``, ``image-digest``,
+    ``model-content-hash`` ``sha256:<hex>``), ``None`` when unknown, with the reason in
+    ``ran-on-unknown``. ``differences``: one sentence per layer the lock pins where the
+    run differed or could not be checked (``"gpu: ran on the CPU (no GPU found), the lock
+    pins H200 (nvidia)"``). ``allowed-unbound``: the user passed ``--unbound-ok``, so a
+    result with differences was written and exited on its gates alone.
+    """
+
+    checked: Literal["run", "judge"]
+    ran_on: dict[str, str | None] = Field(default_factory=dict)
+    ran_on_unknown: dict[str, str] = Field(default_factory=dict)
+    differences: list[str] = Field(default_factory=list)
+    allowed_unbound: bool = False
+
+    @property
+    def bound(self) -> bool:
+        """True when no layer the lock pins differed or went unchecked."""
+        return not self.differences
 
 
 class QualityResult(Strict):
@@ -207,7 +239,9 @@ class AcceptanceResult(Strict):
     host), ``image`` (inside the lock's image) or ``judged`` (results another harness
     measured). ``gates`` is the verdict per gate that ran (``{"import": true, "train":
     false}``); ``failed`` lists ``gate: check: reason`` for every failed check.
-    ``started-at``/``finished-at`` are UTC ISO 8601 times.
+    ``started-at``/``finished-at`` are UTC ISO 8601 times. ``binding`` says whether the
+    result is evidence about its lock's stack (:class:`Binding`; ``None`` in a result of an
+    older pin, which :func:`binding_problems` treats as unbound).
     """
 
     schema_version: FormatVersion = 1
@@ -223,6 +257,41 @@ class AcceptanceResult(Strict):
     gates: dict[str, bool]
     passed: bool
     failed: list[str]
+    binding: Binding | None = None
+
+
+def binding_problems(result: AcceptanceResult) -> list[str]:
+    """Why ``result`` cannot count as evidence for its lock, one sentence each; ``[]``
+    when it is bound to the lock it names. A result naming no lock gives ``"names no
+    lock"``; one without a binding (an older pin's) :data:`NOT_CHECKED`; otherwise the
+    binding's ``differences``. Never raises.
+    """
+    problems: list[str] = []
+    if result.subject.lock_content_hash is None:
+        problems.append("names no lock")
+    if result.binding is None:
+        problems.append(NOT_CHECKED)
+    else:
+        problems += result.binding.differences
+    return problems
+
+
+def unverified_layers(result: AcceptanceResult) -> list[str]:
+    """The layers of the stack pin could not see for ``result`` although they are not
+    differences (a judged file records no GPU, driver or runtime), one sentence per reason:
+    ``"gpu, kernel-driver, runtime: not verified (judged results: ...)"``; ``[]`` when every
+    layer was seen or there is no binding. Caveats to print beside a verdict, first.
+    """
+    if result.binding is None:
+        return []
+    differing = {d.split(":", 1)[0] for d in result.binding.differences}
+    by_reason: dict[str, list[str]] = {}
+    for layer, why in result.binding.ran_on_unknown.items():
+        named = "model" if layer == "model-content-hash" else layer
+        if named not in differing:
+            by_reason.setdefault(why, []).append(layer)
+    return [f"{', '.join(layers)}: not verified ({why})" if not why.startswith("not verified")
+            else f"{', '.join(layers)}: {why}" for why, layers in by_reason.items()]
 
 
 def gate_verdicts(imports: ImportResult | None, train: TrainResult | None,
@@ -240,129 +309,3 @@ def gate_verdicts(imports: ImportResult | None, train: TrainResult | None,
         gates["serve"] = serve.passed
         failed += [f"serve: {c}" for c in serve.failed_checks]
     return gates, failed
-
-
-def _verdict(check: Check, where: str) -> str | None:
-    """What is wrong with ``check``'s own verdict, or ``None``: a check without a
-    measured value fails; with one, it passes exactly when the value is within the limit
-    in the check's bound direction (``max``: at or below, ``min``: at or above).
-    """
-    name = f"{where} check {printable(check.slo, newlines=False)!r}"
-    m, limit = check.measured, check.limit
-    if not math.isfinite(limit) or (m is not None and not math.isfinite(m)):
-        return f"{name} holds a number that is not finite"
-    if m is None:
-        return f"{name} passed without a measured value" if check.passed else None
-    within = m <= limit if check.bound == "max" else m >= limit
-    if within != check.passed:
-        word = "passed" if check.passed else "failed"
-        return (f"{name} {word} although measured {m:.6g} is "
-                f"{'within' if within else 'beyond'} its {check.bound} limit {limit:.6g}")
-    return None
-
-
-def _aggregate(passed: bool, checks: list[Check] | list[TrainCheck], where: str) -> str | None:
-    """What is wrong with a ``passed`` that should be "there are checks and all pass"."""
-    expected = bool(checks) and all(c.passed for c in checks)
-    if passed == expected:
-        return None
-    if not checks:
-        return f"{where} is marked passed with no check"
-    return f"{where} is marked {'passed' if passed else 'failed'} but its checks " + (
-        "all pass" if expected else "do not all pass")
-
-
-def _serve_problems(serve: ServeResult) -> list[str]:
-    """The contradictions inside the serving gate (see :func:`check_consistent`)."""
-    out: list[str] = []
-    failed: list[Check] = []
-    for i, point in enumerate(serve.points):
-        where = f"serve point {i} ({printable(point.summary.source, newlines=False)}" \
-                f"#{point.summary.index})"
-        out += [p for c in point.checks if (p := _verdict(c, where)) is not None]
-        if (p := _aggregate(point.passed, point.checks, where)) is not None:
-            out.append(p)
-        failed += [c for c in point.checks if not c.passed]
-    if serve.quality is not None:
-        q = serve.quality
-        out += [p for c in q.checks if (p := _verdict(c, "serve quality")) is not None]
-        if (p := _aggregate(q.passed, q.checks, "serve quality")) is not None:
-            out.append(p)
-        failed += [c for c in q.checks if not c.passed]
-    if serve.sustained is not None:
-        st = serve.sustained
-        if (p := _verdict(st.check, "serve sustained")) is not None:
-            out.append(p)
-        if st.passed != st.check.passed:
-            out.append("serve sustained is marked " + ("passed" if st.passed else "failed")
-                       + " but its check " + ("passes" if st.check.passed else "fails"))
-        if not st.check.passed:
-            failed.append(st.check)
-    judged = (any(p.checks for p in serve.points) or serve.quality is not None
-              or serve.sustained is not None)
-    expected = judged and not failed
-    if serve.passed != expected:
-        out.append("the serve gate is marked " + ("passed" if serve.passed else "failed")
-                   + (" but nothing was judged" if not judged else " but its checks "
-                      + ("all pass" if expected else "do not all pass")))
-    listed = list(serve.failed_checks)
-    extra = 0 if judged else 1  # "slo: ... nothing was judged"
-    if len(listed) != len(failed) + extra or not all(
-            line.endswith(f"{c.slo}: {c.reason}") for line, c in zip(listed, failed,
-                                                                       strict=False)):
-        out.append(f"serve failed-checks lists {len(listed)} entries for {len(failed)} "
-                   "failed checks, or not the failed checks in order")
-    return out
-
-
-def check_consistent(result: AcceptanceResult, *, label: str = "The acceptance result"
-                     ) -> None:
-    """Refuse a result whose verdicts contradict its own checks, so that a stored or
-    edited ``passed`` is never trusted over what was measured.
-
-    Checks: every serving check's ``passed`` agrees with its ``measured`` value against
-    its ``limit`` in its ``bound`` direction (no measured value: failed; numbers finite);
-    each point's, the quality's, the sustained run's, the import and train gates' and
-    the serve gate's ``passed`` is true exactly when it has checks and all pass (import
-    and train checks have no bound direction, so only this aggregation is checked for
-    them); the serve gate's ``failed-checks`` lists exactly its failed checks, in order
-    (plus the "nothing was judged" line when it has no check); ``gates`` holds exactly
-    the gates present with their verdicts; ``passed`` is ``bool(gates) and
-    all(gates.values())``; ``failed`` is exactly ``gate: <failed check>`` for every failed
-    check (:func:`gate_verdicts`). Results pin writes always satisfy it.
-
-    Raises :class:`UsageError` (exit 2) starting with ``label`` and naming the first few
-    contradictions.
-    """
-    problems: list[str] = []
-    if result.import_ is not None and (
-            p := _aggregate(result.import_.passed, result.import_.checks, "the import gate")):
-        problems.append(p)
-    if result.train is not None and (
-            p := _aggregate(result.train.passed, result.train.checks, "the train gate")):
-        problems.append(p)
-    if result.serve is not None:
-        problems += _serve_problems(result.serve)
-    gates, failed = gate_verdicts(result.import_, result.train, result.serve)
-    if result.gates != gates:
-        problems.append(f"gates {_show(result.gates)} is not the verdict of the gates "
-                        f"present {_show(gates)}")
-    if result.passed != (bool(result.gates) and all(result.gates.values())):
-        problems.append("passed is " + str(result.passed).lower() + " but gates are "
-                        + _show(result.gates))
-    if result.failed != failed:
-        problems.append(f"failed lists {len(result.failed)} entries, not the "
-                        f"{len(failed)} failed checks")
-    if problems:
-        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        raise UsageError(f"{label}: the result contradicts itself: "
-                         + "; ".join(problems[:5]) + more + ". It was edited or damaged; "
-                         "pin does not trust its verdicts.",
-                         hint="Use the result file pin accept run or pin accept judge "
-                              "wrote, unedited, or run the gates again.")
-
-
-def _show(gates: dict[str, bool]) -> str:
-    """``{import: true, serve: false}`` for messages."""
-    return "{" + ", ".join(f"{printable(k, newlines=False)}: {str(v).lower()}"
-                           for k, v in gates.items()) + "}"

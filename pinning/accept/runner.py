@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from pinning.accept.binding import judge_binding, run_binding
 from pinning.accept.config import AcceptConfig, read_config
 from pinning.accept.result import (
     AcceptanceResult,
@@ -28,6 +29,8 @@ from pinning.accept.result import (
 )
 from pinning.accept.train import TrainResult
 from pinning.errors import PinError, UsageError
+from pinning.lockfile.models import Lockfile, model_content_hash
+from pinning.probe.models import HostFacts, snapshot_hash
 from pinning.util.files import sha256_hex
 
 __all__ = ["RunRequest", "detect_vendor", "judge_files", "run_gates", "subject_for"]
@@ -40,7 +43,8 @@ class RunRequest:
     """What ``pin accept run`` was asked: the gates file, the gates to run (empty: every
     gate the file has), the lock, the image (``None``: this host), the GPU ``vendor`` for
     the image, the ``python`` of the environment under test, a host ``snapshot`` file (else
-    this host is probed), the per-process ``timeout_s`` and a ``progress`` callback.
+    this host is probed), the per-process ``timeout_s``, a ``progress`` callback and
+    ``unbound-ok`` (recorded in the binding: the user accepts a result that is unbound).
     """
 
     config: Path
@@ -53,6 +57,7 @@ class RunRequest:
     engine: str | None = None
     timeout_s: float = 600.0
     progress: Callable[[str], None] | None = None
+    unbound_ok: bool = False
 
 
 def _now() -> str:
@@ -88,7 +93,7 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
     python = _python(request, cfg, gates)
     started = _now()
     say = request.progress or (lambda _line: None)
-    subject = subject_for(request)
+    subject, lock, facts, why_host = _subject_and_host(request)
     imports, train = _process_gates(request, cfg, gates, python, say)
     serve = None
     if "serve" in gates and cfg.serve is not None:
@@ -104,7 +109,10 @@ def run_gates(request: RunRequest) -> AcceptanceResult:
         pin_version=__version__, mode="image" if request.image else "host",
         config_sha256=sha256_hex(raw), started_at=started, finished_at=_now(),
         subject=subject, import_=imports, train=train, serve=serve, gates=verdicts,
-        passed=bool(verdicts) and all(verdicts.values()), failed=failed)
+        passed=bool(verdicts) and all(verdicts.values()), failed=failed,
+        binding=run_binding(lock, facts, why_host, subject, imports,
+                            in_image=request.image is not None,
+                            allowed_unbound=request.unbound_ok))
 
 
 def _python(request: RunRequest, cfg: AcceptConfig, gates: list[str]) -> str | None:
@@ -236,12 +244,21 @@ def subject_for(request: RunRequest) -> Subject:
     """What the gates run against: the lock's and its model's content hashes, the image's
     digest, this host's snapshot hash; each unknown one ``None`` with its reason.
     """
+    return _subject_and_host(request)[0]
+
+
+def _subject_and_host(request: RunRequest
+                      ) -> tuple[Subject, Lockfile | None, HostFacts | None, str]:
+    """:func:`subject_for`, with the lock read, the host's facts as probed (``None`` when
+    the probe failed) and the reason it failed. The model's content hash is only ever the
+    one read on this host: pin never records the lock's hash as if it had checked it.
+    """
+    from pinning.lockfile.io import read_lock
+
     fields: dict[str, object] = {}
     unknown: dict[str, str] = {}
     lock = None
     if request.lock is not None:
-        from pinning.lockfile.io import read_lock
-
         lock = read_lock(Path(request.lock))
         fields.update(lock=request.lock, lock_content_hash=lock.content_hash)
     else:
@@ -255,54 +272,52 @@ def subject_for(request: RunRequest) -> Subject:
             unknown["image-digest"] = why or "the engine gave no digest"
     else:
         unknown["image-digest"] = "no --image: the gates ran on this host"
-    snapshot_hash, model_hash, why_host = _host_identity(request, lock)
-    if snapshot_hash is None:
+    facts, why_host = _host_facts(request, lock)
+    if facts is None:
         unknown["host-snapshot-hash"] = why_host
-    fields["host_snapshot_hash"] = snapshot_hash
-    if model_hash is not None:
-        fields.update(model_content_hash=model_hash, model_hash_basis="read-on-host")
-    elif lock is not None and lock.model is not None and lock.model.content_hash:
-        fields.update(model_content_hash=lock.model.content_hash,
-                      model_hash_basis="from-lock")
     else:
-        unknown["model-content-hash"] = ("the lock records no model files" if lock is not None
-                                         else "no --lock naming a model")
-    return Subject.model_validate({**fields, "unknown": unknown})
+        fields["host_snapshot_hash"] = snapshot_hash(facts)
+    model_hash = None
+    if facts is not None and facts.model is not None and facts.model.files:
+        model_hash = model_content_hash(facts.model.files)
+        fields.update(model_content_hash=model_hash, model_hash_basis="read-on-host")
+    elif lock is None or lock.model is None:
+        unknown["model-content-hash"] = ("no --lock naming a model" if lock is None
+                                         else "the lock names no model")
+    else:
+        reason = (facts.model.reason if facts is not None and facts.model is not None
+                  else None) or why_host or "its files were not found on this host"
+        unknown["model-content-hash"] = f"not verified: {reason}"
+    return (Subject.model_validate({**fields, "unknown": unknown}), lock, facts, why_host)
 
 
-def _host_identity(request: RunRequest, lock: object) -> tuple[str | None, str | None, str]:
-    """``(snapshot hash, model content hash read on the host, reason when no snapshot)``:
-    from ``--snapshot FILE`` or by probing this host (with the lock's model, hashing its
-    files). A probe that fails leaves both ``None`` with the reason; never raises.
+def _host_facts(request: RunRequest, lock: Lockfile | None) -> tuple[HostFacts | None, str]:
+    """The facts of this host from ``--snapshot FILE`` or a probe (with the lock's model,
+    hashing its files), or ``None`` and why the probe failed; never raises.
     """
-    from pinning.lockfile.models import Lockfile, model_content_hash
-    from pinning.probe.models import snapshot_hash
-
-    model = lock.model if isinstance(lock, Lockfile) else None
+    model = lock.model if lock is not None else None
     try:
         if request.snapshot is not None:
             from pinning.probe.snapshot import read_snapshot
 
-            facts = read_snapshot(Path(request.snapshot))
-        else:
-            from pinning.probe.hasher import Hasher, default_cache_file
-            from pinning.probe.host import probe_host
-            from pinning.util.proc import SystemRunner
+            return read_snapshot(Path(request.snapshot)), ""
+        from pinning.probe.hasher import Hasher, default_cache_file
+        from pinning.probe.host import probe_host
+        from pinning.util.proc import SystemRunner
 
-            hasher = Hasher(default_cache_file()) if model is not None else None
-            facts = probe_host(Path("/"), SystemRunner(), model=model, hasher=hasher,
-                               lock_path=request.lock)
+        hasher = Hasher(default_cache_file()) if model is not None else None
+        return probe_host(Path("/"), SystemRunner(), model=model, hasher=hasher,
+                          lock_path=request.lock), ""
     except PinError as exc:
-        return None, None, f"this host could not be probed: {exc.message}"
-    got = None
-    if facts.model is not None and facts.model.files:
-        got = model_content_hash(facts.model.files)
-    return snapshot_hash(facts), got, ""
+        return None, f"this host could not be probed: {exc.message}"
 
 
-def judge_files(config: Path, sources: Sequence[Path], *,
-                lock: str | None) -> AcceptanceResult:
+def judge_files(config: Path, sources: Sequence[Path], *, lock: str | None,
+                unbound_ok: bool = False) -> AcceptanceResult:
     """Judge result files another harness wrote against ``[serve.slo]`` of ``config``.
+    The result names ``lock`` but never copies its model's content hash: a result file
+    names the model, not its files, so a lock that pins them leaves the result unbound
+    (:func:`~pinning.accept.binding.judge_binding`; ``unbound_ok`` is recorded there).
 
     Raises ``UsageError`` (exit 2) for a gates file without ``[serve]`` or SLOs, or a bad
     result file; ``LockError`` (exit 5) for a bad lock.
@@ -318,17 +333,16 @@ def judge_files(config: Path, sources: Sequence[Path], *,
     if not cfg.serve.slo.model_dump(exclude_none=True):
         raise UsageError(f"Gates file {config}: [serve.slo] sets no limit; nothing to "
                          "judge.", hint="Set e.g. ttft-p99-ms, tpot-p99-ms, failed-max.")
-    subject = Subject(unknown={"image-digest": "judged results: pin did not run them",
-                               "host-snapshot-hash": "judged results: pin did not run them"})
+    unknown = {"image-digest": "judged results: pin did not run them",
+               "host-snapshot-hash": "judged results: pin did not run them",
+               "model-content-hash": "not verified: a result file names the model, not its "
+                                     "files"}
+    subject, lf = Subject(unknown={**unknown, "lock-content-hash": "no --lock given"}), None
     if lock is not None:
         from pinning.lockfile.io import read_lock
 
         lf = read_lock(Path(lock))
-        model_hash = lf.model.content_hash if lf.model is not None else None
-        subject = Subject(lock=lock, lock_content_hash=lf.content_hash,
-                          model_content_hash=model_hash,
-                          model_hash_basis="from-lock" if model_hash else None,
-                          unknown=subject.unknown)
+        subject = Subject(lock=lock, lock_content_hash=lf.content_hash, unknown=unknown)
     reads = [r for src in sources for r in read_results(src)]
     points = [judge_point(r, cfg.serve.slo) for r in reads]
     failed = failed_lines(points)
@@ -346,4 +360,5 @@ def judge_files(config: Path, sources: Sequence[Path], *,
     return AcceptanceResult(pin_version=__version__, mode="judged",
                             config_sha256=sha256_hex(raw), started_at=now, finished_at=now,
                             subject=subject, serve=serve, gates=verdicts,
-                            passed=serve.passed, failed=all_failed)
+                            passed=serve.passed, failed=all_failed,
+                            binding=judge_binding(lf, harnesses, allowed_unbound=unbound_ok))

@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 __all__ = ["accept"]
 
 
+_UNBOUND_OK = click.option(
+    "--unbound-ok", "unbound_ok", is_flag=True,
+    help="Keep a result whose stack differs from the lock's (or could not be checked) "
+         "and exit on its gates alone: it is still marked unbound, says so on its first "
+         "line, and pin cost and pin report never count it as evidence for the lock.")
+
+
 @click.group()
 def accept() -> None:
     """Acceptance gates: whether this stack imports, trains and serves as you require.
@@ -87,17 +94,22 @@ def init(output: str, force: bool) -> None:
                    "into the result.")
 @click.option("-o", "--output", callback=output_path, metavar="FILE",
               help="Write the result JSON (schemas/accept-result.schema.json) here.")
+@_UNBOUND_OK
 @format_option
 def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
-          lock_file: str | None, output: str | None, fmt: str) -> None:
+          lock_file: str | None, output: str | None, unbound_ok: bool, fmt: str) -> None:
     """Judge serving results you already have against the [serve.slo] of ACCEPT.TOML.
 
     Prints, per run (each concurrency or rate point), every SLO with the measured value,
     the limit and pass or fail with the reason. Goodput is recomputed from per-request
     data when the file holds it (--save-detailed), else taken from the file and marked so.
 
-    Exit 0 when every SLO holds on every run, 12 naming the failed SLOs otherwise, 2 for
-    a bad gates or result file, 5 for a bad lockfile.
+    A result file names the model, not its files: with a --lock that pins its model's
+    files the result records "model: not verified" and is unbound (exit 12 naming it,
+    unless --unbound-ok).
+
+    Exit 0 when every SLO holds on every run, 12 naming the failed SLOs (or why the
+    result is unbound) otherwise, 2 for a bad gates or result file, 5 for a bad lockfile.
     """
     from pinning.accept.runner import judge_files
 
@@ -107,12 +119,25 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
                          hint="e.g. pin accept judge accept.toml --from result.json")
     refuse_stdout_twice(output, fmt)
     result = judge_files(cli_path(config), [cli_path(s) for s in sources],
-                         lock=lock_file)
+                         lock=lock_file, unbound_ok=unbound_ok)
     _deliver(result, output, fmt)
-    if not result.passed:
-        from pinning.cli.accept_report import failure_text
+    _exit_for(result)
 
-        raise AcceptanceFailed(failure_text(result))
+
+def _exit_for(result: AcceptanceResult) -> None:
+    """Raise :class:`AcceptanceFailed` (exit 12) when a gate failed or the result is
+    unbound without --unbound-ok, naming both; return for a result that counts.
+    """
+    from pinning.cli.accept_report import failure_text, unbound_refusal
+
+    unbound = unbound_refusal(result)
+    if not result.passed:
+        raise AcceptanceFailed(" ".join(t for t in (unbound, failure_text(result)) if t))
+    if unbound is not None:
+        raise AcceptanceFailed(unbound, hint="Run the gates on the stack the lock pins "
+                                             "(pin verify LOCK shows how this host differs), "
+                                             "or pass --unbound-ok to keep the result as "
+                                             "unbound.")
 
 
 @accept.command("run", short_help="Run the import, training and serving gates.")
@@ -152,12 +177,13 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
               help="Docker Engine for --image (default: DOCKER_HOST, else the local socket).")
 @report_options("Also post the result (the exact bytes -o writes: with --sign the signed "
                 "envelope) to this pin service; the id it stores it under goes to stderr.")
+@_UNBOUND_OK
 @format_option
 def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str | None,
         on_host: bool, vendor: str, python: str | None, snapshot: str | None,
         timeout_s: float, output: str | None, sign_key: str | None,
         registry_url: str | None, engine: str | None, report_to: str | None,
-        token_file: str | None, ca_cert: str | None, fmt: str) -> None:
+        token_file: str | None, ca_cert: str | None, unbound_ok: bool, fmt: str) -> None:
     """Run the gates of ACCEPT.TOML and record the result with what was tested.
 
     \b
@@ -171,8 +197,14 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
 
     The result records the lock's content hash, the image digest, the host snapshot hash,
     the model's content hash and pin's version, and per gate pass or fail with the reason.
+    It also records the stack the gates ran on (GPU, kernel driver, runtime, framework
+    build, image digest, model content hash: the probed host, the import gate's torch) and
+    every layer the lock pins where that stack differs or could not be checked: such a
+    result is UNBOUND, exit 12 naming the differences, unless --unbound-ok (then it is
+    kept, still marked unbound, and says so on its first line).
     --python is needed on this host for [import] and the builtin trainer. Exit 0 when
-    every gate passes, 12 naming the failed checks otherwise, 2 for a bad gates file, a
+    every gate passes on the lock's stack, 12 naming the failed checks or the differences
+    otherwise, 2 for a bad gates file, a
     missing --python or an unreachable endpoint, 5 for a bad lockfile, 8 when the Docker
     engine for --image cannot be reached, 9 when signing fails. With --report-to URL
     (a token with the publish scope) the result is also posted after it is written: a
@@ -191,17 +223,17 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
     client = open_service(report_to, token_file, ca_cert) if report_to else None
     request = RunRequest(config=cli_path(config), gates=gates, lock=lock_file,
                          image=image, vendor=vendor, python=python, snapshot=snapshot,
-                         engine=engine, timeout_s=timeout_s, progress=_progress)
+                         engine=engine, timeout_s=timeout_s, progress=_progress,
+                         unbound_ok=unbound_ok)
     result = run_gates(request)
     envelope = _sign(result, key, image, registry_url) if key is not None else None
     _deliver(result, output, fmt, envelope=envelope)
     body = envelope if envelope is not None else json_bytes(result)
+    refused = result.binding is not None and bool(result.binding.differences) and (
+        not result.binding.allowed_unbound)
     post_artefact(client, lambda c: c.post_acceptance(body), "acceptance result",
-                  local_failed=not result.passed)
-    if not result.passed:
-        from pinning.cli.accept_report import failure_text
-
-        raise AcceptanceFailed(failure_text(result))
+                  local_failed=refused or not result.passed)
+    _exit_for(result)
 
 
 def _deliver(result: AcceptanceResult, output: str | None, fmt: str, *,

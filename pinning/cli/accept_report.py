@@ -1,7 +1,9 @@
 """Acceptance results for people: ``pin accept show`` / ``run`` / ``judge`` print
-:func:`result_text` (what was tested, each gate's checks with measured value, limit and
-reason, then the verdict per gate and overall); ``pin accept compare`` prints
-:func:`compare_text` of a :class:`~pinning.accept.compare.Comparison`.
+:func:`result_text` (``UNBOUND: why`` first when the result is not evidence about its
+lock's stack, what was tested and the stack it ran on, each gate's checks with measured
+value, limit and reason, then the verdict per gate and overall); ``pin accept compare``
+prints :func:`compare_text` of a :class:`~pinning.accept.compare.Comparison`;
+:func:`unbound_refusal` is the exit-12 paragraph of an unbound run.
 """
 
 from __future__ import annotations
@@ -10,12 +12,12 @@ from collections.abc import Iterator, Sequence
 
 from pinning.accept.compare import Comparison
 from pinning.accept.judge import Check, load_text
-from pinning.accept.result import AcceptanceResult
+from pinning.accept.result import LAYERS, AcceptanceResult, binding_problems
 from pinning.accept.train import TrainCheck
 from pinning.cli.render import table_text
 from pinning.util.text import printable
 
-__all__ = ["compare_text", "failure_text", "result_text"]
+__all__ = ["compare_text", "failure_text", "result_text", "unbound_refusal"]
 
 
 def _num(value: float | None) -> str:
@@ -52,7 +54,51 @@ def _subject_lines(result: AcceptanceResult) -> list[str]:
         lines.append(f"  judged {result.finished_at} (the runs themselves are the files')")
     elif result.started_at:
         lines.append(f"  ran {result.started_at} .. {result.finished_at}")
+    lines += _binding_lines(result)
     return [printable(line, newlines=False) for line in lines]
+
+
+def _binding_lines(result: AcceptanceResult) -> list[str]:
+    """The stack the gates ran on, layer by layer, and where it differs from the lock's."""
+    b = result.binding
+    if b is None:
+        return []
+    how = "as pin probed this host" if b.checked == "run" else "judged files"
+    lines = [f"stack the gates ran on ({how}):"]
+    for layer in LAYERS:
+        value = b.ran_on.get(layer)
+        lines.append(f"  {layer}: " + (value if value is not None else
+                                       f"unknown ({b.ran_on_unknown.get(layer, '?')})"))
+    lines += [f"  differs from the lock: {d}" for d in b.differences]
+    if b.allowed_unbound and b.differences:
+        lines.append("  kept with --unbound-ok: not evidence about the lock's stack")
+    return lines
+
+
+def _unbound_line(result: AcceptanceResult) -> str | None:
+    """``UNBOUND: why`` when the result cannot count as evidence for its lock."""
+    problems = [p + " (--lock LOCK names the stack measured)" if p == "names no lock" else p
+                for p in binding_problems(result)]
+    if not problems:
+        return None
+    return printable("UNBOUND: " + "; ".join(problems) + (
+        " (kept with --unbound-ok)" if result.binding is not None
+        and result.binding.allowed_unbound and result.binding.differences else ""),
+        newlines=False)
+
+
+def unbound_refusal(result: AcceptanceResult) -> str | None:
+    """The error paragraph (exit 12) of a result whose binding found differences and the
+    user did not pass ``--unbound-ok``; ``None`` otherwise. The result was written first.
+    """
+    b = result.binding
+    if b is None or not b.differences or b.allowed_unbound:
+        return None
+    return printable("Unbound: what the result was measured on differs from the lock, or "
+                     "pin could not check it: "
+                     + "; ".join(b.differences) + ". The result is not evidence about the "
+                     "lock (pass --unbound-ok to keep it anyway, marked unbound).",
+                     newlines=False)
 
 
 def _import_text(result: AcceptanceResult) -> str | None:
@@ -118,14 +164,18 @@ def _serve_text(result: AcceptanceResult) -> Iterator[str]:
 
 def result_text(result: AcceptanceResult) -> str:
     """The whole result for people: subject, each gate, the verdict per gate and overall."""
-    parts = ["\n".join(_subject_lines(result))]
+    unbound = _unbound_line(result)
+    parts = ([unbound] if unbound else []) + ["\n".join(_subject_lines(result))]
     for part in (_import_text(result), _train_text(result)):
         if part is not None:
             parts.append(part)
     parts.extend(_serve_text(result))
     gates = ", ".join(f"{'imports' if g == 'import' else g + 's'}: "
                       f"{'yes' if ok else 'NO'}" for g, ok in result.gates.items())
-    verdict = ("PASS: every gate holds." if result.passed else
+    verdict = ("PASS: every gate holds" + (
+        ", on a stack the lock does not describe (UNBOUND, see above)." if unbound
+        and result.binding is not None and result.binding.differences else ".")
+        if result.passed else
                f"FAIL: {len(result.failed)} check(s) failed:\n" + "\n".join(
                    "  " + printable(f, newlines=False) for f in result.failed))
     return "\n\n".join(parts) + f"\n\n{gates}\n{verdict}"

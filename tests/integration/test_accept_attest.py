@@ -86,7 +86,9 @@ def acceptance(trial: Trial, *, passed: bool = True, lock_hash: str | None = Non
                               "passed": passed, "reason": "all 20 losses finite" if passed
                               else "loss was NaN at step 3"}]},
         "gates": {"train": passed}, "passed": passed,
-        "failed": [] if passed else ["train: finite-loss: loss was NaN at step 3"]})
+        "failed": [] if passed else ["train: finite-loss: loss was NaN at step 3"],
+        # A run pin checked against the lock's stack, with no difference (bound).
+        "binding": {"checked": "run"}})
 
 
 def attach(trial: Trial, result: AcceptanceResult, key: str = "pin") -> str:
@@ -113,6 +115,13 @@ def test_passing_result_for_this_lock_and_image(fresh: Trial) -> None:
                for c in out["checks"]), out["checks"]
     text = require(fresh)
     assert text.returncode == 0 and "✓ passing acceptance result" in text.stdout
+
+
+def test_unbound_result_only(fresh: Trial) -> None:
+    unbound = acceptance(fresh).model_copy(update={"binding": None})
+    attach(fresh, unbound)
+    r = require(fresh)
+    assert r.returncode == 9 and "not bound to the lock's stack" in r.stderr, r.stderr
 
 
 def test_no_acceptance_result(fresh: Trial) -> None:

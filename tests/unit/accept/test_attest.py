@@ -35,8 +35,8 @@ IMAGE = "127.0.0.1:5000/pin/trial:v1@" + DIGEST
 
 def result(*, passed: bool = True, lock_hash: str | None = LOCK_HASH,
            digest: str | None = DIGEST, kind: str | None = "manifest",
-           finished: str | None = "2026-03-01T10:00:00Z", config: str = GATES_HEX
-           ) -> AcceptanceResult:
+           finished: str | None = "2026-03-01T10:00:00Z", config: str = GATES_HEX,
+           differences: tuple[str, ...] = ()) -> AcceptanceResult:
     subject = Subject.model_validate({
         "lock": "trial.lock", "lock-content-hash": lock_hash,
         "image": IMAGE if digest else None, "image-digest": digest,
@@ -50,7 +50,9 @@ def result(*, passed: bool = True, lock_hash: str | None = LOCK_HASH,
         "pin-version": "0.1.0", "mode": "host", "config-sha256": config,
         "started-at": "2026-03-01T09:00:00Z", "finished-at": finished, "subject": subject,
         "train": train, "gates": {"train": passed}, "passed": passed,
-        "failed": [] if passed else ["train: loss-ratio: final/initial loss 0.9 above 0.3"]})
+        "failed": [] if passed else ["train: loss-ratio: final/initial loss 0.9 above 0.3"],
+        "binding": {"checked": "run", "differences": list(differences),
+                    "allowed-unbound": bool(differences)}})
 
 
 def key() -> ec.EllipticCurvePrivateKey:
@@ -235,6 +237,18 @@ def test_require_acceptance_passes() -> None:
     line = require(verification(result(passed=False), result()))
     assert "passing acceptance result" in line and "gates train passed" in line
     assert "2026-03-01T10:00:00Z" in line and "sha256:111111111111" in line
+
+
+def test_require_acceptance_refuses_a_passing_result_not_bound_to_the_lock() -> None:
+    """A CPU run kept with --unbound-ok passes its gates but is no evidence for a GPU lock."""
+    cpu = "gpu: ran on the CPU (no GPU found), the lock pins Instinct MI300X (gfx942)"
+    message = refused(verification(result(differences=(cpu,))))
+    assert "not bound to the lock's stack" in message and cpu in message
+    old = result().model_dump(mode="json", by_alias=True)
+    del old["binding"]  # written by a pin that did not check bindings
+    assert "not bound" in refused(verification(old))
+    assert "passing acceptance result" in require(verification(result(differences=(cpu,)),
+                                                               result()))
 
 
 def test_require_acceptance_takes_the_latest_passing() -> None:
