@@ -1,13 +1,14 @@
 """Two acceptance results side by side (``pin accept compare``): each metric in both, the
 delta and percent change, the better side by the metric's sense, and which gates pass where.
-Serving runs are paired by concurrency and rate.
+Serving runs are paired by concurrency and rate; workloads and models are compared on what
+both results record (a judged file records no gates-file workload, only its runs).
 """
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from pinning.accept.result import AcceptanceResult
+from pinning.accept.result import AcceptanceResult, ServeResult
 from pinning.util.models import Strict
 
 __all__ = ["Comparison", "MetricRow", "compare_results"]
@@ -77,6 +78,11 @@ def _serve_metrics(result: AcceptanceResult) -> dict[str, tuple[str, float, bool
                     out[f"{key} {metric} {pct}"] = ("ms", values[pct], True)
         for t in s.throughput:
             out[f"{key} {t.name}"] = (f"/s ({t.basis})", t.per_s, False)
+        judged = next((c.measured for c in p.checks if c.slo == "goodput-min-rps"
+                       and c.measured is not None), None)
+        if judged is not None:
+            out[f"{key} goodput judged"] = ("req/s (requests within this result's SLOs)",
+                                            judged, False)
     return out
 
 
@@ -131,11 +137,7 @@ def comparability_notes(a: AcceptanceResult, b: AcceptanceResult) -> list[str]:
             notes.append(f"serving harnesses differ: A {sa.harness}, B {sb.harness} "
                          "(harnesses measure the same server differently; see "
                          "vllm-project/guidellm#470)")
-        if sa.workload != sb.workload:
-            notes.append("serving workloads differ (tokens, requests, concurrency, API or "
-                         "prompts): deltas mix the workload with the platform")
-        if sa.model != sb.model:
-            notes.append(f"served model names differ: A {sa.model}, B {sb.model}")
+        notes += workload_notes(sa, sb)
     ta, tb = a.train, b.train
     if ta is not None and tb is not None and (ta.trainer, ta.steps) != (tb.trainer, tb.steps):
         notes.append(f"training runs differ: A {ta.trainer} x{ta.steps}, B {tb.trainer} "
@@ -148,3 +150,81 @@ def comparability_notes(a: AcceptanceResult, b: AcceptanceResult) -> list[str]:
     if ma and mb and ma != mb:
         notes.append("model content hashes differ: not the same weights")
     return notes
+
+
+def _model(serve: ServeResult) -> str | None:
+    """The served model's name: the gates file's, else the one name its runs record."""
+    names = {p.summary.model for p in serve.points if p.summary.model}
+    return serve.model or (names.pop() if len(names) == 1 else None)
+
+
+def _recorded(serve: ServeResult) -> dict[str, object]:
+    """What a serving gate records of its workload, from its runs (a gates file's
+    ``[serve.workload]`` fills what the runs do not say): requests per run, mean input
+    and output tokens per completed request, and the API.
+    """
+    w = serve.workload or {}
+    out: dict[str, object] = {}
+    runs = [p.summary for p in serve.points]
+    if runs and all(s.failed is not None for s in runs):
+        out["requests per run"] = sorted({s.completed + (s.failed or 0) for s in runs})
+    for key, total, conf in (("input tokens per request", "total_input_tokens", "input-tokens"),
+                             ("output tokens per request", "total_output_tokens",
+                              "output-tokens")):
+        per = [getattr(s, total) / s.completed for s in runs
+               if s.completed and getattr(s, total) is not None]
+        configured = w.get(conf)
+        if per:
+            out[key] = sum(per) / len(per)
+        elif isinstance(configured, int):
+            out[key] = float(configured)
+    apis = {"openai": "completions", "vllm": "completions", "openai-chat": "chat",
+            "openai-completions": "completions"}
+    found = {apis.get(s.endpoint or "") or apis.get(s.backend or "") for s in runs}
+    api = w.get("api") or (found.pop() if len(found) == 1 else None)
+    if api:
+        out["API"] = api
+    return out
+
+
+def _differs(a: object, b: object) -> bool:
+    """Whether two recorded workload values differ: token means by more than 5 % (a
+    server may count a prompt's BOS token, a tokenizer may split a word differently),
+    anything else when unequal.
+    """
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) > 0.05 * max(abs(a), abs(b))
+    return a != b
+
+
+def workload_notes(sa: ServeResult, sb: ServeResult) -> list[str]:
+    """Notes where two serving gates' workloads or models differ, on what both record:
+    the whole ``[serve.workload]`` when both are pin's own runs, else :func:`_recorded`;
+    the model by name when both name one. Empty when nothing both record differs.
+    """
+    notes: list[str] = []
+    if sa.workload is not None and sb.workload is not None:
+        if sa.workload != sb.workload:
+            keys = sorted(k for k in set(sa.workload) | set(sb.workload)
+                          if sa.workload.get(k) != sb.workload.get(k))
+            notes.append(f"serving workloads differ ({', '.join(keys)}): deltas mix the "
+                         "workload with the platform")
+    else:
+        ra, rb = _recorded(sa), _recorded(sb)
+        diff = [f"{k} A {_show(ra[k])}, B {_show(rb[k])}" for k in ra
+                if k in rb and _differs(ra[k], rb[k])]
+        if diff:
+            notes.append(f"serving workloads differ ({'; '.join(diff)}): deltas mix the "
+                         "workload with the platform")
+    ma, mb = _model(sa), _model(sb)
+    if ma is not None and mb is not None and ma != mb:
+        notes.append(f"served model names differ: A {ma}, B {mb}")
+    if sa.slo != sb.slo:
+        notes.append("SLOs differ: each side's checks and judged goodput use its own "
+                     "gates file's limits")
+    return notes
+
+
+def _show(value: object) -> str:
+    """A recorded workload value for a note (``128``, ``127.5``, ``[24]``)."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

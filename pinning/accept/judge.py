@@ -7,9 +7,9 @@ and end-to-end latency are each within the per-request limit. vLLM's ``--goodput
 the same way for TTFT, TPOT and end-to-end latency (vllm-project/vllm@
 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1:vllm/benchmarks/serve.py, commit date not
 recorded; after DistServe, arXiv 2401.09670) and has no ITL limit: the limit on a
-request's largest gap is pin's own. Otherwise the file's own ``request_goodput`` is used
-and marked ``from-file`` (its SLOs were the harness's ``--goodput`` flags, which may
-differ from yours).
+request's largest gap is pin's own. Without per-request latencies goodput is not measured
+and its check fails: a file's own ``request_goodput`` counts against the harness's
+``--goodput`` flags, which the file does not record, so pin cannot tell what it measured.
 """
 
 from __future__ import annotations
@@ -46,11 +46,17 @@ class Check(Strict):
 
 
 class PointVerdict(Strict):
-    """A run (one concurrency or rate point) with its checks; ``passed`` when all pass."""
+    """A run (one concurrency or rate point) with its checks; ``passed`` when all pass.
+    ``requests``: the per-request arrays (seconds) of a run pin's load generator measured,
+    kept so the run can be judged again (:func:`judge_point` of ``ReadResult(summary,
+    requests)``); ``None`` for a judged file (the file keeps them) and for a run without
+    them (``summary.detailed`` false).
+    """
 
     summary: ServeSummary
     checks: list[Check]
     passed: bool
+    requests: PerRequest | None = None
 
 
 def load_words(concurrency: int | None, rate: float | None) -> str:
@@ -152,10 +158,11 @@ def make_check(slo: str, measured: float | None, limit: float, unit: str,
                  basis=basis, passed=passed, reason=reason + note)
 
 
-def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
+def judge_point(read: ReadResult, slo: ServeSlo, *, keep_requests: bool = False) -> PointVerdict:
     """Judge one run against every SLO set in ``slo``, then ``completed-min`` (at least
     one request completed), which is always judged: a run that completed nothing fails
-    whatever its other values say.
+    whatever its other values say. ``keep_requests`` keeps ``read.requests`` in the
+    verdict (pin's own runs).
     """
     s, reqs = read.summary, read.requests
     checks: list[Check] = []
@@ -164,7 +171,7 @@ def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
         value = stats.percentiles.get(pct) if stats else None
         if value is None and pct == "p50" and stats is not None:
             value = stats.median
-        basis: Basis = "from-file"
+        basis: Basis = "recomputed" if f"{metric} {pct}" in s.computed else "from-file"
         if value is None:
             value = _recomputed(reqs, metric, pct)
             basis = "recomputed"
@@ -188,7 +195,8 @@ def judge_point(read: ReadResult, slo: ServeSlo) -> PointVerdict:
             checks.append(make_check(key, rates.get(name), limit_rate, unit, "min",
                                      "from-file", f"the results have no {name} throughput"))
     checks.append(_completed_check(s))
-    return PointVerdict(summary=s, checks=checks, passed=all(c.passed for c in checks))
+    return PointVerdict(summary=s, checks=checks, passed=all(c.passed for c in checks),
+                        requests=reqs if keep_requests else None)
 
 
 def _completed_check(s: ServeSummary) -> Check:
@@ -206,7 +214,8 @@ def _completed_check(s: ServeSummary) -> Check:
 
 def _goodput_check(s: ServeSummary, reqs: PerRequest | None, slo: ServeSlo) -> Check:
     """``goodput-min-rps``: recomputed with ``slo``'s per-request limits when the
-    per-request arrays (with latencies) and the duration are there, else the file's.
+    per-request arrays (with latencies) and the duration are there; else not measured
+    (failed), naming the file's own goodput, whose SLOs the file does not record.
     """
     assert slo.goodput_min_rps is not None
     limits = slo.per_request_limits()
@@ -215,11 +224,10 @@ def _goodput_check(s: ServeSummary, reqs: PerRequest | None, slo: ServeSlo) -> C
         return make_check("goodput-min-rps", rate, slo.goodput_min_rps, "req/s", "min",
                           "recomputed", "",
                           f"{_RECOMPUTED} ({good} good of {len(reqs.errors)} requests)")
-    from_file = next((t.per_s for t in s.throughput if t.name == "goodput"), None)
-    check = make_check("goodput-min-rps", from_file, slo.goodput_min_rps, "req/s", "min",
-                       "from-file", "no per-request latencies to recompute it and no "
-                                    "goodput in the results")
-    if from_file is None:
-        return check
-    return check.model_copy(update={"reason": check.reason + ", the file's own goodput "
-                                    "(its harness's --goodput SLOs, not necessarily yours)"})
+    own = next((t.per_s for t in s.throughput if t.name == "goodput"), None)
+    why = "no per-request latencies to count good requests against these SLOs"
+    if own is not None:
+        why += (f" (the file's own goodput, {own:.6g} req/s, counts against its harness's "
+                "--goodput SLOs, which the file does not record)")
+    return make_check("goodput-min-rps", None, slo.goodput_min_rps, "req/s", "min",
+                      "missing", why)

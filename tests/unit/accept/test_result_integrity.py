@@ -14,12 +14,14 @@ import pytest
 
 from pinning.accept.attest import open_signed_result
 from pinning.accept.config import ServeSlo
+from pinning.accept.consistency import check_consistent
 from pinning.accept.judge import judge_point
-from pinning.accept.result import AcceptanceResult, check_consistent
+from pinning.accept.result import AcceptanceResult
 from pinning.accept.results import read_results
 from pinning.errors import UsageError
 from tests.support.cli import pin
 from tests.support.paths import DATA, ROOT
+from tests.unit.accept.vllm_edit import consistent
 
 ACC = DATA / "acceptance"
 C1 = ACC / "vllm-bench-serve-smollm2-c1.json"
@@ -69,8 +71,8 @@ def test_zero_completed_fails_without_per_request_data(tmp_path: Path,
 
 def test_zero_completed_fails_with_consistent_per_request_data(tmp_path: Path) -> None:
     doc = json.loads(C1.read_text())
-    path = _vllm(tmp_path, completed=0, failed=24,
-                 errors=["HTTP 500 Internal Server Error"] * len(doc["errors"]))
+    doc["errors"] = ["HTTP 500 Internal Server Error"] * len(doc["errors"])
+    path = _vllm(tmp_path, **consistent(doc))  # counts and totals as vLLM writes them
     (read,) = read_results(path)
     verdict = judge_point(read, ServeSlo.model_validate({"failed-max": 100}))
     assert not verdict.passed
@@ -152,8 +154,8 @@ def test_counts_that_disagree_with_the_per_request_errors_are_refused(tmp_path: 
     # completed + failed is not the number of requests.
     with pytest.raises(UsageError, match="disagree with the per-request data"):
         read_results(_vllm(tmp_path, completed=20, failed=0))
-    # The same errors with matching counts are read, and the failures judged.
-    (read,) = read_results(_vllm(tmp_path, errors=errors, completed=21, failed=3))
+    # The same errors with matching counts (and totals) are read, and the failures judged.
+    (read,) = read_results(_vllm(tmp_path, **consistent({**doc, "errors": errors})))
     assert (read.summary.completed, read.summary.failed) == (21, 3)
     verdict = judge_point(read, ServeSlo.model_validate({"failed-max": 0}))
     assert not verdict.passed and verdict.checks[0].measured == 3.0
