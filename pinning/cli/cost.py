@@ -20,16 +20,16 @@ from pinning.cli.options import (
     path_given,
     refuse_stdout_twice,
 )
+from pinning.cli.render_cost import render_text
 from pinning.cli.results import json_bytes, write_output
 from pinning.cli.service import artefact_target, post_artefact, report_options
 from pinning.errors import UsageError
-from pinning.util.text import printable
 
 if TYPE_CHECKING:
-    from pinning.cost.model import CostReport, Migration, PlatformCost
+    from pinning.cost.model import Migration
     from pinning.cost.verdict import Platform
 
-__all__ = ["cost", "render_text"]
+__all__ = ["cost"]
 
 #: ``--lock none`` / ``--gpu none``: this result has no lock (or no GPU named).
 _NONE = "none"
@@ -76,10 +76,16 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
                    "divided by it.")
 @click.option("--migration", "audit_file", metavar="AUDIT.json", callback=path_given,
               help="The porting bill (pin audit --format json -o FILE): its findings x the "
-                   "--effort hours x --labour-usd-per-hour are the migration labour; its "
-                   "blocked items are reasons to stay.")
+                   "--effort hours x --labour-usd-per-hour are the migration labour; a "
+                   "blocked item neither priced nor waived (--waivers) is a reason to stay.")
 @click.option("--effort", "effort_file", metavar="EFFORT.toml", callback=path_given,
-              help="Your team's hours per finding kind (the pin audit --effort file).")
+              help="Your team's hours per finding kind (the pin audit --effort file); "
+                   "hours for a kind's blocked verdict (package = { blocked = 40 }) price "
+                   "its blocked findings.")
+@click.option("--waivers", "waivers_file", metavar="WAIVERS.toml", callback=path_given,
+              help="Blocked findings of the --migration audit your team waived ([[waiver]]: "
+                   "finding, reason, by, date) or priced ([[price]]: finding, usd or hours, "
+                   "reason, by, date); each appears in the verdict.")
 @click.option("--labour-usd-per-hour", type=float, callback=_number, metavar="X",
               help="What an hour of migration work costs, USD (with --migration).")
 @click.option("--migration-usd", type=float, callback=_number, metavar="X",
@@ -96,6 +102,9 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
               help="Tokens served per month, on the results' token basis.")
 @click.option("--life-months", type=float, callback=_positive, metavar="L",
               help="The workload's remaining life in months.")
+@click.option("--unbound-ok", is_flag=True,
+              help="Price a result that names no lock (or without the lock it names) "
+                   "anyway: a caveat, and never a port verdict.")
 @click.option("--key", "pub_path", metavar="PUB", callback=path_given,
               help="Verify signed results with this public key (exit 9 when one does not).")
 @click.option("-o", "--output", callback=output_path, metavar="FILE",
@@ -111,7 +120,8 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
 def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
          gpu_names: tuple[str, ...], gpus: int | None, other_usd_per_hour: float,
          utilisation: float, audit_file: str | None, effort_file: str | None,
-         labour_usd_per_hour: float | None, migration_usd: float | None,
+         waivers_file: str | None, unbound_ok: bool, labour_usd_per_hour: float | None,
+         migration_usd: float | None,
          validation_gpu_hours: float, maintenance_usd_per_month: float,
          tokens_per_month: float | None, life_months: float | None, pub_path: str | None,
          output: str | None, report_to: str | None, token_file: str | None,
@@ -127,10 +137,14 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     they share model, precision, input and output lengths, a load (concurrency or rate)
     both passed, SLOs and quality gate; otherwise exit 2 lists what differs.
 
-    Exit 0 with a verdict (port or stay), 2 for bad flags or files, or results that cannot
-    be compared, 5 for an invalid lock, 9 for a bad signature with --key. -o may not name
-    an input, and standard input ('-') can be read once. With --report-to URL (a token with
-    the publish scope) the report is posted after it is written; exit 13 when that fails.
+    A result is priced only against the lock it names (else --unbound-ok), and one not
+    bound to its lock never gives port (inconclusive). A blocked audit item is a reason to
+    stay until priced (--effort, --waivers [[price]]) or waived (--waivers [[waiver]]).
+
+    Exit 0 with a verdict (port, stay or inconclusive), 2 for bad flags or files, or results
+    that cannot be compared, 5 for an invalid lock, 9 for a bad signature with --key. -o may
+    not name an input; standard input ('-') can be read once. --report-to URL posts the
+    report after it is written (a token with the publish scope); exit 13 when that fails.
     """
     from pinning import __version__
     from pinning.cost.prices import read_prices
@@ -138,18 +152,17 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
 
     _check_inputs(results, locks, gpu_names, [
         ("--prices", prices_file), ("--migration", audit_file), ("--effort", effort_file),
-        ("--key", pub_path)])
+        ("--waivers", waivers_file), ("--key", pub_path)])
     refuse_stdout_twice(output, fmt, what="report")
     client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock,
                                         "cost verdict")
-    migration = _migration(audit_file, effort_file, labour_usd_per_hour, migration_usd)
+    migration = _migration(audit_file, effort_file, labour_usd_per_hour, migration_usd,
+                           waivers_file)
     prices, sha = read_prices(cli_path(prices_file))
     platforms = _platforms(results, locks, gpu_names, pub_path)
-    inputs = CostInputs(gpus=gpus, other_usd_per_hour=other_usd_per_hour,
-                        utilisation=utilisation, migration=migration,
-                        validation_gpu_hours=validation_gpu_hours,
-                        maintenance_usd_per_month=maintenance_usd_per_month,
-                        tokens_per_month=tokens_per_month, life_months=life_months)
+    inputs = CostInputs(gpus, other_usd_per_hour, utilisation, migration,
+                        validation_gpu_hours, maintenance_usd_per_month, tokens_per_month,
+                        life_months, unbound_ok=unbound_ok)
     report = cost_report(platforms, prices, prices_name=prices_file, prices_sha256=sha,
                          inputs=inputs, pin_version=__version__)
     if output is not None:
@@ -159,9 +172,8 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
     else:
         # With -o - standard output holds the JSON document only; the text goes to stderr.
         click.echo(render_text(report), nl=False, err=output == "-")
-    if lock_hash is None:
-        lock_hash = next((p.lock.content_hash for p in reversed(platforms)
-                          if p.lock is not None), None)
+    lock_hash = lock_hash or next((p.lock.content_hash for p in reversed(platforms)
+                                   if p.lock is not None), None)
     post_artefact(client, lambda c: c.post_cost(json_bytes(report), lock=lock_hash),
                   "cost verdict")
 
@@ -207,11 +219,12 @@ def _platforms(results: tuple[str, ...], locks: tuple[str, ...], gpu_names: tupl
     return platforms
 
 
-def _migration(audit_file: str | None, effort_file: str | None,
-               labour: float | None, given: float | None) -> Migration | None:
-    """The migration cost from the flags; ``UsageError`` for a combination that does not
-    say one thing.
+def _migration(audit_file: str | None, effort_file: str | None, labour: float | None,
+               given: float | None, waivers_file: str | None) -> Migration | None:
+    """The migration cost from the flags; ``UsageError`` (exit 2) for a combination that
+    does not say one thing, or a waivers file without an audit.
     """
+    from pinning.cost.blocked import read_waivers
     from pinning.cost.payback import migration_from_audit, migration_given, read_audit
 
     if given is not None and (effort_file is not None or labour is not None):
@@ -220,9 +233,14 @@ def _migration(audit_file: str | None, effort_file: str | None,
     if (effort_file is not None or labour is not None) and audit_file is None:
         raise UsageError("--effort and --labour-usd-per-hour price the findings of an audit; "
                          "give the audit with --migration AUDIT.json.")
+    if waivers_file is not None and audit_file is None:
+        raise UsageError("--waivers waives or prices blocked findings of an audit; give the "
+                         "audit with --migration AUDIT.json.")
     report = read_audit(cli_path(audit_file)) if audit_file is not None else None
+    waivers, sha = (read_waivers(cli_path(waivers_file)) if waivers_file is not None
+                    else (None, None))
     if given is not None:
-        return migration_given(given, report, audit_file)
+        return migration_given(given, report, audit_file, waivers, waivers_file, sha)
     if audit_file is None or report is None:
         return None
     if effort_file is None or labour is None:
@@ -232,96 +250,5 @@ def _migration(audit_file: str | None, effort_file: str | None,
     from pinning.audit.bill import read_effort
 
     hours = read_effort(cli_path(effort_file))
-    return migration_from_audit(report, audit_file, hours, effort_file, labour)
-
-
-def _usd(value: float | None, unit: str = "") -> str:
-    """``$1,234.50``; under a dollar with 4 significant digits (``$0.1234``); negative
-    amounts with the sign first (``-$7,587.29``).
-    """
-    if value is None:
-        return "unknown"
-    sign, value = ("-", -value) if value < 0 else ("", value)
-    return f"{sign}${value:,.4g}{unit}" if 0 < value < 1 else f"{sign}${value:,.2f}{unit}"
-
-
-def _platform_lines(p: PlatformCost) -> list[str]:
-    from pinning.cost.model import BASIS_TEXT
-
-    r = p.rate
-    accepted = p.passed if p.accepted is None else p.accepted
-    lines = [f"{p.role.capitalize()}: {printable(p.result, newlines=False)}"
-             + ("" if accepted else "  (acceptance FAILED: "
-                + printable("; ".join(p.not_accepted or p.failed), newlines=False) + ")")]
-    if p.sweep is not None:
-        lines.append(f"  sweep: {printable(p.sweep, newlines=False)}")
-    gpu = printable(r.gpu, newlines=False) if r.gpu else "GPU unknown"
-    count = {"lock": "from the lock", "flag": "--gpus", "assumed": "assumed; --gpus N"}[
-        r.gpu_count_from]
-    price = (f"{_usd(r.usd_per_gpu_hour)}/GPU-hour ({printable(r.price.provider or '?')}, "
-             f"checked {r.price.checked})" if r.price and r.usd_per_gpu_hour else "no price")
-    lines.append(f"  R = {_usd(r.usd_per_hour, '/hour')}: {r.gpu_count} x {gpu} ({count}) at "
-                 f"{price} + {_usd(r.other_usd_per_hour)}/hour other, / utilisation "
-                 f"{r.utilisation:g}")
-    if r.unknown:
-        lines.append(f"    cost unknown: {printable(r.unknown, newlines=False)}")
-    op = p.operating_point
-    if op is not None:
-        lines.append(f"  Q = {op.tokens_per_s:.6g} {BASIS_TEXT[op.basis]}/s: "
-                     f"{printable(op.chosen, newlines=False)}")
-    basis = BASIS_TEXT[p.basis] if p.basis else "tokens"
-    lines.append(f"  cost per million {basis}: {_usd(p.usd_per_million_tokens)}"
-                 + (f" ({printable(p.unknown, newlines=False)})" if p.unknown else ""))
-    return lines
-
-
-def _migration_text(mig: Migration) -> str:
-    """The migration cost and where it came from, for the payback lines."""
-    if mig.effort is None:
-        return _usd(mig.usd) + " (given)"
-    audit = printable(mig.audit or "", newlines=False)
-    rate = _usd(mig.labour_usd_per_hour)
-    if mig.effort.unpriced:
-        return (f"unknown ({mig.effort.total_hours:g} h priced so far at {rate}/h; no hours "
-                f"given for: {printable(', '.join(mig.effort.unpriced), newlines=False)}; "
-                f"from {audit})")
-    return f"{_usd(mig.usd)} ({mig.effort.total_hours:g} h x {rate}/h from {audit})"
-
-
-def render_text(report: CostReport) -> str:
-    """The report for people: each platform's R, Q and cost per million tokens (basis
-    named), the ratio rule, payback, the verdict with its reasons, and caveats.
-    """
-    from pinning.cost.model import BASIS_TEXT
-
-    lines = [report.formula + " (the ROCm migration article)", ""]
-    for p in report.platforms:
-        lines += _platform_lines(p)
-    if report.ratio is not None:
-        lines += ["", f"Ratio rule: {printable(report.ratio.statement, newlines=False)}."]
-    pay = report.payback
-    if pay is not None:
-        basis = BASIS_TEXT[pay.basis] if pay.basis else "tokens"
-        mig = pay.migration
-        mig_text = "not given" if mig is None else _migration_text(mig)
-        lines += ["", "Payback:",
-                  f"  one-time: {_usd(pay.one_time_usd)} = migration {mig_text} + validation "
-                  f"{_usd(pay.validation_usd)} ({pay.validation_gpu_hours:g} GPU-hours)",
-                  f"  savings per month: {_usd(pay.savings_usd_per_month)} at "
-                  + (f"{pay.tokens_per_month:,.0f} {basis}/month" if pay.tokens_per_month
-                     else "an unknown volume")
-                  + f" - maintenance {_usd(pay.maintenance_usd_per_month)} = "
-                  f"{_usd(pay.net_savings_usd_per_month)}",
-                  "  payback: " + (f"{pay.months:.3g} months" if pay.months is not None
-                                   else f"none ({printable(pay.unknown or '', newlines=False)})")
-                  + (f"; remaining life {pay.life_months:g} months"
-                     if pay.life_months is not None else "")]
-    if report.verdict is not None:
-        lines += ["", f"Verdict: {report.verdict.decision.upper()}"]
-        lines += [f"  - {r.code}: {printable(r.text, newlines=False)}"
-                  for r in report.verdict.reasons]
-    if report.caveats:
-        lines += ["", "Caveats:"] + [f"  - {printable(c, newlines=False)}"
-                                     for c in report.caveats]
-    return "\n".join(lines) + "\n"
-
+    return migration_from_audit(report, audit_file, hours, effort_file, labour, waivers,
+                                waivers_file, sha)

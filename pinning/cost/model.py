@@ -24,9 +24,9 @@ from pydantic import Field, model_validator
 from pinning.audit.bill import Effort
 from pinning.util.models import FormatVersion, OneLine, Reason, Strict
 
-__all__ = ["BASIS_TEXT", "COST_FORMULA", "CostReport", "GpuRate", "Migration",
-           "OperatingPoint", "Payback", "PlatformCost", "PointCost", "PriceFile",
-           "PriceRow", "RatioRule", "TokenBasis", "Verdict", "VerdictReason"]
+__all__ = ["BASIS_TEXT", "COST_FORMULA", "BlockedPriced", "BlockedWaived", "CostReport",
+           "GpuRate", "Migration", "OperatingPoint", "Payback", "PlatformCost", "PointCost",
+           "PriceFile", "PriceRow", "RatioRule", "TokenBasis", "Verdict", "VerdictReason"]
 
 #: What a token rate counts: output tokens only, or input + output tokens.
 TokenBasis = Literal["output-tokens", "total-tokens"]
@@ -141,7 +141,10 @@ class PlatformCost(Strict):
     recorded it), ``not-accepted`` what kept it from that, and ``sweep`` how many points
     met every SLO and which is the operating point; ``rate`` (R), ``operating-point``
     (Q), ``usd-per-million-tokens`` on ``basis`` (``None`` with the reason in
-    ``unknown``) and every sweep point in ``points``.
+    ``unknown``) and every sweep point in ``points``. ``binding-problems`` lists why the
+    result cannot count as evidence for its lock (it names no lock, its binding was not
+    checked, the stack it ran on differs from the lock's; [] when bound): such a result
+    never supports a ``port`` verdict.
     """
 
     role: Literal["current", "candidate"]
@@ -160,6 +163,7 @@ class PlatformCost(Strict):
     usd_per_million_tokens: float | None
     unknown: Reason | None = None
     points: list[PointCost] = Field(default_factory=list)
+    binding_problems: list[str] = Field(default_factory=list)
 
 
 class RatioRule(Strict):
@@ -177,6 +181,39 @@ class RatioRule(Strict):
     statement: str
 
 
+class BlockedPriced(Strict):
+    """A blocked finding the team priced: ``finding`` its id (``rule: subject
+    (path:line)``), ``usd`` what it costs (US dollars), ``hours`` the hours it was priced at
+    (``None`` when priced in dollars), ``priced-by`` where the price came from (``effort``:
+    the effort file's ``[hours]`` for its kind and the ``blocked`` verdict, times
+    ``--labour-usd-per-hour``; ``waivers``: a ``[[price]]`` row of the waivers file),
+    ``source`` that file as named, and, for a ``[[price]]`` row, its ``reason``, ``by`` and
+    ``date``.
+    """
+
+    finding: str
+    usd: float = Field(ge=0)
+    hours: float | None = None
+    priced_by: Literal["effort", "waivers"]
+    source: str
+    reason: str | None = None
+    by: str | None = None
+    date: dt.date | None = None
+
+
+class BlockedWaived(Strict):
+    """A blocked finding the team waived (a ``[[waiver]]`` row of the waivers file): its
+    ``finding`` id, the ``reason``, who waived it (``by``), when (``date``) and the
+    ``source`` file. A waived item costs nothing and is not a reason to stay.
+    """
+
+    finding: str
+    reason: str
+    by: str
+    date: dt.date
+    source: str
+
+
 class Migration(Strict):
     """The one-time migration cost in US dollars: ``kind`` ``audit`` (the audit's findings
     x the effort file's hours per finding x ``labour-usd-per-hour``) or ``given``
@@ -186,6 +223,13 @@ class Migration(Strict):
     counts the audit's ``no-data`` findings (packages pin's data says nothing about): their
     porting effort is unknown and not priced, so an audit-priced ``usd`` is a lower bound
     when it is above 0 (``unpriced-no-data`` true).
+
+    Of the ``blocked`` items, ``blocked-priced`` are priced (their dollars are in ``usd``),
+    ``blocked-waived`` waived with a reason, and ``blocked-unpriced`` neither: each of
+    those is a reason to stay (``None`` in reports written before pin recorded it: every
+    blocked item was then a reason to stay). ``waivers``/``waivers-sha256`` name the
+    waivers file read (``--waivers``). ``given-usd`` is the ``--migration-usd`` number
+    when ``kind`` is ``given`` (``usd`` = it + the ``[[price]]`` dollars).
     """
 
     kind: Literal["audit", "given"]
@@ -197,6 +241,12 @@ class Migration(Strict):
     no_data_findings: int = Field(default=0, ge=0)
     unpriced_no_data: bool = False
     unknown: Reason | None = None
+    blocked_priced: list[BlockedPriced] = Field(default_factory=list)
+    blocked_waived: list[BlockedWaived] = Field(default_factory=list)
+    blocked_unpriced: list[str] | None = None
+    waivers: str | None = None
+    waivers_sha256: str | None = None
+    given_usd: float | None = None
 
 
 class Payback(Strict):
@@ -234,12 +284,14 @@ class Payback(Strict):
 
 VerdictCode = Literal[
     "acceptance-failed",   # a result did not pass its gates
-    "audit-blocked",       # the porting audit has blocked items
+    "audit-blocked",       # the porting audit has blocked items neither priced nor waived
     "no-savings",          # net monthly savings <= 0 (or the ratio rule says not cheaper)
     "payback-too-long",    # payback >= remaining life
     "cost-unknown",        # a price, a rate or the migration cost is unknown
     "input-missing",       # --tokens-per-month or --life-months not given
-    "pays-back",           # port: accepted, no blocked item (or no audit given), payback < life
+    "unbound",             # a result cannot count as evidence for its lock (binding)
+    "pays-back",           # the figures pay back: accepted, every blocked item priced or
+                           # waived (or no audit given), payback < life
 ]
 
 
@@ -251,15 +303,24 @@ class VerdictReason(Strict):
 
 
 class Verdict(Strict):
-    """``port`` only when both results are accepted (see :class:`PlatformCost`), the audit
-    (if given; a caveat says when none was) has no blocked item,
-    and payback is shown to be under the remaining life; otherwise ``stay``, with every
-    reason that applies (the article: "require ... a positive payback calculation before
-    committing the workload").
+    """``port`` only when both results are accepted (see :class:`PlatformCost`) and bound
+    to their locks, every blocked item of the audit (if given; a caveat says when none
+    was) is priced or waived, and payback is shown to be under the remaining life;
+    otherwise ``stay``, with every reason that applies (the article: "require ... a
+    positive payback calculation before committing the workload"). ``inconclusive`` when
+    the figures would say port but a result has binding problems (reasons ``unbound``,
+    then the ``pays-back`` the figures give): the evidence is not about the stack priced.
+
+    ``blocked-priced`` and ``blocked-waived`` repeat the migration's priced and waived
+    blocked items, and ``binding-problems`` every result's binding problems (``role
+    (file): problem``), so the verdict shows what it rests on.
     """
 
-    decision: Literal["port", "stay"]
+    decision: Literal["port", "stay", "inconclusive"]
     reasons: list[VerdictReason] = Field(min_length=1)
+    blocked_priced: list[BlockedPriced] = Field(default_factory=list)
+    blocked_waived: list[BlockedWaived] = Field(default_factory=list)
+    binding_problems: list[str] = Field(default_factory=list)
 
 
 class CostReport(Strict):

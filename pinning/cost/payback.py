@@ -8,7 +8,8 @@ include repeat validation in the maintenance budget."
 
 pin's time unit is the month. Migration labour comes from the porting audit's findings at
 the team's hours per finding (the ``pin audit --effort`` file, read by
-:func:`pinning.audit.bill.read_effort`) times a labour rate, or is given as a number.
+:func:`pinning.audit.bill.read_effort`) times a labour rate, or is given as a number; blocked
+findings are priced or waived as :mod:`pinning.cost.blocked` settles them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from pinning.audit.bill import AuditReport, estimate
 from pinning.audit.model import Kind, Verdict
+from pinning.cost.blocked import WaiverFile, finding_id, settle_blocked
 from pinning.cost.model import Migration, Payback, TokenBasis
 from pinning.errors import UsageError
 
@@ -84,34 +86,35 @@ def _no_data(report: AuditReport) -> int:
 
 
 def _blocked(report: AuditReport) -> list[str]:
-    """``rule: subject (path:line)`` of every blocked finding."""
-    out = []
-    for f in report.findings:
-        if f.verdict is Verdict.BLOCKED:
-            where = f" ({f.path}:{f.line})" if f.path and f.line else (
-                f" ({f.path})" if f.path else "")
-            out.append(f"{f.rule}: {f.subject}{where}")
-    return out
+    """The id (:func:`~pinning.cost.blocked.finding_id`) of every blocked finding."""
+    return [finding_id(f) for f in report.findings if f.verdict is Verdict.BLOCKED]
 
 
 def migration_from_audit(report: AuditReport, audit_name: str,
                          hours: dict[Kind, dict[Verdict, float]], effort_name: str,
-                         labour_usd_per_hour: float) -> Migration:
+                         labour_usd_per_hour: float, waivers: WaiverFile | None = None,
+                         waivers_name: str | None = None,
+                         waivers_sha256: str | None = None) -> Migration:
     """Migration labour in US dollars: the audit's findings x ``hours`` (hours per finding
-    by kind and verdict, :func:`pinning.audit.bill.read_effort`) x ``labour_usd_per_hour``.
+    by kind and verdict, :func:`pinning.audit.bill.read_effort`) x ``labour_usd_per_hour``,
+    plus the dollars of the blocked findings ``waivers`` prices; blocked findings it waives
+    cost nothing (:func:`~pinning.cost.blocked.settle_blocked`).
 
     A kind found that ``hours`` gives no number for makes the cost unknown (``usd`` ``None``
-    with the reason), never zero. ``no-data`` findings have no hours (pin knows nothing of
+    with the reason), never zero; a blocked finding neither priced nor waived is listed in
+    ``blocked-unpriced``. ``no-data`` findings have no hours (pin knows nothing of
     them): they are counted in ``no_data_findings`` and flagged ``unpriced_no_data``, so the
     cost is a lower bound. Raises :class:`UsageError` (exit 2) for a labour rate that
-    is not a finite number >= 0.
+    is not a finite number >= 0, or a waivers row naming no blocked finding.
     """
     if not (math.isfinite(labour_usd_per_hour) and labour_usd_per_hour >= 0):
         raise UsageError(f"--labour-usd-per-hour {labour_usd_per_hour!r}: must be a finite "
                          "number of US dollars per hour, 0 or more.")
-    effort = estimate(report.findings, hours, effort_name)
+    settled = settle_blocked(report, waivers, waivers_name, hours=hours,
+                             effort_name=effort_name, labour=labour_usd_per_hour)
+    effort = estimate(settled.findings, hours, effort_name)
     unknown = None
-    usd: float | None = effort.total_hours * labour_usd_per_hour
+    usd: float | None = effort.total_hours * labour_usd_per_hour + settled.usd
     if effort.unpriced:
         usd = None
         unknown = (f"the effort file {effort_name} gives no hours for "
@@ -120,21 +123,36 @@ def migration_from_audit(report: AuditReport, audit_name: str,
     return Migration(kind="audit", audit=audit_name, effort=effort,
                      labour_usd_per_hour=labour_usd_per_hour, usd=usd,
                      blocked=_blocked(report), no_data_findings=no_data,
-                     unpriced_no_data=no_data > 0, unknown=unknown)
+                     unpriced_no_data=no_data > 0, unknown=unknown,
+                     blocked_priced=settled.priced, blocked_waived=settled.waived,
+                     blocked_unpriced=settled.unpriced, waivers=waivers_name,
+                     waivers_sha256=waivers_sha256)
 
 
 def migration_given(usd: float, report: AuditReport | None = None,
-                    audit_name: str | None = None) -> Migration:
+                    audit_name: str | None = None, waivers: WaiverFile | None = None,
+                    waivers_name: str | None = None,
+                    waivers_sha256: str | None = None) -> Migration:
     """A migration cost given as a number of US dollars (``--migration-usd``), with the
-    blocked items of ``report`` when an audit is given too. Raises :class:`UsageError`
-    (exit 2) for a number that is not finite and >= 0.
+    blocked items of ``report`` when an audit is given too: those ``waivers`` waives cost
+    nothing, those it prices in dollars are added to ``usd`` (``given-usd`` keeps the
+    number given), the rest are ``blocked-unpriced``. Raises :class:`UsageError` (exit 2)
+    for a number that is not finite and >= 0, a waivers row naming no blocked finding, or
+    one priced in hours (no labour rate here).
     """
     if not (math.isfinite(usd) and usd >= 0):
         raise UsageError(f"--migration-usd {usd!r}: must be a finite number of US dollars, "
                          "0 or more.")
-    return Migration(kind="given", audit=audit_name, usd=usd,
+    settled = (settle_blocked(report, waivers, waivers_name, hours=None, effort_name=None,
+                              labour=None) if report is not None else None)
+    return Migration(kind="given", audit=audit_name,
+                     usd=usd + (settled.usd if settled else 0.0), given_usd=usd,
                      blocked=_blocked(report) if report is not None else [],
-                     no_data_findings=_no_data(report) if report is not None else 0)
+                     no_data_findings=_no_data(report) if report is not None else 0,
+                     blocked_priced=settled.priced if settled else [],
+                     blocked_waived=settled.waived if settled else [],
+                     blocked_unpriced=settled.unpriced if settled else [],
+                     waivers=waivers_name, waivers_sha256=waivers_sha256)
 
 
 def payback(*, basis: TokenBasis | None, current: tuple[float | None, float | None],

@@ -14,27 +14,25 @@ measured the same thing (:func:`pinning.cost.compare.differences`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from pinning.accept.judge import load_text
 from pinning.accept.result import AcceptanceResult
+from pinning.cost.binding import binding_problems, check_lock
 from pinning.cost.compare import Load, common_loads, differences
+from pinning.cost.decide import decide
 from pinning.cost.model import (
-    BASIS_TEXT,
     CostReport,
     GpuRate,
     Migration,
     OperatingPoint,
-    Payback,
     PlatformCost,
     PriceFile,
     RatioRule,
-    Verdict,
-    VerdictReason,
 )
-from pinning.cost.payback import payback, pays_back_within
+from pinning.cost.payback import payback
 from pinning.cost.prices import gpu_key, system_rate
 from pinning.cost.rule import (
     cost_per_million,
@@ -46,11 +44,7 @@ from pinning.cost.rule import (
 from pinning.errors import UsageError
 from pinning.lockfile.models import Lockfile
 
-__all__ = ["CostInputs", "Platform", "acceptance", "cost_report", "decide"]
-
-_StayCode = Literal["acceptance-failed", "audit-blocked", "no-savings", "payback-too-long",
-                    "cost-unknown", "input-missing"]
-_Add = Callable[[_StayCode, str], None]
+__all__ = ["CostInputs", "Platform", "acceptance", "cost_report"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +66,9 @@ class CostInputs:
     """The flags of ``pin cost`` as numbers: ``gpus`` (GPU count when a lock records
     none), ``other_usd_per_hour``, ``utilisation`` (0-1], the ``migration`` cost (``None``:
     not given), ``validation_gpu_hours``, ``maintenance_usd_per_month``,
-    ``tokens_per_month`` and ``life_months`` (``None``: not given).
+    ``tokens_per_month`` and ``life_months`` (``None``: not given), ``caveats`` to print,
+    and ``unbound_ok`` (``--unbound-ok``: price a result that names no lock, or without
+    the lock it names, as a caveat).
     """
 
     gpus: int | None = None
@@ -84,6 +80,7 @@ class CostInputs:
     tokens_per_month: float | None = None
     life_months: float | None = None
     caveats: list[str] = field(default_factory=list)
+    unbound_ok: bool = False
 
 
 def _gpu(p: Platform) -> tuple[str | None, Literal["lock", "flag"] | None]:
@@ -113,16 +110,6 @@ def _count(p: Platform, gpus: int | None
                                   "price the result without that lock.")
         return int(text), "lock"
     return (gpus, "flag") if gpus is not None else (1, "assumed")
-
-
-def _check_lock(p: Platform) -> None:
-    """Refuse a ``--lock`` whose content hash is not the one the result recorded."""
-    recorded = p.result.subject.lock_content_hash
-    if p.lock is not None and recorded is not None and p.lock.content_hash != recorded:
-        raise UsageError(f"{p.name} was measured on the lock with content hash {recorded}, "
-                         f"but --lock {p.lock_name} has {p.lock.content_hash}.",
-                         hint="Pass the lock the acceptance run used, in the same order as "
-                              "the results.")
 
 
 def acceptance(result: AcceptanceResult, point: OperatingPoint | None
@@ -170,7 +157,6 @@ def acceptance(result: AcceptanceResult, point: OperatingPoint | None
 def _platform(p: Platform, role: Literal["current", "candidate"], prices: PriceFile,
               inputs: CostInputs, only: set[Load] | None) -> PlatformCost:
     """Price one result: R, Q at its operating point, cost per million tokens."""
-    _check_lock(p)
     gpu, gpu_from = _gpu(p)
     count, count_from = _count(p, inputs.gpus)
     rate: GpuRate = system_rate(prices, gpu, gpu_from, gpu_count=count,
@@ -202,7 +188,8 @@ def _platform(p: Platform, role: Literal["current", "candidate"], prices: PriceF
                         operating_point=point,
                         basis=basis, usd_per_million_tokens=cost,
                         unknown=unknown if cost is None else None,
-                        points=point_costs(p.result, basis, rate.usd_per_hour))
+                        points=point_costs(p.result, basis, rate.usd_per_hour),
+                        binding_problems=binding_problems(p.result))
 
 
 def cost_report(platforms: Sequence[Platform], prices: PriceFile, *, prices_name: str,
@@ -210,14 +197,18 @@ def cost_report(platforms: Sequence[Platform], prices: PriceFile, *, prices_name
     """Price one or two results and, for two, apply the ratio rule, payback and the verdict.
 
     Raises :class:`UsageError` (exit 2) for no result or more than two, a result without a
-    serving gate, a lock that is not the result's, a GPU count or name given two ways that
-    disagree, and, for two results, when they differ in anything
+    serving gate, a lock that is not the one the result names (or a result that names none,
+    without ``inputs.unbound_ok``: :func:`~pinning.cost.binding.check_lock`), a GPU count
+    or name given two ways that disagree, and, for two results, when they differ in anything
     :func:`~pinning.cost.compare.differences` checks (the message lists every difference).
     """
     if not 1 <= len(platforms) <= 2:
         raise UsageError(f"pin cost takes one or two results, not {len(platforms)}: the "
                          "platform in use first, then the candidate.")
     caveats = list(inputs.caveats)
+    for p in platforms:
+        caveats += check_lock(p.name, p.result, p.lock, p.lock_name, p.gpu,
+                              unbound_ok=inputs.unbound_ok)
     if len(platforms) == 1:
         only = platforms[0]
         priced = _platform(only, "current", prices, inputs, None)
@@ -285,85 +276,3 @@ def _ratio(a: PlatformCost, b: PlatformCost) -> RatioRule | None:
     return ratio_rule(a.rate.usd_per_hour, a.operating_point.tokens_per_s,
                       b.rate.usd_per_hour, b.operating_point.tokens_per_s, a.basis,
                       unknown=unknown)
-
-
-def decide(current: PlatformCost, candidate: PlatformCost, ratio: RatioRule | None,
-           pay: Payback | None, migration: Migration | None) -> Verdict:
-    """``port`` when both results are accepted (``accepted``, else ``passed`` for a
-    platform priced before pin recorded it; see :func:`acceptance`), the audit has no
-    blocked item, the ratio rule finds the candidate cheaper and payback is shorter than
-    the remaining life; otherwise ``stay`` with every reason that applies (codes in
-    :data:`~pinning.cost.model.VerdictCode`). Without an audit (``migration.audit`` None)
-    the port text says blocked items were not checked.
-    """
-    reasons: list[VerdictReason] = []
-
-    def add(code: _StayCode, text: str) -> None:
-        reasons.append(VerdictReason(code=code, text=text))
-
-    for p in (current, candidate):
-        accepted = p.passed if p.accepted is None else p.accepted
-        if not accepted:
-            why = p.failed if p.accepted is None else p.not_accepted
-            shown = "; ".join(why[:5]) + (f"; and {len(why) - 5} more"
-                                          if len(why) > 5 else "")
-            add("acceptance-failed", f"the {p.role} result {p.result} failed acceptance"
-                + (f": {shown}" if shown else ""))
-    if migration is not None and migration.blocked:
-        shown = "; ".join(migration.blocked[:5]) + (
-            f"; and {len(migration.blocked) - 5} more" if len(migration.blocked) > 5 else "")
-        add("audit-blocked", f"the audit has {len(migration.blocked)} blocked item(s) with no "
-            f"ROCm equivalent: {shown}")
-    unknown_costs = [f"{p.role} ({p.result}): {p.unknown}" for p in (current, candidate)
-                     if p.usd_per_million_tokens is None and p.unknown]
-    if unknown_costs:
-        add("cost-unknown", "cost per million tokens unknown for " + "; ".join(unknown_costs))
-    if ratio is not None and ratio.candidate_cheaper is False:
-        add("no-savings", "the ratio rule: " + ratio.statement)
-    elif pay is not None and pay.net_savings_positive is False:
-        assert pay.net_savings_usd_per_month is not None
-        add("no-savings", f"net savings are {pay.net_savings_usd_per_month:,.2f} USD per "
-            f"month after {pay.maintenance_usd_per_month:,.2f} USD per month of maintenance "
-            "and repeat validation (<= 0): the port never pays back")
-    if pay is not None:
-        _payback_reasons(pay, migration, add)
-    if reasons:
-        return Verdict(decision="stay", reasons=reasons)
-    assert pay is not None and pay.months is not None and pay.life_months is not None
-    assert ratio is not None and ratio.cost_ratio is not None
-    what = BASIS_TEXT[ratio.basis]
-    blocked = ("no blocked item" if migration is not None and migration.audit is not None
-               else "no porting bill given (--migration AUDIT.json): blocked items were not "
-                    "checked")
-    sweeps = [f"{p.role}: {p.sweep}" for p in (current, candidate)
-              if p.sweep is not None and not all(pt.passed for pt in p.points)]
-    return Verdict(decision="port", reasons=[VerdictReason(
-        code="pays-back",
-        text=("both results passed acceptance"
-              + (f" ({'; '.join(sweeps)})" if sweeps else "")
-              + f"; {blocked}; the ratio rule: cost ratio "
-              f"{ratio.cost_ratio:.4g} < throughput ratio {ratio.throughput_ratio:.4g} "
-              f"({what}/s); payback {pay.months:.3g} months < remaining life "
-              f"{pay.life_months:g} months"))])
-
-
-def _payback_reasons(pay: Payback, migration: Migration | None, add: _Add) -> None:
-    """The payback-related reasons to stay: unknown inputs, payback >= life."""
-    if migration is None:
-        add("input-missing", "no migration cost is given (--migration AUDIT --effort FILE "
-            "--labour-usd-per-hour X, or --migration-usd X); payback cannot be computed")
-    elif migration.usd is None:
-        add("cost-unknown", f"the migration cost is unknown: {migration.unknown}")
-    if pay.tokens_per_month is None:
-        add("input-missing", "--tokens-per-month is not given: monthly savings and payback "
-            "cannot be computed")
-    if pay.life_months is None:
-        add("input-missing", "--life-months is not given: payback cannot be checked against "
-            "the workload's remaining life")
-    within = (pay.within_life if pay.within_life is not None
-              else pays_back_within(pay.months, pay.life_months))
-    if within is False:
-        assert pay.months is not None
-        add("payback-too-long", f"payback {pay.months:.3g} months is not shorter than the "
-            f"remaining life {pay.life_months:g} months")
-

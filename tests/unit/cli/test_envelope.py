@@ -85,7 +85,8 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "accept judge": ([str(ROOT / "pinning" / "accept" / "template.toml"), "--from",
                       str(DATA / "acceptance" / "vllm-bench-serve-smollm2-c1.json")],
                      [MISSING, "--from", MISSING]),
-    "cost": ([str(DATA / "acceptance" / "judged-c1.json"), "--gpu", "H100", "--prices",
+    "cost": ([str(DATA / "acceptance" / "judged-c1.json"), "--gpu", "H100", "--unbound-ok",
+              "--prices",
               str(ROOT / "pinning" / "cost" / "data" / "article-prices-2026-09-28.toml")],
              [MISSING, "--prices", MISSING]),
 }

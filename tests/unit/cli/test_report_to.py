@@ -237,7 +237,8 @@ def test_audit_posts_the_json_bill_it_writes(service: FakeService, frozen_lock: 
 
 def test_cost_posts_the_report_it_writes_and_a_failure_is_13(service: FakeService,
                                                              tmp_path: Path) -> None:
-    args = [str(DATA / "acceptance" / "judged-c1.json"), "--gpu", "H100", "--prices",
+    args = [str(DATA / "acceptance" / "judged-c1.json"), "--gpu", "H100", "--unbound-ok",
+            "--prices",
             str(ROOT / "pinning" / "cost" / "data" / "article-prices-2026-09-28.toml")]
     out = tmp_path / "cost.json"
     done = pin("cost", *args, "-o", str(out), "--report-to", service.url,

@@ -76,10 +76,18 @@ def run(*args: str | Path) -> Any:
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
-def test_hand_computation_port(pair: tuple[Path, Path, float, float], tmp_path: Path) -> None:
+@pytest.fixture
+def bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Price as if every result were bound to the stack it is priced for (no binding
+    problems): for the tests of the money; binding has its own tests (test_cost_binding.py).
+    """
+    monkeypatch.setattr("pinning.cost.verdict.binding_problems", lambda result: [])
+
+
+def test_hand_computation_port(bound: None, pair: tuple[Path, Path, float, float], tmp_path: Path) -> None:
     current, candidate, q_cur, q_cand = pair
     out = tmp_path / "cost.json"
-    res = run("cost", current, candidate, "--prices", PRICES, "--lock", H200_LOCK,
+    res = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--lock", H200_LOCK,
               "--lock", "none", "--gpu", "none", "--gpu", "H100", "--gpus", "1",
               "--migration-usd", "20000", "--validation-gpu-hours", "10",
               "--maintenance-usd-per-month", "500", "--tokens-per-month", "1e9",
@@ -111,7 +119,7 @@ def test_hand_computation_port(pair: tuple[Path, Path, float, float], tmp_path: 
     assert report["verdict"]["decision"] == "port"
     assert [r["code"] for r in report["verdict"]["reasons"]] == ["pays-back"]
 
-    text = run("cost", current, candidate, "--prices", PRICES, "--lock", H200_LOCK,
+    text = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--lock", H200_LOCK,
                "--lock", "none", "--gpu", "none", "--gpu", "H100", "--gpus", "1",
                "--migration-usd", "20000", "--validation-gpu-hours", "10",
                "--maintenance-usd-per-month", "500", "--tokens-per-month", "1e9",
@@ -121,9 +129,9 @@ def test_hand_computation_port(pair: tuple[Path, Path, float, float], tmp_path: 
     assert "Verdict: PORT" in text.output and "Ratio rule: cost ratio 0.7551" in text.output
 
 
-def test_short_life_and_missing_inputs_stay(pair: tuple[Path, Path, float, float]) -> None:
+def test_short_life_and_missing_inputs_stay(bound: None, pair: tuple[Path, Path, float, float]) -> None:
     current, candidate, _, _ = pair
-    base: list[str | Path] = ["cost", current, candidate, "--prices", PRICES, "--gpu", "H200", "--gpu", "H100",
+    base: list[str | Path] = ["cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu", "H100",
             "--format", "json"]
     short = json.loads(run(*base, "--migration-usd", "20000", "--tokens-per-month", "1e9",
                            "--life-months", "1").output)["result"]
@@ -134,10 +142,10 @@ def test_short_life_and_missing_inputs_stay(pair: tuple[Path, Path, float, float
     assert bare["verdict"]["decision"] == "stay" and codes == ["input-missing"] * 3
 
 
-def test_dearer_candidate_stays_with_the_ratio_rule(pair: tuple[Path, Path, float, float]
+def test_dearer_candidate_stays_with_the_ratio_rule(bound: None, pair: tuple[Path, Path, float, float]
                                                      ) -> None:
     current, candidate, _, _ = pair
-    res = run("cost", current, candidate, "--prices", PRICES, "--gpu", "H100", "--gpu", "B200",
+    res = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--gpu", "H100", "--gpu", "B200",
               "--migration-usd", "0", "--tokens-per-month", "1e9", "--life-months", "12",
               "--format", "json")
     report = json.loads(res.output)["result"]
@@ -149,7 +157,7 @@ def test_dearer_candidate_stays_with_the_ratio_rule(pair: tuple[Path, Path, floa
 
 def test_unpriced_gpu_is_cost_unknown(pair: tuple[Path, Path, float, float]) -> None:
     current, candidate, _, _ = pair
-    res = run("cost", current, candidate, "--prices", PRICES, "--lock", H200_LOCK, "--lock",
+    res = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--lock", H200_LOCK, "--lock",
               MI300X_LOCK, "--migration-usd", "0", "--tokens-per-month", "1e9",
               "--life-months", "12", "--format", "json")
     # the candidate result records no lock hash, so any lock may price it
@@ -163,7 +171,7 @@ def test_unpriced_gpu_is_cost_unknown(pair: tuple[Path, Path, float, float]) -> 
 
 
 def test_c1_against_c4_is_refused_for_concurrency() -> None:
-    res = run("cost", DATA / "judged-c1.json", DATA / "judged-c4.json", "--prices", PRICES,
+    res = run("cost", DATA / "judged-c1.json", DATA / "judged-c4.json", "--prices", PRICES, "--unbound-ok",
               "--gpu", "H200", "--gpu", "H100")
     assert res.exit_code == 2
     assert "refuses to compare" in res.output and "concurrency" in res.output
@@ -178,7 +186,7 @@ def test_different_slos_are_refused(tmp_path: Path,
     assert gates.read_text() != TEMPLATE.read_text()
     other = write_result(judge_files(gates, [DATA / "vllm-bench-serve-smollm2-c1.json"],
                                      lock=None), tmp_path / "other.json")
-    res = run("cost", current, other, "--prices", PRICES, "--gpu", "H200", "--gpu", "H100")
+    res = run("cost", current, other, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu", "H100")
     assert res.exit_code == 2 and "SLO tpot-p99-ms: 200.0 vs 150.0" in res.output
 
 
@@ -189,7 +197,7 @@ def test_sweep_uses_best_passing_point_not_peak(tmp_path: Path) -> None:
     sweep = write_result(judge_files(gates, [DATA / "vllm-bench-serve-smollm2-c1.json",
                                              DATA / "vllm-bench-serve-smollm2-c4.json"],
                                      lock=None), tmp_path / "sweep.json")
-    res = run("cost", sweep, "--prices", PRICES, "--gpu", "H100", "--format", "json")
+    res = run("cost", sweep, "--prices", PRICES, "--unbound-ok", "--gpu", "H100", "--format", "json")
     assert res.exit_code == 0, res.output
     p = json.loads(res.output)["result"]["platforms"][0]
     assert p["passed"] is False
@@ -217,9 +225,9 @@ def _knee_pair(tmp_path: Path) -> tuple[Path, Path]:
     return current, candidate
 
 
-def test_sweep_past_the_knee_is_not_an_acceptance_failure(tmp_path: Path) -> None:
+def test_sweep_past_the_knee_is_not_an_acceptance_failure(bound: None, tmp_path: Path) -> None:
     current, candidate = _knee_pair(tmp_path)
-    res = run("cost", current, candidate, "--prices", PRICES, "--gpu", "H200", "--gpu", "H100",
+    res = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu", "H100",
               "--migration-usd", "0", "--tokens-per-month", "1e9", "--life-months", "12",
               "--format", "json")
     assert res.exit_code == 0, res.output
@@ -266,7 +274,7 @@ def test_failed_quality_is_a_reason_to_stay(tmp_path: Path) -> None:
     current, candidate = _knee_pair(tmp_path)
     good = _with_quality(current, tmp_path / "good-quality.json", passed=True)
     bad = _with_quality(candidate, tmp_path / "bad-quality.json", passed=False)
-    res = run("cost", good, bad, "--prices", PRICES, "--gpu", "H200", "--gpu", "H100",
+    res = run("cost", good, bad, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu", "H100",
               "--migration-usd", "0", "--tokens-per-month", "1e9", "--life-months", "12",
               "--format", "json")
     assert res.exit_code == 0, res.output
@@ -288,11 +296,11 @@ def test_failed_gate_with_no_common_load_is_refused(tmp_path: Path) -> None:
     assert gates.read_text() != TEMPLATE.read_text()
     one = write_result(judge_files(gates, [DATA / "vllm-bench-serve-smollm2-c1.json"],
                                    lock=None), tmp_path / "one.json")
-    res = run("cost", one, one, "--prices", PRICES, "--gpu", "H200", "--gpu", "H100")
+    res = run("cost", one, one, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu", "H100")
     assert res.exit_code == 2 and "current passed at none; candidate at none" in res.output
 
 
-def test_audit_migration_and_blocked_items(tmp_path: Path,
+def test_audit_migration_and_blocked_items(bound: None, tmp_path: Path,
                                            pair: tuple[Path, Path, float, float]) -> None:
     current, candidate, _, _ = pair
     proj = tmp_path / "proj"
@@ -303,7 +311,7 @@ def test_audit_migration_and_blocked_items(tmp_path: Path,
                ).exit_code == 0
     effort = tmp_path / "effort.toml"
     effort.write_text("[hours]\npackage = { swap = 0.5, port = 8, blocked = 40 }\n")
-    args: list[str | Path] = ["cost", current, candidate, "--prices", PRICES, "--gpu", "H200", "--gpu", "H100",
+    args: list[str | Path] = ["cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu", "H100",
             "--migration", audit, "--effort", effort, "--labour-usd-per-hour", "150",
             "--tokens-per-month", "1e9", "--life-months", "12", "--format", "json"]
     report = json.loads(run(*args).output)["result"]
@@ -315,11 +323,21 @@ def test_audit_migration_and_blocked_items(tmp_path: Path,
     (proj / "requirements.txt").write_text("flash-attn==2.7.4\ntensorrt==10.0.1\n")
     assert run("audit", proj, "--no-hipify-perl", "--format", "json", "-o", audit
                ).exit_code == 11
+    # The effort file prices blocked packages (40 h each): priced, not a reason to stay.
+    report = json.loads(run(*args).output)["result"]
+    mig = report["payback"]["migration"]
+    assert mig["usd"] == (8 + 40) * 150 and mig["blocked-unpriced"] == []
+    [priced] = report["verdict"]["blocked-priced"]
+    assert "tensorrt" in priced["finding"] and priced["priced-by"] == "effort"
+    assert (priced["hours"], priced["usd"]) == (40, 40 * 150)
+    assert report["verdict"]["decision"] == "port"
+
+    effort.write_text("[hours]\npackage = { swap = 0.5, port = 8 }\n")  # blocked unpriced
     report = json.loads(run(*args).output)["result"]
     reasons = report["verdict"]["reasons"]
     assert report["verdict"]["decision"] == "stay"
-    assert [r["code"] for r in reasons] == ["audit-blocked"]
-    assert "tensorrt" in reasons[0]["text"]
+    assert [r["code"] for r in reasons] == ["audit-blocked", "cost-unknown"]
+    assert "tensorrt" in reasons[0]["text"] and "neither priced nor waived" in reasons[0]["text"]
 
     effort.write_text("[hours]\ninline-ptx = 16\n")  # no hours for packages: unknown
     report = json.loads(run(*args).output)["result"]
@@ -338,13 +356,13 @@ def test_audit_migration_and_blocked_items(tmp_path: Path,
 def test_bad_flags_exit_2(pair: tuple[Path, Path, float, float], extra: list[str],
                           words: str) -> None:
     current, candidate, _, _ = pair
-    res = run("cost", current, candidate, "--prices", PRICES, *extra)
+    res = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", *extra)
     assert res.exit_code == 2 and words in res.output, res.output
 
 
 def test_lock_of_another_run_is_refused(pair: tuple[Path, Path, float, float]) -> None:
     current, candidate, _, _ = pair  # current recorded the H200 lock's content hash
-    res = run("cost", current, candidate, "--prices", PRICES, "--lock", MI300X_LOCK,
+    res = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--lock", MI300X_LOCK,
               "--lock", "none")
     assert res.exit_code == 2 and "was measured on the lock with content hash" in res.output
 
@@ -352,7 +370,7 @@ def test_lock_of_another_run_is_refused(pair: tuple[Path, Path, float, float]) -
 def test_gpu_flag_contradicting_the_lock_is_refused(pair: tuple[Path, Path, float, float]
                                                     ) -> None:
     current, candidate, _, _ = pair
-    res = run("cost", current, candidate, "--prices", PRICES, "--lock", H200_LOCK,
+    res = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--lock", H200_LOCK,
               "--lock", "none", "--gpu", "B200", "--gpu", "H100")
     assert res.exit_code == 2 and "differs from the GPU its lock" in res.output
 
@@ -368,11 +386,11 @@ def test_not_a_result_and_too_many(tmp_path: Path) -> None:
 
 
 def _port_args(current: Path, candidate: Path) -> list[str | Path]:
-    return ["cost", current, candidate, "--prices", PRICES, "--gpu", "H200", "--gpu", "H100",
+    return ["cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu", "H100",
             "--migration-usd", "100", "--tokens-per-month", "1e9", "--life-months", "12"]
 
 
-def test_port_without_an_audit_does_not_claim_no_blocked_item(
+def test_port_without_an_audit_does_not_claim_no_blocked_item(bound: None,
         pair: tuple[Path, Path, float, float]) -> None:
     current, candidate, _, _ = pair
     report = json.loads(run(*_port_args(current, candidate), "--format", "json").output)["result"]
@@ -394,13 +412,13 @@ def _audit(tmp_path: Path, requirements: str) -> Path:
     return audit
 
 
-def test_port_with_an_audit_says_no_blocked_item_and_counts_no_data(
+def test_port_with_an_audit_says_no_blocked_item_and_counts_no_data(bound: None,
         tmp_path: Path, pair: tuple[Path, Path, float, float]) -> None:
     current, candidate, _, _ = pair
     effort = tmp_path / "effort.toml"
     effort.write_text("[hours]\npackage = { swap = 0.5, port = 8, blocked = 40 }\n")
     args: list[str | Path] = [
-        "cost", current, candidate, "--prices", PRICES, "--gpu", "H200", "--gpu", "H100",
+        "cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu", "H100",
         "--effort", effort, "--labour-usd-per-hour", "150", "--tokens-per-month", "1e9",
         "--life-months", "12", "--format", "json"]
     known = _audit(tmp_path, "flash-attn==2.7.4\n")
@@ -429,7 +447,7 @@ def test_partly_priced_effort_says_what_is_missing(
     audit = _audit(tmp_path, "flash-attn==2.7.4\n")
     effort = tmp_path / "effort.toml"
     effort.write_text("[hours]\ninline-ptx = 16\n")
-    base: list[str | Path] = ["cost", current, candidate, "--prices", PRICES, "--gpu", "H200",
+    base: list[str | Path] = ["cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--gpu", "H200",
                               "--gpu", "H100", "--migration", audit, "--effort", effort,
                               "--labour-usd-per-hour", "100"]
     out = run(*base).output
@@ -449,7 +467,7 @@ def test_validation_is_billed_gpu_hours_at_the_candidates_price(
     # 10 GPU-hours x $2.59 (H100): not / utilisation, no other resources.
     assert pay["validation-usd"] == pytest.approx(25.9)
     assert pay["one-time-usd"] == pytest.approx(125.9)
-    res = run("cost", current, candidate, "--prices", PRICES, "--gpu", "H200", "--gpu",
+    res = run("cost", current, candidate, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "--gpu",
               "MI300X", "--migration-usd", "100", "--validation-gpu-hours", "10",
               "--format", "json")
     pay = json.loads(res.output)["result"]["payback"]
@@ -484,16 +502,16 @@ def test_output_may_not_name_an_input(tmp_path: Path, what: str) -> None:
 
 def test_output_to_a_new_file_is_written(tmp_path: Path) -> None:
     out = tmp_path / "cost.json"
-    res = run("cost", DATA / "judged-c1.json", "--prices", PRICES, "--gpu", "H200", "-o", out)
+    res = run("cost", DATA / "judged-c1.json", "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "-o", out)
     assert res.exit_code == 0, res.output
     jsonschema.validate(json.loads(out.read_text()), SCHEMA)
 
 
 def test_output_to_stdout(tmp_path: Path) -> None:
     c1 = DATA / "judged-c1.json"
-    res = run("cost", c1, "--prices", PRICES, "--gpu", "H200", "-o", "-", "--format", "json")
+    res = run("cost", c1, "--prices", PRICES, "--unbound-ok", "--gpu", "H200", "-o", "-", "--format", "json")
     assert res.exit_code == 2 and "-o - writes the report to standard output" in res.output
-    res = CliRunner().invoke(main, ["cost", str(c1), "--prices", str(PRICES), "--gpu", "H200",
+    res = CliRunner().invoke(main, ["cost", str(c1), "--prices", str(PRICES), "--unbound-ok", "--gpu", "H200",
                                     "-o", "-"])
     assert res.exit_code == 0, res.output
     jsonschema.validate(json.loads(res.stdout), SCHEMA)  # the document only
@@ -507,18 +525,18 @@ def test_standard_input_is_read_once() -> None:
         res = CliRunner().invoke(main, ["cost", *args], input=c1.read_text())
         assert res.exit_code == 2, res.output
         assert "'-' (standard input) can be read once" in res.output
-    res = CliRunner().invoke(main, ["cost", "-", "--prices", str(PRICES), "--gpu", "H200"],
+    res = CliRunner().invoke(main, ["cost", "-", "--prices", str(PRICES), "--unbound-ok", "--gpu", "H200"],
                              input=c1.read_text())
     assert res.exit_code == 0 and "cost per million output tokens" in res.output, res.output
 
 
 def test_unknown_gpu_lists_the_known_ones() -> None:
-    res = run("cost", DATA / "judged-c1.json", "--prices", PRICES, "--gpu", "A100",
+    res = run("cost", DATA / "judged-c1.json", "--prices", PRICES, "--unbound-ok", "--gpu", "A100",
               "--format", "json")
     assert res.exit_code == 0
     unknown = json.loads(res.output)["result"]["platforms"][0]["rate"]["unknown"]
     assert "no row for A100; it knows MI300X, H100, MI325X, H200, MI355X, B200" in unknown
-    res = run("cost", DATA / "judged-c1.json", "--prices", PRICES, "--gpu", "H100",
+    res = run("cost", DATA / "judged-c1.json", "--prices", PRICES, "--unbound-ok", "--gpu", "H100",
               "--format", "json")
     assert json.loads(res.output)["result"]["platforms"][0]["rate"]["unknown"] is None
 
@@ -533,7 +551,7 @@ def test_help_names_the_shipped_prices_file() -> None:
                                              (-0.1234, "-$0.1234"), (0.0, "$0.00"),
                                              (None, "unknown")])
 def test_money_format(value: float | None, text: str) -> None:
-    from pinning.cli.cost import _usd
+    from pinning.cli.render_cost import usd as _usd
 
     assert _usd(value) == text
 

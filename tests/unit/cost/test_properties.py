@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pinning.cost.decide import decide
 from pinning.cost.model import GpuRate, Migration, OperatingPoint, PlatformCost
 from pinning.cost.payback import payback, pays_back_within
 from pinning.cost.rule import cost_per_million, ratio_rule
-from pinning.cost.verdict import decide
 
 usd = st.floats(min_value=0.01, max_value=1e4, allow_nan=False, allow_infinity=False)
 tps = st.floats(min_value=0.01, max_value=1e6, allow_nan=False, allow_infinity=False)

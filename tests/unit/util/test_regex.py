@@ -97,6 +97,10 @@ _REVIEWED_NON_LITERAL = {
         "the compiled _QUANT, checked below",
     ("cli/render.py", "f'(?<![\\\\w-])({alts})(?![\\\\w-])'"):
         "an alternation of re.escape()d literal words between lookarounds: no repeat",
+    ("cost/blocked.py", "'^\\\\s*' + re.escape(key) + '\\\\s*='"):
+        "a re.escape()d TOML key between two single-class repeats, anchored",
+    ("cost/blocked.py", "'^\\\\s*\\\\[\\\\[\\\\s*' + re.escape(table) + '\\\\s*\\\\]\\\\]'"):
+        "a re.escape()d TOML table name between single-class repeats, anchored",
 }
 
 
