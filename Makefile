@@ -43,6 +43,13 @@ demo: install
 	$(BIN)/pin accept init -o demo-out/accept.toml
 	$(BIN)/pin accept judge demo-out/accept.toml --lock demo-out/mi300x.lock -o demo-out/accepted.json \
 	  --from tests/data/acceptance/vllm-bench-serve-smollm2-c1.json tests/data/acceptance/vllm-bench-serve-smollm2-c4.json
+	@echo "--- a result is evidence for the lock it names only: priced against the H200 lock, it is refused (pin cost exits 2):"
+	$(BIN)/pin cost demo-out/accepted.json --lock lockfiles/h200-pytorch-2.13.0.lock \
+	  --prices pinning/cost/data/article-prices-2026-09-28.toml; test $$? -eq 2
+	@echo "--- the decision page opens with a headline box: the verdict, the stack, and first what pin could not see (judged files record no GPU):"
+	$(BIN)/pin audit examples/cuda-project --gpu mi300x --format json -o demo-out/audit.json >/dev/null; test $$? -eq 11
+	$(BIN)/pin report --lock demo-out/mi300x.lock --audit demo-out/audit.json \
+	  --accept demo-out/accepted.json --format md -o - | grep '^>'
 
 # Real PyPI wheels the image-build tests install (pure Python, any platform).
 WHEELHOUSE := .wheelhouse

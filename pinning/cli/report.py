@@ -43,7 +43,11 @@ __all__ = ["report"]
 def report(lock_path: str | None, verify_path: str | None, audit_path: str | None,
            accept_paths: tuple[str, ...], key_path: str | None, cost_path: str | None,
            fmt: str, output: str) -> None:
-    """Write one page for the decision: the stack from the lock and whether a host
+    """Write one page for the decision. It opens with a headline box: the verdict, the
+    stack it is for, and every caveat and binding problem; INCONCLUSIVE, with the reason,
+    when the inputs disagree (the last result measured on another lock, an audit or cost
+    report for another GPU, a port over blocked items never priced or waived). Then the
+    stack from the lock and whether a host
     verified, the porting bill's totals and blocked items, each acceptance gate, each
     platform's throughput-latency curve from the serving sweep (SLO lines, chosen
     operating point), cost per million tokens across the sweep, the payback timeline and

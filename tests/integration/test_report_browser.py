@@ -2,7 +2,9 @@
 package with the system browser (``executable_path``; Playwright's own browser download is
 never used). The page made from the shipped vLLM results loads with no console error, no
 request leaves the file, every plot is drawn, and a screenshot is a non-empty PNG; a page
-made from hostile input runs nothing.
+made from hostile input runs nothing; the headline box opens the page and says
+"inconclusive", and why, for each contradiction of issue 30 §5; short table cells (numbers,
+names) stay on one line in a narrow window.
 
 Without chromium (or the playwright package) these tests skip, unless ``CI=true``, which
 makes a missing browser a failure (.ci/run installs Debian's ``chromium``).
@@ -82,4 +84,59 @@ def test_hostile_input_runs_nothing(browser: Any, tmp_path: Path) -> None:
     assert dialogs == [] and requests == [] and errors == []
     assert page.locator("script").count() == 0 and page.locator("main img").count() == 0
     assert HOSTILE in page.locator("header").inner_text()  # shown as text
+    page.close()
+
+
+def _contradiction(tmp: Path, which: str) -> list[str | Path]:
+    """The ``pin report`` arguments of one contradiction of issue 30 §5, on real files."""
+    from tests.unit.cost.test_report import LOCK
+    from tests.unit.cost.test_report_headline import (
+        MI300X_LOCK,
+        blocked_audit,
+        bound_result,
+        port_cost,
+    )
+
+    if which == "port-vs-blocked":
+        return ["--audit", blocked_audit(tmp), "--cost", port_cost(tmp, "--migration-usd",
+                                                                   "100")]
+    if which == "lock-vs-result":
+        return ["--lock", MI300X_LOCK, "--accept", bound_result(tmp)]
+    return ["--lock", LOCK, "--audit", blocked_audit(tmp)]  # audit GPU vs lock GPU
+
+
+@pytest.mark.parametrize(("which", "why"), [
+    ("port-vs-blocked", "blocked item(s) it neither priced nor waived"),
+    ("lock-vs-result", "not on the lock shown, mi300x-pytorch-2.13.0.lock"),
+    ("audit-vs-lock", "is for GPU Instinct MI300X, but the lock h200-pytorch-2.13.0.lock"),
+])
+def test_headline_box_says_inconclusive_and_why(browser: Any, tmp_path: Path, which: str,
+                                                why: str) -> None:
+    out = tmp_path / "contradiction.html"
+    assert run("report", *_contradiction(tmp_path, which), "-o", out).exit_code == 0
+    page, errors, requests, dialogs = _load(browser, out)
+    assert errors == [] and requests == [] and dialogs == []
+    box = page.locator("main > section").first  # the first thing on the page
+    assert box.get_attribute("id") == "headline" and box.is_visible()
+    text = box.inner_text()
+    assert "Verdict: INCONCLUSIVE" in text and why in text
+    assert box.locator("ul.why li").count() >= 1
+    # The verdict box and the verdict section agree: no green "port" anywhere.
+    assert page.locator(".badge.good", has_text="port").count() == 0
+    page.close()
+
+
+def test_table_cells_never_wrap_inside_a_word(browser: Any, tmp_path: Path) -> None:
+    inp = make_inputs(tmp_path)
+    out = tmp_path / "report.html"
+    assert run(*full_args(inp), "-o", out).exit_code == 0
+    page, _errors, _requests, _dialogs = _load(browser, out)
+    page.set_viewport_size({"width": 640, "height": 900})  # narrow: tables must not squeeze
+    # Per short cell: the number of distinct line tops of its text (1 = one line).
+    lines = page.evaluate("""() => [...document.querySelectorAll('td.nw')].map(td => {
+        const r = document.createRange(); r.selectNodeContents(td);
+        return [td.innerText, new Set([...r.getClientRects()].map(x => Math.round(x.top))).size];
+    })""")
+    assert lines and all(n <= 1 for _text, n in lines), [x for x in lines if x[1] > 1]
+    assert ["H200 (9.0)", 1] in lines  # the name "H10 0" was once broken like this
     page.close()

@@ -12,7 +12,16 @@ from pinning.accept.config import PERCENTILES
 from pinning.accept.judge import PointVerdict
 from pinning.cost.model import BASIS_TEXT, CostReport, PlatformCost, TokenBasis
 from pinning.cost.report.inputs import Loaded, ReportInputs
-from pinning.cost.report.view import NOT_GIVEN, Platform, Plot, Section, Table, num, usd
+from pinning.cost.report.view import (
+    NOT_GIVEN,
+    Headline,
+    Platform,
+    Plot,
+    Section,
+    Table,
+    num,
+    usd,
+)
 
 __all__ = ["cost_section", "inputs_section", "load_label", "payback_section",
            "serving_section", "slo_lines", "verdict_section"]
@@ -23,8 +32,10 @@ _METRIC_NAMES = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E late
 _COST_HINT = "pin cost ... --format json -o cost.json, then --cost cost.json"
 
 
-def verdict_section(cost: Loaded[CostReport] | None) -> Section:
-    """Port or stay, with every reason that decided it (from the cost report)."""
+def verdict_section(cost: Loaded[CostReport] | None, headline: Headline) -> Section:
+    """Port or stay, with every reason that decided it (from the cost report); its badge
+    is the ``headline``'s verdict, so an ``inconclusive`` page never shows a green port.
+    """
     if cost is None:
         return Section("verdict", "Verdict", False, None,
                        (f"Cost report: {NOT_GIVEN} ({_COST_HINT}); no verdict.",))
@@ -33,8 +44,12 @@ def verdict_section(cost: Loaded[CostReport] | None) -> Section:
         return Section("verdict", "Verdict", True, None,
                        ("The cost report prices one platform: nothing to compare, so no "
                         "verdict.",))
-    return Section("verdict", "Verdict", True, v.decision,
-                   (f"Decision: {v.decision.upper()}. Every reason that decided it:",),
+    paras = [f"Decision: {v.decision.upper()}. Every reason that decided it:"]
+    if headline.verdict != v.decision:
+        paras.insert(0, f"This report's verdict is {headline.verdict.upper()}: the cost "
+                        f"report decided {v.decision.upper()}, but the inputs disagree "
+                        "(the headline says how).")
+    return Section("verdict", "Verdict", True, headline.verdict, tuple(paras),
                    tuple(f"{r.code}: {r.text}" for r in v.reasons))
 
 

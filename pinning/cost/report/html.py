@@ -5,7 +5,10 @@ running anything even if a value slipped past escaping.
 
 Every string from an input is printed through :func:`_t` (hidden characters shown as
 escapes, then :func:`html.escape` with quotes); only the SVG text made by
-:mod:`pinning.cost.report.plots` is inlined as markup (``|safe``).
+:mod:`pinning.cost.report.plots` is inlined as markup (``|safe``). The page opens with the
+headline box (verdict, the stack it is for, why it is inconclusive, every caveat and binding
+problem). Table cells never wrap inside a word (short cells not at all); a wide table
+scrolls sideways instead.
 """
 
 from __future__ import annotations
@@ -25,6 +28,17 @@ _GOOD = frozenset({"port", "match", "passed", "SLOs met", "no blocked items",
                    "candidate cheaper"})
 _BAD = frozenset({"stay", "drift", "failed", "blocked", "no payback", "no operating point",
                   "candidate not cheaper"})
+_WARN = frozenset({"inconclusive", "passed, not bound"})
+#: Table cells up to this many characters never wrap (numbers, names, hashes, GPU models:
+#: "H10 0" must not happen); longer ones wrap between words only, never inside one.
+NOWRAP_CHARS = 72
+
+
+def _nowrap(cell: str) -> object:
+    """The class attribute of a table cell: ``nw`` (no wrapping) for a short cell."""
+    from markupsafe import Markup
+
+    return Markup(' class="nw"') if len(cell) <= NOWRAP_CHARS else Markup("")
 
 
 def _t(value: object) -> object:
@@ -48,4 +62,5 @@ def render_html(view: ReportView, *, version: str) -> str:
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                       finalize=_t)
     return env.get_template("report.html").render(view=view, version=version, csp=CSP,
-                                                  good=_GOOD, bad=_BAD)
+                                                  good=_GOOD, bad=_BAD, warn=_WARN,
+                                                  nowrap=_nowrap)

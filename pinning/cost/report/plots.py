@@ -141,12 +141,35 @@ def _chosen(ax: Axes, x: float, y: float, colour: str, first: bool) -> None:
             linestyle="none", label="chosen operating point" if first else None, zorder=5)
 
 
+#: The most an SLO may lie above the highest point for a linear axis that shows both;
+#: further out, the latency axis is logarithmic so the points are not squashed flat.
+SLO_SPAN = 3.0
+
+
+def scale_latency_axis(ax: Axes, values: Sequence[float], limits: Sequence[float]) -> bool:
+    """Scale the latency (y) axis to the data while keeping every SLO line in view:
+    linear from 0 when each limit is within :data:`SLO_SPAN` times the highest value,
+    else logarithmic from just under the lowest value to just over the highest limit.
+    Returns whether the axis is logarithmic.
+    """
+    shown = [v for v in values if v > 0 and math.isfinite(v)]
+    top = max([*shown, *limits], default=1.0)
+    if not shown or max(limits, default=0.0) <= SLO_SPAN * max(shown):
+        ax.set_ylim(0, top * 1.12)
+        return False
+    ax.set_yscale("log")
+    ax.set_ylim(min(shown) / 1.5, top * 1.5)
+    return True
+
+
 def latency_svg(*, metric: str, x_label: str, series: Sequence[LatencySeries],
                 slos: Sequence[SloLine], svg_id: str) -> str:
     """The throughput-latency plot of one latency ``metric`` (``TTFT``): per platform its
     p50 (dashed) and p99 (solid) latency in ms against tokens per second, each SLO as a
     horizontal dotted line, the chosen operating point as a star, points that missed an SLO
-    hollow. ``svg_id`` is the ``id`` of the ``<svg>`` element.
+    hollow. The latency axis is scaled to the data with every SLO line in view
+    (:func:`scale_latency_axis`); the throughput axis from 0 to just past the highest
+    rate. ``svg_id`` is the ``id`` of the ``<svg>`` element.
     """
     with _style(svg_id):
         fig = _figure(6.4, 3.6)
@@ -170,9 +193,12 @@ def latency_svg(*, metric: str, x_label: str, series: Sequence[LatencySeries],
             ax.axhline(slo.value, color="black", linestyle=":", linewidth=1.2,
                        label=f"SLO {safe_label(slo.label)}", alpha=1.0 - 0.25 * (j % 3))
         ax.set_xlabel(safe_label(x_label))
-        ax.set_ylabel(f"{safe_label(metric)} latency (ms)")
-        ax.set_ylim(bottom=0)
-        ax.set_xlim(left=0)
+        ys = [y for s in series for y in (*s.p50, *s.p99) if y is not None]
+        log = scale_latency_axis(ax, ys, [slo.value for slo in slos])
+        ax.set_ylabel(f"{safe_label(metric)} latency (ms"
+                      + (", log scale)" if log else ")"))
+        xs = [x for s in series for x in s.xs]
+        ax.set_xlim(0, max(xs, default=1.0) * 1.15 or 1.0)
         ax.legend(fontsize=7, loc="best")
         return _svg(fig)
 

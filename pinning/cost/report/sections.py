@@ -10,6 +10,7 @@ from pathlib import Path
 from pinning.accept.result import AcceptanceResult
 from pinning.audit.bill import AuditReport
 from pinning.audit.model import VERDICTS_SHOWN, Verdict
+from pinning.cost.report.headline import problems_of
 from pinning.cost.report.inputs import AcceptInput, Loaded, ReportInputs
 from pinning.cost.report.view import LIST_LIMIT, NOT_GIVEN, Platform, Section, Table, num
 from pinning.lockfile.models import Lockfile, Pinned
@@ -85,9 +86,11 @@ def stack_section(lock: Loaded[Lockfile] | None, verify: Loaded[VerifyReport] | 
     return Section("stack", "Stack", True, status, tuple(paras), tuple(items), (table,))
 
 
-def audit_section(audit: Loaded[AuditReport] | None) -> Section:
+def audit_section(audit: Loaded[AuditReport] | None, unweighed: list[str]) -> Section:
     """The porting bill: totals per verdict, kernel lines, the team's effort estimate, and
-    every blocked item (up to :data:`LIST_LIMIT`).
+    every blocked item (up to :data:`LIST_LIMIT`). ``unweighed`` are the blocked items
+    (``rule: subject``) the cost verdict did not price or waive: the badge says
+    ``blocked`` while any is left, ``blocked items priced or waived`` when none is.
     """
     if audit is None:
         return Section("audit", "Porting bill", False, None,
@@ -114,7 +117,11 @@ def audit_section(audit: Loaded[AuditReport] | None) -> Section:
                                                     "What to do"), rows))
     else:
         paras.append("No blocked items.")
-    status = "blocked" if blocked else "no blocked items"
+    status = ("blocked" if unweighed else "blocked items priced or waived") if blocked else (
+        "no blocked items")
+    if blocked and not unweighed:
+        paras.append("The cost verdict priced or waived every blocked item (see the cost "
+                     "report's caveats in the headline).")
     return Section("audit", "Porting bill", True, status, tuple(paras), (), tuple(tables))
 
 
@@ -122,14 +129,31 @@ def _gate_rows(r: AcceptanceResult) -> list[tuple[str, str]]:
     return [(gate, "passed" if ok else "failed") for gate, ok in r.gates.items()]
 
 
-def gates_section(results: tuple[AcceptInput, ...], plats: list[Platform]) -> Section:
-    """Each result's gates (import, train, serve) with their verdict and failed checks."""
+def _unbound(p: Platform, shown: str | None, last: bool) -> list[str]:
+    """Why ``p``'s result is not evidence for the page: its binding problems, and for the
+    last (the one the verdict is for) a lock other than the ``shown`` lock's hash.
+    """
+    named = p.accept.result.subject.lock_content_hash
+    other = (f"measured on lock {named}, not on the lock shown ({shown})"
+             if last and shown is not None and named is not None and named != shown else None)
+    return [*problems_of(p.accept.result), *([other] if other else [])]
+
+
+def gates_section(results: tuple[AcceptInput, ...], plats: list[Platform],
+                  shown_lock: str | None = None) -> Section:
+    """Each result's gates (import, train, serve) with their verdict, failed checks and
+    binding (whether the result is evidence about the stack it names, and for the last
+    result, about the lock shown: ``shown_lock``, its content hash). The badge is
+    ``passed`` only when every result passed and is bound; ``passed, not bound`` when
+    every one passed but some are not bound.
+    """
     if not results:
         return Section("gates", "Acceptance gates", False, None,
                        (f"Acceptance results: {NOT_GIVEN} (--accept RESULT.json, "
                         "repeatable).",))
     tables, items = [], []
-    for p in plats:
+    unbound = [_unbound(p, shown_lock, i == len(plats) - 1) for i, p in enumerate(plats)]
+    for p, why in zip(plats, unbound, strict=True):
         r = p.accept.result
         sig = {"verified": "signature verified", "not-verified": "signed, signature not "
                "verified (no --key)", "unsigned": "unsigned"}[p.accept.signature]
@@ -138,11 +162,14 @@ def gates_section(results: tuple[AcceptInput, ...], plats: list[Platform]) -> Se
                 ("mode", r.mode), ("signature", sig),
                 ("lock", subject.lock_content_hash or subject.lock or "-"),
                 ("image digest", subject.image_digest or "-"),
-                ("finished", r.finished_at or "-")]
+                ("finished", r.finished_at or "-"),
+                ("bound to its stack", "; ".join(["no", *why]) if why else "yes")]
         tables.append(Table(f"{p.label} ({p.accept.path})", ("Gate", "Result"), tuple(rows)))
         items += [f"{p.label}: {line}" for line in r.failed[:LIST_LIMIT]]
     every = all(p.accept.result.passed for p in plats)
-    return Section("gates", "Acceptance gates", True, "passed" if every else "failed",
+    bound = not any(unbound)
+    status = ("passed" if bound else "passed, not bound") if every else "failed"
+    return Section("gates", "Acceptance gates", True, status,
                    () if items else ("Every gate that ran passed.",), tuple(items),
                    tuple(tables))
 

@@ -46,7 +46,7 @@ def make_inputs(tmp: Path) -> dict[str, Path]:
     r = run("cost", sweep, DATA / "judged-c4.json", "--prices", PRICES, "--gpu", "H100",
             "--gpu", "H200", "--migration-usd", "20000", "--validation-gpu-hours", "8",
             "--maintenance-usd-per-month", "200", "--tokens-per-month", "5e9",
-            "--life-months", "24", "-o", cost)
+            "--life-months", "24", "--unbound-ok", "-o", cost)
     assert r.exit_code == 0, r.output
     return {"sweep": sweep, "c4": DATA / "judged-c4.json", "audit": audit, "cost": cost,
             "lock": LOCK}
@@ -97,6 +97,10 @@ def test_full_report_is_one_self_contained_page(inputs: dict[str, Path], tmp_pat
     assert "H200 (9.0)" in html and "CUDA 13.0.2" in html  # the lock's stack
     assert "kernel.inline-ptx" in html  # the blocked item of the porting bill
     assert "USD 4.68 per million output tokens" in html  # 2.59 x 1e6 / (3600 x 153.766)
+    # Numbers for people, inputs by file name only (never a local path).
+    assert "5.0 billion" in html and "5e+09" not in html
+    assert str(inputs["audit"].parent) not in html and str(REPO) not in html
+    assert "<td class=\"nw\">audit.json</td>" in html
 
 
 def test_same_inputs_give_the_same_bytes(inputs: dict[str, Path], tmp_path: Path) -> None:
@@ -147,7 +151,9 @@ def test_hostile_strings_are_escaped(inputs: dict[str, Path], tmp_path: Path) ->
     assert "<script" not in html.lower() and "<b>" not in html
     assert "&lt;script&gt;alert(1)" in html  # shown as text, in the subtitle and the SVG
     assert html.count("<svg") == 2  # the mathtext-looking file name did not break a plot
-    assert "<script" not in md.lower() and "&lt;script&gt;" in md
+    # Markdown: every "<" backslash-escaped (inert in CommonMark), no HTML entity.
+    assert re.search(r"(?<!\\)<", md) is None and "\\<script>alert(1)" in md
+    assert "&lt;" not in md
 
 
 def test_markdown_variant(inputs: dict[str, Path], tmp_path: Path) -> None:
@@ -155,8 +161,12 @@ def test_markdown_variant(inputs: dict[str, Path], tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     md = r.output
     assert md.startswith("# pin report\n")
-    for title in ("## Verdict (stay)", "## Stack", "## Porting bill (blocked)",
-                  "## Acceptance gates (passed)", "## Serving: throughput and latency",
+    # The example's audit is for MI300X while its lock pins H200: the inputs disagree.
+    assert "> **Verdict: INCONCLUSIVE**" in md
+    assert ">=580 (to freeze from a host)" in md and "&gt;" not in md  # no HTML escape
+    for title in ("## Verdict (inconclusive)", "## Stack", "## Porting bill (blocked)",
+                  "## Acceptance gates (passed, not bound)",
+                  "## Serving: throughput and latency",
                   "## Cost per million tokens", "## Payback (no payback)", "## Inputs"):
         assert title in md
     assert "| c=4 | 153.8 | 296.2 | 330.2 | 17.24 | 24.15 | yes | chosen |" in md
@@ -184,7 +194,8 @@ def test_signed_result_is_read_and_verified(inputs: dict[str, Path], tmp_path: P
 
 
 def test_envelope_inputs_are_read(inputs: dict[str, Path], tmp_path: Path) -> None:
-    r = run("cost", inputs["sweep"], "--prices", PRICES, "--gpu", "H100", "--format", "json")
+    r = run("cost", inputs["sweep"], "--prices", PRICES, "--gpu", "H100", "--unbound-ok",
+            "--format", "json")
     assert r.exit_code == 0, r.output
     env = tmp_path / "cost-envelope.json"
     env.write_text(r.output)
@@ -251,7 +262,10 @@ def test_latency_svg_is_deterministic_and_escaped() -> None:
 
 
 def test_md_escape() -> None:
-    assert md_escape("<b>|x|</b>") == "&lt;b&gt;\\|x\\|&lt;/b&gt;"
+    assert md_escape("<b>|x|</b>") == "\\<b>\\|x\\|\\</b>"
+    assert md_escape(">=580", block=False) == ">=580" and md_escape("a >= 5") == "a >= 5"
+    assert md_escape("> quote") == "\\> quote"
+    assert md_escape("AT&T &amp; a & b") == "AT\\&T \\&amp; a & b"
     assert md_escape("# title") == "\\# title"
     assert md_escape("1. item") == "1\\. item"
     assert md_escape("0.1.0") == "0.1.0"
