@@ -88,6 +88,12 @@ ROCM_LIBRARIES = Citation(
     published_unknown="a versioned documentation page (ROCm 7.1.0) that carries no date")
 """The ROCm libraries list (hipBLAS, hipBLASLt, hipFFT, hipSPARSE, hipSOLVER, hipRAND, hipCUB,
 rocThrust, MIOpen, RCCL ...), which HIP's porting guide ("Library equivalents") points to."""
+CUTE_MMA_SM80 = Citation(
+    source="NVIDIA/cutlass@629f4653c3ea3db3264030382956fabe715f3436:include/cute/arch/mma_sm80.hpp",
+    published_unknown=_UNDATED)
+"""CuTe's SM80 MMA atoms: each ``struct SM80_<shape>_<types>_TN`` wraps one ``mma.sync`` PTX
+instruction in an ``asm volatile`` (its SM90 / SM100 siblings wrap ``wgmma`` / TMA the same
+way), so code built on them assumes NVIDIA tensor cores."""
 CMAKE_HIP = Citation(
     source="https://cmake.org/cmake/help/latest/variable/CMAKE_HIP_ARCHITECTURES.html",
     published_unknown="the CMake documentation page carries no date (added in CMake 3.21)")
@@ -154,11 +160,18 @@ WMMA = Rule(
     ROCWMMA, replacement="rocWMMA")
 TENSOR_PTX = Rule(
     "kernel.tensor-core.ptx", Kind.TENSOR_CORE, Verdict.BLOCKED,
-    "Tensor-core PTX (mma.sync, wgmma, cp.async) lives in an inline PTX block (see "
+    "Tensor-core PTX (mma.sync, wgmma, cp.async, ldmatrix / stmatrix) lives in an inline PTX "
+    "block (see "
     "kernel.inline-ptx); on AMD GPUs such kernels are written in HIP C++, e.g. on Composable "
     "Kernel.",
     "Rewrite the kernel in HIP C++ on Composable Kernel (tile-based kernels) or rocWMMA, or "
     "call a library kernel.", COMPOSABLE_KERNEL, replacement="Composable Kernel")
+CUTE_ATOM = Rule(
+    "kernel.tensor-core.cute-atom", Kind.TENSOR_CORE, Verdict.BLOCKED,
+    "A CuTe / CUTLASS architecture atom (SM80_*, SM90_* ...) wraps NVIDIA tensor-core or copy "
+    "PTX (mma.sync, wgmma, cp.async, TMA, ldmatrix); no ROCm build of CuTe provides it.",
+    "Rewrite the kernel on Composable Kernel (tile-based kernels) or rocWMMA, or call a library "
+    "kernel.", CUTE_MMA_SM80, replacement="Composable Kernel")
 TMA = Rule(
     "kernel.tensor-core.tma", Kind.TENSOR_CORE, Verdict.BLOCKED,
     "Tensor Memory Accelerator descriptors (cuTensorMapEncode*) have no HIP equivalent "

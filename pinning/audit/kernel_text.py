@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 
-from pinning.audit.kernel_rules import Rule
-from pinning.audit.model import Finding
+from pinning.audit.kernel_rules import PORTING_GUIDE, Rule
+from pinning.audit.model import Finding, Verdict
+from pinning.audit.preproc import Guard, Guards
 
 LOOK_BACK = 200
 """How far a rule looks left of a match (characters): the declaration before ``=``, the
@@ -39,21 +40,29 @@ it, or to a ``;`` outside its strings (an unclosed statement), or this far."""
 
 
 class Hits:
-    """The findings of one text: one entry per (rule, subject) with the offsets it occurs at;
-    offsets become 1-based lines and columns once, in :meth:`findings`.
+    """The findings of one text: one entry per (rule, subject, platform guard) with the offsets
+    it occurs at; offsets become 1-based lines and columns once, in :meth:`findings`.
+
+    ``guards`` (set by the kernel scanner) says which branch of the file's ``#if`` directives
+    holds an offset: occurrences in a branch a platform macro makes an AMD build skip (or
+    ``#if 0``) become one ``ready`` finding ("CUDA-only branch, already ported"); those under
+    a ``__CUDA_ARCH__`` guard or an undecided condition keep their verdict and say so in
+    ``why``.
     """
 
     def __init__(self, text: str, display: str, line_offset: int) -> None:
         self.text = text
         self.display = display
         self.offset = line_offset
-        self.found: dict[tuple[str, str], tuple[Rule, list[int]]] = {}
+        self.guards: Guards | None = None
+        self.found: dict[tuple[str, str, Guard | None], tuple[Rule, list[int]]] = {}
 
     def add(self, rule: Rule, subject: str, offset: int) -> None:
         """Record ``rule`` for ``subject`` at ``offset`` (0-based) of the text."""
-        got = self.found.get((rule.rule, subject))
+        guard = self.guards.at(offset) if self.guards is not None else None
+        got = self.found.get((rule.rule, subject, guard))
         if got is None:
-            self.found[(rule.rule, subject)] = (rule, [offset])
+            self.found[(rule.rule, subject, guard)] = (rule, [offset])
         else:
             got[1].append(offset)
 
@@ -71,19 +80,25 @@ class Hits:
         return out
 
     def findings(self) -> list[Finding]:
-        """One finding per (rule, subject), sorted by line, column, rule and subject; ``line``
-        the first occurrence, ``lines`` all of them (when more than one).
+        """One finding per (rule, subject, guard), sorted by line, column, rule and subject;
+        ``line`` the first occurrence, ``lines`` all of them (when more than one).
         """
         at = self._positions()
         out = []
-        for (_rule_id, subject), (rule, offsets) in self.found.items():
+        for (_rule_id, subject, guard), (rule, offsets) in self.found.items():
             first = min(offsets)
             lines = sorted({at[o][0] for o in offsets})
+            verdict, why, todo, cite = rule.verdict, rule.why, rule.todo, rule.citation
+            if guard is not None and guard.settles():
+                verdict, why = Verdict.READY, f"{guard.note()} (was: {rule.why})"
+                todo, cite = "Nothing for the ROCm build: keep the branch for CUDA.", PORTING_GUIDE
+            elif guard is not None:
+                why = f"{rule.why} ({guard.note()})"
             out.append(Finding(
-                kind=rule.kind, rule=rule.rule, verdict=rule.verdict, subject=subject,
+                kind=rule.kind, rule=rule.rule, verdict=verdict, subject=subject,
                 path=self.display, line=at[first][0], column=at[first][1],
-                lines=lines if len(lines) > 1 else [], why=rule.why, todo=rule.todo,
-                replacement=rule.replacement, citation=rule.citation))
+                lines=lines if len(lines) > 1 else [], why=why, todo=todo,
+                replacement=rule.replacement, citation=cite))
         out.sort(key=lambda f: (f.line or 0, f.column or 0, f.rule, f.subject))
         return out
 
@@ -107,12 +122,17 @@ def left_of(text: str, start: int) -> str:
 
 def lane_operand(text: str, start: int) -> bool:
     """Whether the operand left of ``start`` is a lane / thread index (``tid``, ``lane_id``,
-    ``threadIdx.x``, or a parenthesised expression holding one). Reads at most
+    ``threadIdx.x``, or a parenthesised expression holding one that is not the shift amount
+    of a data word, ``(w >> (tid * 5))``). Reads at most
     :data:`LOOK_BACK` characters back (reversed, so that one ``match`` finds the operand).
     """
     back = text[max(0, start - LOOK_BACK):start][::-1]
     m = _REV_OPERAND.match(back)
-    return m is not None and _LANE_WORD.search(m[m.lastindex or 0]) is not None
+    if m is None or _LANE_WORD.search(m[m.lastindex or 0]) is None:
+        return False
+    # ``(w >> (lane * 5)) & 31``: the lane index is a shift amount inside the data word's
+    # expression (bit unpacking), not the operand of the ``&``.
+    return not (m.lastindex == 1 and back[m.end():m.end() + 4].lstrip(" \t")[:2] in ("<<", ">>"))
 
 
 def stored_in_32_bits(text: str, start: int) -> bool:

@@ -30,6 +30,7 @@ from pathlib import Path
 from pinning.audit.files import read_text
 from pinning.audit.kernel_rules import (
     ARCH_MACRO,
+    CUTE_ATOM,
     DYNAMIC_PARALLELISM,
     HEADERS,
     INLINE_PTX,
@@ -59,6 +60,7 @@ from pinning.audit.kernel_text import (
     stored_in_32_bits,
 )
 from pinning.audit.model import Context, FileScan
+from pinning.audit.preproc import Guards
 
 __all__ = ["scan_cmake", "scan_cuda_text", "scan_source"]
 
@@ -76,7 +78,9 @@ _SOURCE = re.compile(
     r"|constant__|inline__|noinline__|managed__)\w*+(?P<id>))|nvrtc\w*+(?P<id_>))"
     r"|c(?<!\w.)u(?:da|blas|fft|rand|sparse|solver|dnn|tensor|[Ff]ile|[A-Z_])\w*+(?P<id__>)"
     r"|a(?<!\w.)sm(?!\w)(?P<asm>)"
-    r"|n(?<!\w.)(?:vrtc\w*+(?P<id___>)|vcuda::wmma(?!\w)(?P<wmma>))"
+    r"|n(?<!\w.)(?:v(?:rtc|_)\w*+(?P<id___>)|vcuda::wmma(?!\w)(?P<wmma>))"
+    r"|S(?<!\w.)M[1-9][0-9]{1,2}_(?:[0-9]{1,3}x[0-9]|U[0-9]{2}x[0-9]|CP_ASYNC|TMA_|BULK_|MMA_"
+    r"|TMEM_|GMMA)\w*+(?P<atom>)"
     r"|m(?<!\w.)ake_cu\w*+(?P<id____>)"
     r"|C(?<!\w.)(?:U|u[A-Z])\w*+(?P<id_____>)"
     r"|/(?:/[^\n]*+(?P<lc>)|\*(?P<bc>)|[ \t]*+32(?![\w.])(?P<lane>))"
@@ -84,7 +88,8 @@ _SOURCE = re.compile(
     r"|4294967295[uU]?|~[ \t]*+0[uU]?|-[ \t]*+1[uU]?)(?![\w.])(?P<mval>))"
     r'|"(?:[^"\\\n]|\\(?s:.))*+"?(?P<str>)'
     r"|\#[ \t]*+(?:include[ \t]*+[<\"][^>\"\n]{1,200}(?P<inc>)"
-    r"|define[ \t]++\w++[ \t]++\(?(?:0x[fF]{8}[uU]?(?![0-9a-fA-F])|~0[uU]\b)(?P<mdef>))"
+    r"|define[ \t]++\w++[ \t]++\(?(?:0x[fF]{8}[uU]?(?![0-9a-fA-F])|~0[uU]\b)(?P<mdef>)"
+    r"|(?:ifn?def|if|elif|else|endif|define|undef)(?!\w)(?P<pp>))"
     r"|<<<++(?P<launch>)"
     r"|>>[ \t]*+5(?![\w.])(?P<lane_>)"
     r"|w(?:arp_?[sS]ize\w*+(?P<ws>)|(?<!\w.)mma::(?P<wmma_>))"
@@ -129,7 +134,8 @@ _ASM_QUALIFIERS = re.compile(
     r"[ \t\r\n]*+(?:(?:volatile|__volatile__|goto|inline)[ \t\r\n]*+)*+\(")
 _PTX_HINT = re.compile(r"\b(?:mov|ld|st|cvt|mma|wgmma|shfl|cp|bar|atom|red|vote|fma|add|mul|"
                        r"prmt|lop3|ldmatrix|stmatrix|setp|selp|bfe|bfi)\.[a-z]")
-_PTX_TENSOR = re.compile(r"\b(?:wgmma\.\w++|mma\.sync|cp\.async(?:\.bulk(?:\.tensor)?)?)")
+_PTX_TENSOR = re.compile(
+    r"\b(?:wgmma\.\w++|mma\.sync|cp\.async(?:\.bulk(?:\.tensor)?)?|(?:ld|st)matrix(?!\w))")
 _LOOP_TAIL = re.compile(r"[^;)\n]{0,80};[^)\n]{0,80}(?:/=[ \t]*+2\b|>>=[ \t]*+1\b)")
 _CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
 
@@ -176,6 +182,8 @@ class _State:
         self.kernel = Region(text)
         self.device = Region(text)
         self.mask_macros: set[str] = set()
+        self.guards = Guards(text)
+        self.hits.guards = self.guards
 
     def add(self, rule: Rule, subject: str, offset: int) -> None:
         """Record ``rule`` for ``subject`` at ``offset`` of the text."""
@@ -248,6 +256,15 @@ def _on_active_mask(s: _State, m: re.Match[str]) -> None:
 
 def _on_mask_define(s: _State, m: re.Match[str]) -> None:
     s.mask_macros.add(m.group().replace("#", " ").split()[1])
+    s.guards.hash_line(m.start(), m.start() + m.group().index("define") + 6)
+
+
+def _on_directive(s: _State, m: re.Match[str]) -> None:
+    s.guards.hash_line(m.start(), m.end())
+
+
+def _on_atom(s: _State, m: re.Match[str]) -> None:
+    s.add(CUTE_ATOM, m.group(), m.start())
 
 
 def _on_mask_value(s: _State, m: re.Match[str]) -> None:
@@ -323,7 +340,7 @@ _HANDLER_BY_RULE: dict[str, Callable[[_State, re.Match[str]], None]] = {
     "sync": _on_sync, "amask": _on_active_mask, "mdef": _on_mask_define, "arch": _on_arch,
     "ws": _on_warp_size, "lane": _on_lane, "loop": _on_loop, "wmma": _on_wmma,
     "glob": _on_kernel, "dev": _on_device, "launch": _on_launch, "mrc": _on_maxregcount,
-    "mval": _on_mask_value,
+    "mval": _on_mask_value, "pp": _on_directive, "atom": _on_atom,
 }
 _SKIPPED = frozenset({"lc", "str", "chr"})
 _HANDLERS = {name: _HANDLER_BY_RULE[name.rstrip("_")] for name in _SOURCE.groupindex}
