@@ -11,14 +11,16 @@ Seams (pip-audit's shape): *sources* turn files into findings and declared packa
 from __future__ import annotations
 
 import fnmatch
-import os
 import posixpath
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
 from importlib import import_module
 from pathlib import Path
 
+from pinning.audit.archive import is_archive
 from pinning.audit.bill import AuditReport, Effort, build_report
+from pinning.audit.files import walk
 from pinning.audit.model import (
     Context,
     DeclaredPackage,
@@ -29,14 +31,7 @@ from pinning.audit.model import (
     Skipped,
     Verdict,
 )
-
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules",
-                       "site-packages", ".tox", ".nox", ".mypy_cache", ".ruff_cache",
-                       ".pytest_cache", ".eggs"})
-"""Folder names never entered: version control, virtual environments and caches."""
-
-MAX_DEPTH = 100
-"""The deepest folder level under a scanned root whose files are scanned (root = 0)."""
+from pinning.audit.vendored import head_under, inside, set_apart
 
 MAX_FILES = 1_000_000
 """At most this many files are scanned per run; the rest are reported as skipped."""
@@ -120,7 +115,8 @@ class AuditRequest:
     """What to audit. ``paths``: files or folders as the user typed them; ``requirements``:
     ``NAME==VER`` specs whose dependency closure uv resolves (``index_urls`` for it);
     ``site_packages`` / ``host``: an installed environment; ``gpu``: a GPU the move is for
-    (its gfx target judges code objects and GPU-limited packages); ``fail_on``: the verdict
+    (its gfx target judges code objects and GPU-limited packages); ``include_vendored``: read
+    the files of vendored CUTLASS / CUB / Thrust trees too; ``fail_on``: the verdict
     at or above which the audit fails; ``effort``: the team's hours per finding kind
     (:func:`pinning.audit.bill.read_effort`); ``progress``: called with a line now and then.
     """
@@ -134,65 +130,26 @@ class AuditRequest:
     fail_on: Verdict = Verdict.BLOCKED
     effort: tuple[str, dict[Kind, dict[Verdict, float]]] | None = None
     hipify_perl: bool = True
+    include_vendored: bool = False
     progress: Callable[[str], None] | None = None
+
+
+def _wanted(name: str) -> bool:
+    """Whether pin reads a file called ``name``."""
+    return bool(scanners_for(name))
+
+
+def _held(name: str) -> bool:
+    """Whether an archive member called ``name`` is kept in memory: a file pin reads, or a
+    text file a requirements file may include (``-r extra.txt``).
+    """
+    return _wanted(name) or name.lower().endswith((".txt", ".in"))
 
 
 def _display(root: str, rel: str) -> str:
     """The path shown for ``rel`` under the root typed as ``root`` (``./`` dropped)."""
     joined = posixpath.join(root, rel) if rel else root
     return posixpath.normpath(joined).removeprefix("./")
-
-
-def walk(root: Path, skipped: list[Skipped],
-         ctx: Context | None = None) -> Iterator[tuple[Path, str]]:
-    """``(path, path relative to root)`` for every file under the folder ``root`` pin reads,
-    sorted, without recursion (any depth is safe) and without following links to folders
-    (no loops). A link to a file outside the audited folders (``ctx.roots``) is not followed:
-    a ``requirements.txt`` that points at a credentials file must not put its lines in the
-    report. Folders that cannot be listed, such links and folders deeper than
-    :data:`MAX_DEPTH` are added to ``skipped``.
-    """
-    stack: list[tuple[str, str, int]] = [(str(root), "", 0)]
-    while stack:
-        base, rel, depth = stack.pop()
-        try:
-            with os.scandir(base) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            skipped.append(Skipped(path=rel or ".", reason=f"cannot be listed "
-                                   f"({exc.strerror or exc})"))
-            continue
-        dirs: list[tuple[str, str]] = []
-        for entry in entries:
-            child = f"{rel}/{entry.name}" if rel else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if entry.name not in SKIP_DIRS:
-                    dirs.append((entry.path, child))
-            elif entry.is_symlink() and _is_dir_link(entry.path):
-                skipped.append(Skipped(path=child, reason="a link to a folder; not followed"))
-            elif scanners_for(entry.name):
-                if (ctx is not None and entry.is_symlink()
-                        and not ctx.inside(Path(entry.path))):
-                    skipped.append(Skipped(path=child, reason="a link to a file outside the "
-                                           "audited folders; not followed"))
-                    continue
-                yield Path(entry.path), child
-        if dirs and depth >= MAX_DEPTH:
-            skipped.append(Skipped(path=rel or ".", reason=f"folders below it are more than "
-                                   f"{MAX_DEPTH} levels deep; not scanned"))
-            continue
-        stack.extend((d, r, depth + 1) for d, r in reversed(dirs))
-
-
-def _is_dir_link(path: str) -> bool:
-    try:
-        return os.path.isdir(path)
-    except OSError:
-        return False
 
 
 def _gpu_targets(gpu: str | None) -> tuple[str | None, tuple[str, ...]]:
@@ -233,12 +190,14 @@ class _Collector:
             self.kernel_lines[display] = self.kernel_lines.get(display, 0) + scan.kernel_lines
 
 
-def scan_file(path: Path, display: str, ctx: Context, out: _Collector) -> None:
-    """Run every scanner for ``path`` and add what they found to ``out``; a scanner's
-    :class:`Skip` becomes a skipped entry (once per file).
+def scan_file(path: Path, display: str, ctx: Context, out: _Collector,
+              name: str | None = None) -> None:
+    """Run every scanner for ``path`` (a file called ``name``, by default its own name) and
+    add what they found to ``out``; a scanner's :class:`Skip` becomes a skipped entry (once
+    per file).
     """
     out.files += 1
-    for scanner in scanners_for(path.name):
+    for scanner in scanners_for(name or path.name):
         try:
             out.add(display, scanner(path, display, ctx))
         except Skip as exc:
@@ -251,14 +210,20 @@ def scan_file(path: Path, display: str, ctx: Context, out: _Collector) -> None:
 
 
 def _scan_paths(typed_paths: list[str], ctx: Context, out: _Collector,
-                say: Callable[[str], None]) -> list[Path]:
+                say: Callable[[str], None], include_vendored: bool = False) -> list[Path]:
     """Scan every file under the typed paths into ``out``; returns the CUDA sources seen."""
     cuda_files: list[Path] = []
     for typed in typed_paths:
         root = Path(typed)
         if root.is_dir():
             say(f"scanning {typed}")
-            for path, rel in walk(root, out.skipped, ctx):
+            found = list(walk(root, out.skipped, ctx, wanted=_wanted))
+            trees, items = set_apart([rel for _path, rel in found], partial(head_under, typed),
+                                     partial(_display, typed), include_vendored)
+            out.findings += items
+            for path, rel in found:
+                if trees and inside(rel, trees):
+                    continue
                 if out.files >= MAX_FILES:
                     out.skipped.append(Skipped(path=_display(typed, rel), reason=f"more than "
                                                f"{MAX_FILES} files; the rest not scanned"))
@@ -268,6 +233,9 @@ def _scan_paths(typed_paths: list[str], ctx: Context, out: _Collector,
                     cuda_files.append(path)
                 if out.files % 1000 == 0:
                     say(f"{out.files} files scanned")
+        elif is_archive(root.name) and not root.is_dir():
+            say(f"reading the archive {typed}")
+            _scan_archive(typed, ctx, out, include_vendored)
         elif not (root.exists() or root.is_symlink()):
             out.skipped.append(Skipped(path=typed, reason="does not exist"))
         elif scanners_for(root.name):
@@ -277,8 +245,44 @@ def _scan_paths(typed_paths: list[str], ctx: Context, out: _Collector,
         else:
             out.skipped.append(Skipped(path=typed, reason="not a file kind pin audits "
                                        "(requirements, pyproject, locks, Dockerfile, "
-                                       "C/C++/CUDA, Python, ELF)"))
+                                       "C/C++/CUDA, Python, ELF, sdists and wheels)"))
     return cuda_files
+
+
+def _scan_archive(typed: str, ctx: Context, out: _Collector, include_vendored: bool) -> None:
+    """Scan the members of the sdist or wheel ``typed`` in memory (shown ``typed!member``):
+    text through :func:`~pinning.audit.files.memory_tree`, ELF files through an in-memory
+    file. A member's includes are read only inside the archive.
+    """
+    from pinning.audit.archive import memory_file, read_archive
+    from pinning.audit.files import memory_tree
+
+    shown = _display(typed, "")
+    try:
+        archive = read_archive(Path(typed), shown, _held)
+    except Skip as exc:
+        out.skipped.append(Skipped(path=shown, reason=exc.reason))
+        return
+    out.skipped += archive.skipped
+    root = f"{Path(typed).resolve()}!"
+    inner = replace(ctx, roots=(Path(root),))
+    with memory_tree(root, archive.members):
+        rels = sorted(r for r in archive.members if _wanted(posixpath.basename(r)))
+        trees, items = set_apart(rels, partial(head_under, root), partial("{}!{}".format, shown),
+                                 include_vendored)
+        out.findings += items
+        for rel in rels:
+            name, display, data = posixpath.basename(rel), f"{shown}!{rel}", archive.members[rel]
+            if trees and inside(rel, trees):
+                continue
+            if not fnmatch.fnmatchcase(name.lower(), "*.so*"):
+                scan_file(Path(f"{root}/{rel}"), display, inner, out)
+                continue
+            try:
+                with memory_file(data) as path:
+                    scan_file(path, display, inner, out, name=name)
+            except Skip as exc:
+                out.skipped.append(Skipped(path=display, reason=exc.reason))
 
 
 def _scan_environments(request: AuditRequest, ctx: Context, out: _Collector,
@@ -334,11 +338,29 @@ def _bounded(finding: Finding) -> Finding:
     return finding.model_copy(update={"subject": finding.subject[:SUBJECT_MAX] + "..."})
 
 
+def _refuse_nothing_scanned(request: AuditRequest, out: _Collector) -> None:
+    """Raise ``UsageError`` (exit 2) when the paths given held no file pin reads and no other
+    input was given: an audit of nothing is not a pass.
+    """
+    if out.files or out.packages or request.requirements or request.site_packages \
+            or request.host:
+        return
+    from pinning.errors import UsageError
+
+    why = "; ".join(f"{s.path}: {s.reason}" for s in out.skipped[:5])
+    raise UsageError(f"Nothing to audit in {', '.join(request.paths)}: no file of a kind pin "
+                     f"reads was found" + (f" ({why})" if why else "") + ".",
+                     hint="Name a project folder, an sdist or wheel (.tar.gz, .tgz, .zip, "
+                          ".whl), or a requirements, pyproject, lock, Dockerfile, C/C++/CUDA, "
+                          "Python or ELF file.")
+
+
 def audit(request: AuditRequest) -> AuditReport:
     """Audit what ``request`` names and return the bill.
 
     Raises ``UsageError`` (exit 2) for an unknown ``--gpu``, a bad ``--requirement`` or one
-    uv cannot resolve; ``ProbeError`` (exit 7) for a ``--host`` snapshot that cannot be
+    uv cannot resolve, paths that hold nothing pin reads (and no other input), or an archive
+    that is a decompression bomb; ``ProbeError`` (exit 7) for a ``--host`` snapshot that cannot be
     read; ``MatrixError`` (exit 3) when pin's own data is invalid; everything wrong with a
     file inside the inputs is a skipped entry.
     """
@@ -346,8 +368,9 @@ def audit(request: AuditRequest) -> AuditReport:
     ctx = Context(gfx_targets=targets, gpu_name=gpu_name, roots=_roots(request.paths))
     out = _Collector()
     say = request.progress or (lambda _line: None)
-    cuda_files = _scan_paths(request.paths, ctx, out, say)
+    cuda_files = _scan_paths(request.paths, ctx, out, say, request.include_vendored)
     _scan_environments(request, ctx, out, say)
+    _refuse_nothing_scanned(request, out)
     if out.packages:
         from pinning.audit.packages import load_knowledge
         knowledge = load_knowledge()

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from pinning.audit.files import MAX_DEPTH, walk
 from pinning.audit.model import Kind, Skipped
-from pinning.audit.run import MAX_DEPTH, AuditRequest, audit, walk
+from pinning.audit.run import AuditRequest, audit
 from tests.support.cli import pin
 
 

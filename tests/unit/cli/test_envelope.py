@@ -74,7 +74,7 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
                                       MISSING]),
     "guard list": ([], ["--no-such-flag"]),
     "guard show": (["torch-device-rocm"], ["no-such-rule"]),
-    "audit": (["{tmp}"], [MISSING]),
+    "audit": ([str(ROOT / "examples" / "cuda-project" / "requirements.txt")], [MISSING]),
     # A result needs a Python with torch: tests/unit/accept/test_train.py covers it.
     "accept run": (NEEDS_TORCH, [MISSING]),
     # A result needs a streaming endpoint: tests/unit/accept/test_accept_run.py covers it.
