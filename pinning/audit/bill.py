@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,15 @@ SCHEMA_VERSION = 1
 
 
 class FileTotal(Strict):
-    """One file with findings: how many per verdict, and its lines of kernel code."""
+    """One file with findings: how many per verdict, its lines of kernel code, and the
+    other files with the same bytes (``copies``: counted once, here).
+    """
 
     path: str
     counts: dict[Verdict, int]
     kernel_lines: int = 0
+    copies: list[str] = Field(
+        default_factory=list, description="Other files with the same bytes, counted here.")
 
 
 class PackageTotal(Strict):
@@ -117,13 +121,16 @@ def _package_totals(findings: list[Finding]) -> list[PackageTotal]:
     return out
 
 
-def _file_totals(findings: list[Finding], kernel_lines: dict[str, int]) -> list[FileTotal]:
+def _file_totals(findings: list[Finding], kernel_lines: Mapping[str, int]) -> list[FileTotal]:
     counts: dict[str, Counter[Verdict]] = defaultdict(Counter)
+    copies: dict[str, list[str]] = {}
     for f in findings:
         if f.path and f.kind is not Kind.PACKAGE:
             counts[f.path][f.verdict] += 1
+            copies.setdefault(f.path, f.copies)
     return [FileTotal(path=p, counts=dict(sorted(c.items(), key=lambda kv: -kv[0].rank)),
-                      kernel_lines=kernel_lines.get(p, 0)) for p, c in sorted(counts.items())]
+                      kernel_lines=kernel_lines.get(p, 0), copies=copies[p])
+            for p, c in sorted(counts.items())]
 
 
 def effort_units(findings: list[Finding]) -> Counter[tuple[Kind, Verdict]]:
@@ -226,17 +233,51 @@ def build_report(*, inputs: list[str], requirements: list[str], gpu: str | None,
                  hipify_perl: dict[str, Any] | None = None) -> AuditReport:
     """Assemble the report from what the scanners found (``kernel_lines``: display path ->
     lines of kernel code). ``failed`` is set when a finding's verdict ranks at or above
-    ``fail_on``.
+    ``fail_on``; :mod:`pinning.audit.narrow` narrows it and counts identical files once.
     """
+    return AuditReport(
+        inputs=inputs, requirements=requirements, gpu=gpu, gfx_targets=gfx_targets,
+        files_scanned=files_scanned, skipped=sorted(skipped, key=lambda s: (s.path, s.reason)),
+        effort=effort, hipify_perl=hipify_perl, fail_on=fail_on,
+        **_tally(findings, kernel_lines, fail_on))
+
+
+def _tally(findings: Iterable[Finding], kernel_lines: Mapping[str, int],
+           fail_on: Verdict) -> dict[str, Any]:
+    """The fields of :class:`AuditReport` counted from ``findings``."""
     ordered = sort_findings(findings)
     totals = Counter(f.verdict for f in ordered)
     by_kind = Counter(f.kind for f in ordered)
-    return AuditReport(
-        inputs=inputs, requirements=requirements, gpu=gpu, gfx_targets=gfx_targets,
-        files_scanned=files_scanned, kernel_lines=sum(kernel_lines.values()),
-        totals={v: totals.get(v, 0) for v in Verdict},
-        totals_by_kind={k: by_kind[k] for k in Kind if by_kind.get(k)},
-        files=_file_totals(ordered, kernel_lines), packages=_package_totals(ordered),
-        findings=ordered, skipped=sorted(skipped, key=lambda s: (s.path, s.reason)),
-        effort=effort, hipify_perl=hipify_perl, fail_on=fail_on,
-        failed=any(f.verdict.rank >= fail_on.rank for f in ordered))
+    return {"kernel_lines": sum(kernel_lines.values()),
+            "totals": {v: totals.get(v, 0) for v in Verdict},
+            "totals_by_kind": {k: by_kind[k] for k in Kind if by_kind.get(k)},
+            "files": _file_totals(ordered, kernel_lines),
+            "packages": _package_totals(ordered), "findings": ordered,
+            "failed": any(f.verdict.rank >= fail_on.rank for f in ordered)}
+
+
+def _reprice(effort: Effort, findings: list[Finding]) -> Effort:
+    """``effort`` counted again for ``findings`` (a subset of those it was made for), at
+    the hours its lines give; kinds it had no hours for stay unpriced.
+    """
+    hours: dict[Kind, dict[Verdict, float]] = defaultdict(dict)
+    for line in effort.lines:
+        hours[line.kind][line.verdict] = line.hours_each
+    return estimate(findings, hours, effort.source)
+
+
+def retally(report: AuditReport, findings: list[Finding], *,
+            gone: Iterable[str] = ()) -> AuditReport:
+    """``report`` with only ``findings`` (a subset of its own, maybe with ``copies`` set),
+    everything counted again: totals, files, packages, effort, ``failed``. The kernel lines
+    of the files in ``gone`` (printed paths) leave the total. Raises nothing.
+    """
+    gone = set(gone)
+    per_file = {ft.path: ft.kernel_lines for ft in report.files}
+    attributed = sum(per_file.values())
+    kept = {p: n for p, n in per_file.items() if p not in gone}
+    rest = {"": max(report.kernel_lines - attributed, 0)}  # lines of files without findings
+    fields = _tally(findings, {**kept, **rest}, report.fail_on)
+    if report.effort is not None:
+        fields["effort"] = _reprice(report.effort, fields["findings"])
+    return report.model_copy(update=fields)

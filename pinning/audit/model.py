@@ -111,6 +111,7 @@ class Finding(Strict):
     package finding, or a finding inside an installed distribution). ``subject`` is what was
     found (``flash-attn==2.7.4``, ``cudaMalloc``, ``asm volatile``); ``why`` one sentence;
     ``todo`` what to do; ``replacement`` the HIP / ROCm name when there is one.
+    ``copies`` lists the other files with the same bytes as ``path`` (counted once, here).
     """
 
     kind: Kind
@@ -126,6 +127,9 @@ class Finding(Strict):
     todo: str
     replacement: str | None = None
     citation: Citation
+    copies: list[str] = Field(
+        default_factory=list,
+        description="Other files with the same bytes as `path`; their findings are these.")
 
 
 class Skipped(Strict):

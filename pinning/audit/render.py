@@ -13,10 +13,13 @@ from urllib.parse import quote
 
 from pinning.audit.bill import AuditReport
 from pinning.audit.model import VERDICTS_SHOWN, Finding, Kind, Verdict
+from pinning.audit.summary import Group, groups, summary_lines
 from pinning.util.text import printable
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
+GROUP_LINES = 3
+"""How many line numbers a group of findings shows before ``(+N more)``."""
 _LEVEL = {Verdict.BLOCKED: "error", Verdict.PORT: "warning", Verdict.SWAP: "note",
           Verdict.NO_DATA: "none"}
 
@@ -30,47 +33,92 @@ def _cite(f: Finding) -> str:
 def _where(f: Finding) -> str:
     if f.path and f.line:
         more = f" (+{len(f.lines) - 1} more)" if len(f.lines) > 1 else ""
-        return f"{f.path}:{f.line}{more}"
-    return f.path or (f"package {f.package}" if f.package else "-")
+        return f"{f.path}:{f.line}{more}{_also(f)}"
+    return (f.path + _also(f) if f.path
+            else f"package {f.package}" if f.package else "-")
 
 
-def _findings_text(report: AuditReport) -> list[str]:
-    """Every finding but ready packages, by verdict: ready code findings (a TF32 switch: it
-    runs, with other numerics) are listed last as notes.
+def _also(f: Finding) -> str:
+    return f" (also at {', '.join(f.copies)})" if f.copies else ""
+
+
+def _todo(f: Finding) -> str:
+    return f.todo + (f" (use {f.replacement})" if f.replacement
+                     and f.replacement not in f.todo else "")
+
+
+def _group_text(g: Group) -> list[str]:
+    """Two lines for a group: where, kind and what (one finding: its subject and why;
+    several: how many and their subjects), then what to do and the source.
+    """
+    f = g.first
+    if len(g.findings) == 1:
+        head = f"  {_where(f)}  [{f.kind.value}] {f.subject}: {f.why}"
+    else:
+        shown = ",".join(str(n) for n in g.lines[:GROUP_LINES])
+        more = f" (+{len(g.lines) - GROUP_LINES} more)" if len(g.lines) > GROUP_LINES else ""
+        subjects = list(dict.fromkeys(x.subject for x in g.findings))
+        names = "; ".join(subjects[:3]) + (f"; +{len(subjects) - 3} more"
+                                           if len(subjects) > 3 else "")
+        head = (f"  {f.path}:{shown}{more}{_also(f)}  [{f.kind.value}] {len(g.findings)} x "
+                f"{f.rule}: {names}: {f.why}")
+    same = len({(_todo(x), _cite(x)) for x in g.findings}) == 1
+    tail = "" if same else " (the first's advice; each item's is in --format json)"
+    return [printable(head, newlines=False),
+            printable(f"      do: {_todo(f)}  [{_cite(f)}]{tail}", newlines=False)]
+
+
+def _findings_text(report: AuditReport, limit: int | None) -> list[str]:
+    """Every finding but ready packages, by verdict, grouped one per rule x file (at most
+    ``limit`` groups per verdict): ready code findings (a TF32 switch: it runs, with other
+    numerics) are listed last as notes.
     """
     lines: list[str] = []
     for verdict in VERDICTS_SHOWN:
-        group = [f for f in report.findings if f.verdict is verdict
+        found = [f for f in report.findings if f.verdict is verdict
                  and not (verdict is Verdict.READY and f.kind is Kind.PACKAGE)]
-        if not group:
+        if not found:
             continue
         title = ("READY, WITH A NOTE" if verdict is Verdict.READY
                  else verdict.value.upper().replace("-", " "))
-        lines += ["", f"{title} ({len(group)})"]
-        for f in group:
-            lines.append(printable(f"  {_where(f)}  [{f.kind.value}] {f.subject}: {f.why}",
-                                   newlines=False))
-            todo = f.todo + (f" (use {f.replacement})" if f.replacement
-                             and f.replacement not in f.todo else "")
-            lines.append(printable(f"      do: {todo}  [{_cite(f)}]", newlines=False))
+        grouped = groups(found)
+        count = (f"{len(found)}" if len(grouped) == len(found)
+                 else f"{len(found)}, in {len(grouped)} group"
+                      + ("s" if len(grouped) > 1 else ""))
+        lines += ["", f"{title} ({count})"]
+        for g in grouped[:limit]:
+            lines += _group_text(g)
+        lines += _more(len(grouped), limit, "group")
     return lines
 
 
-def _totals_text(report: AuditReport) -> list[str]:
+def _totals_text(report: AuditReport, limit: int | None) -> list[str]:
+    """The packages and the files with findings (at most ``limit`` of each)."""
     lines: list[str] = []
     if report.packages:
         lines += ["", f"PACKAGES ({len(report.packages)})"]
-        for p in report.packages:
+        for p in report.packages[:limit]:
             more = ", ..." if len(p.origins) > 3 else ""
             lines.append(printable(f"  {p.verdict.value:8} {p.name}  {', '.join(p.versions)}  "
                                    f"({', '.join(p.origins[:3])}{more})", newlines=False))
+        lines += _more(len(report.packages), limit, "package")
     if report.files:
         lines += ["", f"FILES ({len(report.files)} with findings)"]
-        for ft in report.files:
+        for ft in report.files[:limit]:
             counts = " ".join(f"{v.value} {n}" for v, n in ft.counts.items())
             kl = f"; {ft.kernel_lines} kernel lines" if ft.kernel_lines else ""
-            lines.append(printable(f"  {ft.path}: {counts}{kl}", newlines=False))
+            also = f" (also at {', '.join(ft.copies)})" if ft.copies else ""
+            lines.append(printable(f"  {ft.path}: {counts}{kl}{also}", newlines=False))
+        lines += _more(len(report.files), limit, "file")
     return lines
+
+
+def _more(count: int, limit: int | None, what: str) -> list[str]:
+    if limit is None or count <= limit:
+        return []
+    more = count - limit
+    return [f"  ... {more} more {what}{'s' if more > 1 else ''} (--limit {limit}; "
+            "--format json lists all)"]
 
 
 def _effort_text(report: AuditReport) -> list[str]:
@@ -105,10 +153,13 @@ def _tail_text(report: AuditReport) -> list[str]:
     return [*lines, "", f"Result: {verdict}."]
 
 
-def render_text(report: AuditReport) -> str:
-    """The bill as text: a summary line, findings grouped by verdict (blocked first; ready
-    findings only counted), packages, files, effort and what was skipped. Every value from
-    the inputs is shown escaped (no terminal control sequences pass through).
+def render_text(report: AuditReport, *, limit: int | None = None) -> str:
+    """The bill as text: a totals line, a summary table (by verdict, kind and top folder;
+    the effort total), findings by verdict (blocked first; ready packages only counted)
+    grouped one line per rule x file, packages, files, effort and what was skipped;
+    ``limit``: at most that many groups per verdict (and packages, files), saying how many
+    more. Every value from the inputs is shown escaped (no terminal control sequences
+    pass through).
     """
     t = report.totals
     lines = [
@@ -120,7 +171,10 @@ def render_text(report: AuditReport) -> str:
         lines.append(printable(f"GPU: {report.gpu} "
                                f"({', '.join(report.gfx_targets) or 'no gfx target'})",
                                newlines=False))
-    lines += _findings_text(report) + _totals_text(report) + _effort_text(report)
+    if report.findings:
+        lines += [printable(line, newlines=False) for line in summary_lines(report)]
+    lines += (_findings_text(report, limit) + _totals_text(report, limit)
+              + _effort_text(report))
     lines += _tail_text(report)
     return "\n".join(lines) + "\n"
 

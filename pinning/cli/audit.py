@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["audit"]
 
 _FAIL_ON = ("swap", "port", "blocked")
+_KINDS = ("package", "index", "base-image", "arch-list", "extension", "cuda-api", "inline-ptx",
+          "warp-size", "tensor-core", "arch-macro", "library", "build-hook", "embedded-kernel",
+          "device-string", "nvml", "nvidia-smi", "tf32")
+"""The finding kinds (:class:`pinning.audit.model.Kind`; a test keeps them equal), spelled
+here so ``pin --help`` does not import the audit package."""
 
 
 @click.command()
@@ -59,6 +64,16 @@ _FAIL_ON = ("swap", "port", "blocked")
               type=click.Path(dir_okay=False),
               help="Your team's hours per finding kind (TOML [hours] table); the bill adds "
                    "them up. pin ships no effort numbers.")
+@click.option("--exclude", "exclude", multiple=True, metavar="GLOB",
+              help="Leave out the findings in files matching GLOB, a path relative to the "
+                   "audited folder ('third_party', 'csrc/*.cuh'; '*' also crosses '/'; a "
+                   "folder excludes all below it). Repeatable. Applies to every format.")
+@click.option("--only", "only", multiple=True, metavar="KIND", type=click.Choice(_KINDS),
+              help="Only findings of this kind (the --effort keys: " + ", ".join(_KINDS)
+                   + "). Repeatable. Applies to every format.")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N",
+              help="Text bill only: at most N groups per verdict (and N packages, N files), "
+                   "saying how many more. JSON and SARIF always list every finding.")
 @click.option("-o", "--output", callback=output_path, metavar="FILE",
               help="Write the bill here in the chosen format ('-': standard output); "
                    "standard output gets a one-line summary (with --format json: the "
@@ -67,6 +82,9 @@ _FAIL_ON = ("swap", "port", "blocked")
               show_default=True,
               help="Add hipify-perl -examine statistics beside pin's findings when "
                    "hipify-perl is on PATH.")
+@click.option("--include-vendored", is_flag=True,
+              help="Also read vendored CUTLASS / CuTe, CUB and Thrust trees inside the "
+                   "project and list their findings (by default each tree is one item).")
 @report_options("Also post the bill as JSON (the document -o FILE --format json writes, "
                 "whatever --format says) to this pin service; the id it stores it under "
                 "goes to stderr.")
@@ -75,35 +93,40 @@ _FAIL_ON = ("swap", "port", "blocked")
                    "hash), so the service lists the audit with that lock.")
 def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tuple[str, ...],
           site_packages: str | None, host_file: str | None, gpu: str | None, fmt: str,
-          fail_on: str, effort_file: str | None, output: str | None,
-          hipify_perl: bool, report_to: str | None, token_file: str | None,
+          fail_on: str, effort_file: str | None, exclude: tuple[str, ...],
+          only: tuple[str, ...], limit: int | None, output: str | None,
+          hipify_perl: bool, include_vendored: bool, report_to: str | None, token_file: str | None,
           ca_cert: str | None, report_lock: str | None) -> None:
     """Audit a project before moving it from CUDA to ROCm: the porting bill.
 
     Reads requirements files (with -r/-c includes and index URLs), pyproject.toml (PEP 621,
     dependency groups, Poetry, uv sources), uv.lock, pylock.toml, poetry.lock, conda
     environment.yml, setup.py/setup.cfg (statically; never run), Dockerfiles, CUDA/C++
-    sources and CMake files, Python sources, and ELF extensions; with --site-packages or
-    --host an installed environment; with --requirement a package's dependency closure.
+    sources and CMake files, Python sources, and ELF extensions, in folders, sdists or wheels;
+    with --site-packages or --host an installed environment; with --requirement a package's
+    dependency closure. A vendored CUTLASS, CUB or Thrust tree is one item.
     PATH defaults to '.' when no other input is given.
 
     Each finding says where, why, what to do and its public source, with a verdict: ready,
     swap (a ROCm build or replacement exists), port (code or a source build must change),
     blocked (no ROCm equivalent), or no-data (pin's data does not know it; never guessed).
-    Files that cannot be read are listed as skipped with the reason.
+    Files that cannot be read are listed as skipped with the reason. Identical files count
+    once (copies named). The text bill opens with a summary by verdict, kind and folder,
+    one line per rule and file; --exclude/--only narrow every format, --limit the text.
 
     Exit 0 when nothing is at or above --fail-on (default blocked), 11 when something is,
-    2 for bad flags or a --requirement uv cannot resolve, 7 for an unreadable --host
+    2 for bad flags, a --requirement uv cannot resolve, paths that hold nothing pin reads
+    or a decompression bomb, 7 for an unreadable --host
     snapshot. With --report-to URL (a publish token) the bill is posted once written: a
     failed report is exit 13 when the audit passed, else only printed (exit 11 stays).
     """
     from pinning.audit.run import audit as run_audit
 
     request = _request(paths, requirements, index_urls, site_packages, host_file, gpu,
-                       fail_on, effort_file, output, hipify_perl)
+                       fail_on, effort_file, output, hipify_perl, include_vendored)
     client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock, "audit")
-    report = run_audit(request)
-    document = _document(report, fmt)
+    report = _refined(run_audit(request), exclude, only)
+    document = _document(report, fmt, limit)
     summary = _summary(report)
     if output is not None and output != "-":
         _write(output, document)
@@ -131,7 +154,7 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
 def _request(paths: tuple[str, ...], requirements: tuple[str, ...],
              index_urls: tuple[str, ...], site_packages: str | None, host_file: str | None,
              gpu: str | None, fail_on: str, effort_file: str | None, output: str | None,
-             hipify_perl: bool) -> AuditRequest:
+             hipify_perl: bool, include_vendored: bool = False) -> AuditRequest:
     """The audit the flags ask for (PATH ``.`` when no input is given). Raises
     ``UsageError`` (exit 2) for --site-packages with --host, --index-url without
     --requirement, or ``-o`` inside an audited folder; what
@@ -157,7 +180,8 @@ def _request(paths: tuple[str, ...], requirements: tuple[str, ...],
     return AuditRequest(paths=list(paths), requirements=list(requirements),
                         index_urls=list(index_urls), site_packages=site_packages,
                         host=host_file, gpu=gpu, fail_on=Verdict(fail_on), effort=effort,
-                        hipify_perl=hipify_perl, progress=progress)
+                        hipify_perl=hipify_perl, include_vendored=include_vendored,
+                        progress=progress)
 
 
 def _write(output: str, document: str) -> None:
@@ -220,13 +244,28 @@ def _summary(report: AuditReport) -> str:
     return ", ".join(f"{report.totals.get(v, 0)} {v.value}" for v in VERDICTS_SHOWN) + "."
 
 
-def _document(report: AuditReport, fmt: str) -> str:
-    """The bill in ``fmt``: the text bill, the report JSON, or a SARIF log."""
+def _refined(report: AuditReport, exclude: tuple[str, ...],
+             only: tuple[str, ...]) -> AuditReport:
+    """``report`` narrowed by --exclude and --only, with byte-identical files (read from
+    disk where the bill's paths are files) counted once.
+    """
+    from pinning.audit.model import Kind
+    from pinning.audit.narrow import digests_on_disk, merge_copies, narrow
+
+    report = narrow(report, exclude=exclude, only=[Kind(k) for k in only])
+    paths = [f.path for f in report.findings if f.path]
+    return merge_copies(report, digests_on_disk(paths, cli_path))
+
+
+def _document(report: AuditReport, fmt: str, limit: int | None = None) -> str:
+    """The bill in ``fmt``: the text bill (``limit`` groups per verdict at most), the
+    report JSON, or a SARIF log.
+    """
     from pinning import __version__
     from pinning.audit.render import render_sarif, render_text
 
     if fmt == "text":
-        return render_text(report)
+        return render_text(report, limit=limit)
     if fmt == "sarif":
         return json.dumps(render_sarif(report, version=__version__), indent=2,
                           ensure_ascii=True) + "\n"

@@ -199,3 +199,42 @@ def test_a_huge_subject_is_cut(tmp_path: Path) -> None:
     r = pin("audit", str(tmp_path), "--format", "json")
     subjects = [f["subject"] for f in json_result(r)["findings"]]
     assert subjects and all(len(s) <= 203 for s in subjects)
+
+
+def test_exclude_only_and_limit_as_a_user_types_them(tmp_path: Path) -> None:
+    full = json_result(pin("audit", str(EXAMPLE), "--format", "json"))
+    cut = json_result(pin("audit", str(EXAMPLE), "--format", "json", "--exclude", "csrc",
+                          "--exclude", "app/*.py"))
+    assert not any(f["path"] and "/csrc/" in f["path"] for f in cut["findings"])
+    assert not any(f["path"] and "/app/" in f["path"] for f in cut["findings"])
+    assert 0 < len(cut["findings"]) < len(full["findings"])
+    assert sum(cut["totals"].values()) == len(cut["findings"])
+    only = pin("audit", str(EXAMPLE), "--format", "sarif", "--only", "warp-size")
+    kinds = {r["properties"]["kind"] for r in json.loads(only.stdout)["runs"][0]["results"]}
+    assert kinds == {"warp-size"} and only.returncode == 0  # no inline PTX left: passes
+    text = pin("audit", str(EXAMPLE), "--limit", "1").stdout
+    assert text.splitlines()[2].startswith("SUMMARY")
+    assert "more groups (--limit 1; --format json lists all)" in text
+    bad = pin("audit", str(EXAMPLE), "--only", "warp")
+    assert bad.returncode == 2 and "warp-size" in bad.stderr
+
+
+def test_only_offers_every_finding_kind() -> None:
+    from pinning.audit.model import Kind
+    from pinning.cli.audit import _KINDS
+
+    assert set(_KINDS) == {k.value for k in Kind}
+
+
+def test_a_kernel_shipped_twice_is_counted_once(tmp_path: Path) -> None:
+    kernel = "__global__ void k(float* x) { asm volatile(\"membar.gl;\"); }\n"
+    for folder in ("csrc", "deepspeed/ops/csrc"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "k.cu").write_text(kernel)
+    report = json_result(pin("audit", str(tmp_path), "--format", "json"))
+    ptx = [f for f in report["findings"] if f["kind"] == "inline-ptx"]
+    assert len(ptx) == 1 and report["totals"]["blocked"] == 1
+    assert ptx[0]["path"] == f"{tmp_path}/csrc/k.cu"
+    assert ptx[0]["copies"] == [f"{tmp_path}/deepspeed/ops/csrc/k.cu"]
+    text = pin("audit", str(tmp_path)).stdout
+    assert f"(also at {tmp_path}/deepspeed/ops/csrc/k.cu)" in text
