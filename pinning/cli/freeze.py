@@ -12,12 +12,12 @@ import click
 from pinning.cli.envelope import emit
 from pinning.cli.hostread import host_facts
 from pinning.cli.options import (
+    amend_output_option,
     amends,
     cli_path,
     format_option,
     host_options,
     one_stdin,
-    output_path,
 )
 from pinning.errors import UsageError
 from pinning.util.text import printable
@@ -36,9 +36,7 @@ __all__ = ["freeze"]
 @click.option("--force", is_flag=True,
               help="Freeze even when the host is outside what the lock validated; the "
                    "deviations are recorded in the lock.")
-@click.option("-o", "--output", callback=output_path, metavar="FILE",
-              help="Write here instead of replacing LOCK ('-': standard output, messages then "
-                   "go to stderr; exit 2 when it cannot be written).")
+@amend_output_option
 @format_option
 def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str | None,
            site_packages: tuple[str, ...], overlays: tuple[str, ...], force: bool,

@@ -12,7 +12,13 @@ import click
 
 from pinning.cli.envelope import emit
 from pinning.cli.lazy import LazyGroup
-from pinning.cli.options import amends, cli_path, format_option, output_path, path_given
+from pinning.cli.options import (
+    amend_output_option,
+    amends,
+    cli_path,
+    format_option,
+    path_given,
+)
 from pinning.cli.render import Style, paint, terminal_style
 from pinning.util.text import printable
 
@@ -217,8 +223,7 @@ def lock_check(ctx: click.Context, path: str, fmt: str) -> None:
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME[SPEC]",
               help="Replace (or add) a framework of the request, e.g. pytorch==2.12.0.")
 @click.option("--dry-run", is_flag=True, help="Print what would change; write nothing.")
-@click.option("-o", "--output", callback=output_path, metavar="FILE",
-              help="Write here instead of replacing LOCK ('-' for stdout).")
+@amend_output_option
 @click.option("--force", is_flag=True,
               help="Replace an -o FILE (other than LOCK) that holds frozen host values.")
 @format_option

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import amends, cli_path, format_option, output_path, path_given
+from pinning.cli.options import (
+    amend_output_option,
+    amends,
+    cli_path,
+    format_option,
+    path_given,
+)
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
@@ -65,9 +71,7 @@ def _refuse_model_output(output: str | None, model: Model, cache: str | None,
 @click.option("--path", "folder", metavar="DIR", callback=path_given,
               help="Read the model's files from this folder instead (a local model, or a "
                    "Hugging Face model downloaded to a folder).")
-@click.option("-o", "--output", callback=output_path, metavar="FILE",
-              help="Write here instead of replacing LOCK ('-': standard output, messages "
-                   "then go to stderr).")
+@amend_output_option
 @format_option
 @click.pass_context
 def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | None,

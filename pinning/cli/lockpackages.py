@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import amends, format_option, output_path, path_given
+from pinning.cli.options import amend_output_option, amends, format_option, path_given
 from pinning.cli.progress import quiet_option
 from pinning.util.text import printable
 
@@ -37,9 +37,7 @@ __all__ = ["lock_packages"]
 @click.option("--fresh", is_flag=True,
               help="Ignore the lock's [packages] and recorded requirements (after a "
                    "framework upgrade).")
-@click.option("-o", "--output", callback=output_path, metavar="FILE",
-              help="Write here instead of replacing LOCK ('-': standard output, messages "
-                   "then go to stderr).")
+@amend_output_option
 @quiet_option
 @format_option
 def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, ...],

@@ -15,9 +15,9 @@ import click
 
 from pinning.errors import UsageError
 
-__all__ = ["FORMAT", "amends", "ca_cert_option", "cli_path", "file_params", "format_option",
-           "guard_outputs", "host_options", "one_stdin", "own_folder_rule", "parse_date",
-           "path_given", "refuse_stdout_twice"]
+__all__ = ["FORMAT", "amend_output_option", "amends", "ca_cert_option", "cli_path",
+           "file_params", "format_option", "guard_outputs", "host_options", "one_stdin",
+           "own_folder_rule", "parse_date", "path_given", "refuse_stdout_twice"]
 
 FORMAT = click.Choice(["text", "json"])
 """The ``--format`` choice of every command that can print JSON: ``text`` or ``json``."""
@@ -33,6 +33,16 @@ def format_option(func: Callable[..., Any]) -> Callable[..., Any]:
                         callback=note_format,
                         help="text for people; json: one envelope {pin, command, ok, "
                              "exit-code, result, error} on standard output.")(func)
+
+
+def amend_output_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``-o/--output FILE`` to a command that rewrites a lock in place: write the
+    amended lock there instead (``-`` standard output, messages then on standard error);
+    passed as ``output``.
+    """
+    return click.option("-o", "--output", callback=output_path, metavar="FILE",
+                        help="Write here instead of replacing LOCK ('-': standard output, "
+                             "messages then go to stderr).")(func)
 
 
 def parse_date(flag: str, text: str | None) -> dt.date | None:
