@@ -1,8 +1,8 @@
 """The CUDA / C++ source scanner of ``pin audit``: the porting bill for custom kernels.
 
-Three entry points share one engine: :func:`scan_source` (``.cu``, ``.cuh`` and C/C++ sources
-and headers), :func:`scan_cmake` (``CMakeLists.txt``, ``*.cmake``) and :func:`scan_cuda_text`
-(kernel source embedded in Python, e.g. a ``cupy.RawKernel`` string).
+Two entry points share one engine: :func:`scan_source` (``.cu``, ``.cuh`` and C/C++ sources
+and headers) and :func:`scan_cuda_text` (kernel source embedded in Python, e.g. a
+``cupy.RawKernel`` string). CMake files are :mod:`pinning.audit.cmake`'s.
 
 How a file is read: ONE compiled alternation (:data:`_SOURCE`) is searched left to right over
 the text, and each match is dispatched on its group name; identifiers are classified with a
@@ -44,7 +44,6 @@ from pinning.audit.kernel_rules import (
     WMMA,
     Rule,
     api_rule,
-    cmake_rules,
     library_rule,
     tma_rule,
 )
@@ -62,7 +61,7 @@ from pinning.audit.kernel_text import (
 from pinning.audit.model import Context, FileScan
 from pinning.audit.preproc import Guards
 
-__all__ = ["scan_cmake", "scan_cuda_text", "scan_source"]
+__all__ = ["scan_cuda_text", "scan_source"]
 
 # -- the one pattern per file pass -------------------------------------------------------------
 #
@@ -105,18 +104,6 @@ character (one alternative per first character, most frequent first), so the eng
 the set of first characters in C and tests the word-start look-behind once per candidate; an
 empty group at the end of each branch names what matched (``m.lastgroup``; trailing ``_`` only
 keep the names unique) and picks the handler."""
-
-_CMAKE = re.compile(
-    r"(?P<lc>\#[^\n]*+)"
-    r"|(?P<proj>[pP](?<![\w.].)(?i:roject)[ \t]*+\()"
-    r"|(?P<lang>[eE](?<![\w.].)(?i:nable_language)[ \t]*+\([ \t]*+CUDA\b)"
-    r"|(?P<fpkg>[fF](?<![\w.].)(?i:ind_package)[ \t]*+\([ \t]*+CUDA(?:Toolkit)?\b)"
-    r"|(?P<cadd>[cC](?<![\w.].)(?i:uda_add_(?:library|executable))\b)"
-    r"|(?P<carch>C(?<!\w.)(?:MAKE_CUDA|UDA)_ARCHITECTURES\b)"
-    r"|(?P<sm>-(?<![\w-].)-?(?:arch|gpu-architecture)[= \t]++(?:sm|compute)_\d{2,3}[a-z]?"
-    r"|-(?<![\w-].)-?gencode\b)"
-    r"|(?P<mrc>-(?<![\w-].)-?maxregcount)"
-)
 
 # Secondary patterns, each tried with ``.match`` at one position a master match gave.
 _MASK_ARG = re.compile(
@@ -362,37 +349,3 @@ def _scan(text: str, display: str, *, line_offset: int, cuda: bool) -> FileScan:
             continue
         handlers[group or ""](s, m)
     return FileScan(findings=s.hits.findings())
-
-
-# -- CMake -------------------------------------------------------------------------------------
-
-def scan_cmake(path: Path, display: str, ctx: Context) -> FileScan:
-    """Scan ``CMakeLists.txt`` / ``*.cmake`` for CUDA build hooks and NVIDIA arch lists.
-    Raises :class:`~pinning.audit.model.Skip` for a file that cannot be read, nothing else.
-    """
-    text = read_text(path)
-    rules = cmake_rules(ctx)
-    hits = Hits(text, display, 0)
-    pos, n = 0, len(text)
-    while pos < n:
-        m = _CMAKE.search(text, pos)
-        if m is None:
-            break
-        group = m.lastgroup or ""
-        start, pos = m.span()
-        if group == "lc":
-            continue
-        if group == "proj":
-            close = text.find(")", pos, pos + 2000)
-            words = text[pos:close if close >= 0 else pos + 2000].replace('"', " ").split()
-            if "LANGUAGES" in words and "CUDA" in words[words.index("LANGUAGES"):]:
-                hits.add(rules["lang"], "project(... LANGUAGES CUDA)", start)
-            continue
-        subject = " ".join(m.group().split())
-        if group == "lang":
-            subject = "enable_language(CUDA)"
-        elif group == "fpkg":
-            subject = f"find_package({subject.split('(')[-1].strip()})"
-        hits.add(rules[group], subject, start)
-    return FileScan(findings=hits.findings())
-

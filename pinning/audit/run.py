@@ -45,7 +45,7 @@ _CPP_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".c++", ".h", ".hh", ".hpp", ".hxx
 _SCANNERS: tuple[tuple[str, str], ...] = (
     ("*.cu", "kernels:scan_source"), ("*.cuh", "kernels:scan_source"),
     *((f"*{s}", "kernels:scan_source") for s in _CPP_SUFFIXES),
-    ("cmakelists.txt", "kernels:scan_cmake"), ("*.cmake", "kernels:scan_cmake"),
+    ("cmakelists.txt", "cmake:scan_cmake"), ("*.cmake", "cmake:scan_cmake"),
     ("*.py", "python_rules:scan_python"),
     ("setup.py", "sources.setup:scan_setup_py"), ("setup.cfg", "sources.setup:scan_setup_cfg"),
     ("pyproject.toml", "sources.pyproject:scan_pyproject"),

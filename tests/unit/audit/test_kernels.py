@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pinning.audit.kernels import scan_cmake, scan_cuda_text, scan_source
+from pinning.audit.cmake import scan_cmake
+from pinning.audit.kernels import scan_cuda_text, scan_source
 from pinning.audit.model import Context, FileScan, Finding, Kind, Skip, Verdict
 
 CTX = Context()
