@@ -226,7 +226,7 @@ def _refuse_output_in_audited_folder(output: str, paths: tuple[str, ...]) -> Non
     next time). ``-o`` naming a PATH itself is refused before, by the rule every command
     keeps (:func:`pinning.cli.options.guard_outputs`).
     """
-    from pinning.audit.run import scanners_for
+    from pinning.audit.scan import scanners_for
 
     target = cli_path(output).resolve()
     for typed in paths:
