@@ -14,7 +14,9 @@ One parse and one walk of the tree per file find:
   ``load`` / ``load_inline`` with CUDA sources, ``CUDA_HOME``), rules ``python.cuda-extension``,
   ``python.build-extension``, ``python.load-cuda``, ``python.cuda-home``; nvcc arch flags
   (``-arch=sm_80``, ``-gencode ...``) in ``{"nvcc": [...]}`` or ``extra_cuda_cflags``, rule
-  ``python.nvcc-arch``;
+  ``python.nvcc-arch``; a CUDA extension built only under a condition a ROCm build does not
+  meet (``if CUDA_HOME is not None: CUDAExtension ... else: CppExtension``), rule
+  ``python.cuda-only-extension-gate`` (:mod:`pinning.audit.python_gate`);
 - kernels embedded in Python (``cupy.RawKernel`` / ``RawModule`` / ``ElementwiseKernel`` /
   ``ReductionKernel``, ``numba.cuda.jit``, PyCUDA ``SourceModule``), rules
   ``python.cupy-kernel``, ``python.numba-cuda``, ``python.pycuda``. A kernel source that is a
@@ -48,6 +50,7 @@ from pinning.audit.model import (
     Skip,
     Verdict,
 )
+from pinning.audit.python_gate import GATE_RULE
 from pinning.audit.python_walk import DEVICE_STRING_RULE, Walk, str_value
 
 __all__ = ["RULES", "scan_python", "scan_python_text"]
@@ -148,6 +151,17 @@ RULES: dict[str, _Rule] = {
         "IS_HIP_EXTENSION), so code keyed on CUDA_HOME takes the wrong branch.",
         "Check torch.version.hip / ROCM_HOME as well as CUDA_HOME.", CPP_EXTENSION,
         "ROCM_HOME"),
+    GATE_RULE: _Rule(
+        Kind.BUILD_HOOK, Verdict.PORT,
+        "setup.py builds the CUDA extension only under a condition that is false on a ROCm "
+        "build of torch: CUDA_HOME is None there unless a CUDA toolkit is installed too "
+        "(cpp_extension looks for nvcc and /usr/local/cuda only) and torch.version.cuda is "
+        "None; it falls back to a CppExtension (or none) and installs a CPU-only package "
+        "without an error.",
+        "Accept ROCm in the condition (CUDA_HOME or ROCM_HOME, torch.version.cuda or "
+        "torch.version.hip, or cpp_extension.IS_HIP_EXTENSION): on ROCm, CUDAExtension "
+        "hipifies the CUDA sources and builds them with hipcc.", CPP_EXTENSION,
+        "IS_HIP_EXTENSION / ROCM_HOME"),
     "python.nvcc-arch": _Rule(
         Kind.ARCH_LIST, Verdict.PORT,
         "sm_XX / compute_XX name NVIDIA GPU architectures; on ROCm cpp_extension passes these "

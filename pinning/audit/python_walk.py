@@ -1,7 +1,8 @@
 """What the Python rules of ``pin audit`` (:mod:`pinning.audit.python_rules`) look for in one
 parsed file: one walk of its tree resolves names through the file's imports and yields
 ``(rule id, node, subject)`` hits and the string literals that are kernel sources; the rules'
-text, sources and verdicts live in :data:`pinning.audit.python_rules.RULES`.
+text, sources and verdicts live in :data:`pinning.audit.python_rules.RULES`. A CUDA extension
+built only under a CUDA-only condition is :mod:`pinning.audit.python_gate`'s.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from pinning.audit.python_gate import GATE_RULE, extension_gates
 
 __all__ = ["DEVICE_STRING_RULE", "Walk", "device_strings", "is_rocm_device_string", "str_value"]
 
@@ -106,6 +109,12 @@ class Walk:
         for name in self.hidden:
             self.bindings.pop(name, None)
         self._judge()
+        if any(v.startswith(_CPPEXT) for v in self.bindings.values()):
+            for node, subject in extension_gates(tree, self._is_cuda_extension):
+                self._add(GATE_RULE, node, subject)
+
+    def _is_cuda_extension(self, node: ast.expr) -> bool:
+        return self._qualname(node) == f"{_CPPEXT}.CUDAExtension"
 
     def _collect(self, node: ast.AST) -> None:
         if isinstance(node, ast.Call):

@@ -8,7 +8,8 @@ import pytest
 
 from pinning.audit.kernels import scan_cuda_text, scan_source
 from pinning.audit.model import Context, Finding, Verdict
-from pinning.audit.preproc import Guards, evaluate
+from pinning.audit.preproc import Guards
+from pinning.audit.preproc_eval import evaluate
 
 CTX = Context()
 

@@ -454,3 +454,73 @@ def test_a_file_without_any_trigger_word_is_not_parsed(tmp_path: Path) -> None:
     with pytest.raises(Skip) as err:
         scan_python(path, "plain.py", Context())
     assert err.value.reason == "not valid Python (line 2)"
+
+
+# -- CppExtension if ... else CUDAExtension ------------------------------------------------------
+
+GATE = "python.cuda-only-extension-gate"
+
+
+def _gates(code: str) -> list[tuple[int | None, str]]:
+    return [(f.line, f.subject) for f in _scan(code).findings if f.rule == GATE]
+
+
+def test_cuda_extension_only_under_a_cuda_only_condition_is_a_port() -> None:
+    # torch_scatter 2.0.x's setup.py: WITH_CUDA from CUDA_HOME, FORCE_CUDA / FORCE_CPU switches
+    code = (
+        "import os\n"
+        "import torch\n"
+        "from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension\n"
+        "WITH_CUDA = torch.cuda.is_available() and CUDA_HOME is not None\n"
+        "if os.getenv('FORCE_CUDA', '0') == '1':\n"
+        "    WITH_CUDA = True\n"
+        "def get_extensions():\n"
+        "    Extension = CppExtension\n"
+        "    if WITH_CUDA:\n"
+        "        Extension = CUDAExtension\n"
+        "    return [Extension('x', ['a.cpp'])]\n"
+        "y = CUDAExtension('y', ['y.cu']) if torch.version.cuda else CppExtension('y', ['y.cpp'])\n"
+        "if (torch.cuda.is_available() and CUDA_HOME is not None) or os.getenv('FORCE_CUDA'):\n"
+        "    z = CUDAExtension('z', ['z.cu'])\n"
+        "else:\n"
+        "    z = CppExtension('z', ['z.cpp'])\n"
+        "if not CUDA_HOME:\n"
+        "    w = CppExtension('w', ['w.cpp'])\n"
+        "else:\n"
+        "    w = CUDAExtension('w', ['w.cu'])\n"
+    )
+    assert _gates(code) == [
+        (9, "CUDAExtension only if WITH_CUDA (false on ROCm: CUDA_HOME)"),
+        (12, "CUDAExtension only if torch.version.cuda (false on ROCm: torch.version.cuda)"),
+        (13, "CUDAExtension only if torch.cuda.is_available() and CUDA_HOME is not None or "
+             "os.getenv('FORCE_CUDA') (false on ROCm: CUDA_HOME; unless FORCE_CUDA is set)"),
+        (17, "CUDAExtension only if not CUDA_HOME (false on ROCm: CUDA_HOME)"),
+    ]
+    finding = next(f for f in _scan(code).findings if f.rule == GATE)
+    assert (finding.kind, finding.verdict) == (Kind.BUILD_HOOK, Verdict.PORT)
+    assert "ROCM_HOME" in finding.todo and finding.citation.source.endswith("cpp_extension.py")
+
+
+def test_conditions_that_accept_rocm_or_cannot_be_decided_are_not_gates() -> None:
+    # torch_cluster-1.6.3 setup.py lines 17-19 accept torch.version.hip
+    code = (
+        "import os\n"
+        "import torch\n"
+        "from torch.utils.cpp_extension import (CUDA_HOME, ROCM_HOME, IS_HIP_EXTENSION,\n"
+        "                                       CppExtension, CUDAExtension)\n"
+        "WITH_CUDA = False\n"
+        "if torch.cuda.is_available():\n"
+        "    WITH_CUDA = CUDA_HOME is not None or torch.version.hip\n"
+        "Extension = CUDAExtension if WITH_CUDA else CppExtension\n"
+        "a = CUDAExtension('a', []) if CUDA_HOME or ROCM_HOME else CppExtension('a', [])\n"
+        "b = CUDAExtension('b', []) if IS_HIP_EXTENSION or CUDA_HOME else CppExtension('b', [])\n"
+        "c = CUDAExtension('c', []) if torch.cuda.is_available() else CppExtension('c', [])\n"
+        "if torch.version.hip:\n"
+        "    raise RuntimeError('no ROCm support')\n"
+        "else:\n"
+        "    d = CUDAExtension('d', [])\n"
+        "if CUDA_HOME is not None:\n"
+        "    print('CUDA toolkit found')\n"
+        "def CUDAExtension_like(): pass\n"
+    )
+    assert _gates(code) == []
