@@ -16,7 +16,11 @@ string literals (``R"(...)"``) and string continuation lines are read as code.
 
 What it finds (one :class:`~pinning.audit.model.Finding` per file, rule and subject; ``line``
 the first occurrence, ``lines`` all of them): the rules of :mod:`pinning.audit.kernel_rules`;
-what a handler reads around a match is :mod:`pinning.audit.kernel_text`.
+what a handler reads around a match is :mod:`pinning.audit.kernel_text`; 32-lane names (mask
+and warp-size names, wrappers of the ``*_sync`` functions, ``32 / kNThreadsPerRow``) are
+read by :mod:`pinning.audit.kernel_lanes`, which records in the
+:class:`~pinning.audit.model.FileScan` what the file defines and the uses it cannot resolve,
+for the audit-wide join of :mod:`pinning.audit.follow`.
 
 Every pattern here is linear (checked by ``tests/unit/util/test_regex.py``).
 """
@@ -28,6 +32,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pinning.audit.files import read_text
+from pinning.audit.kernel_lanes import (
+    LaneState,
+    mask_literals,
+    mask_name,
+    on_lane_division,
+    on_warp_size,
+    on_warp_value,
+    warp_define,
+)
+from pinning.audit.kernel_names import is_warp_size_name
 from pinning.audit.kernel_rules import (
     ARCH_MACRO,
     CUTE_ATOM,
@@ -40,7 +54,6 @@ from pinning.audit.kernel_rules import (
     WARP_LOOP,
     WARP_MASK,
     WARP_MASK_STORE,
-    WARP_SIZE,
     WMMA,
     Rule,
     api_rule,
@@ -48,7 +61,6 @@ from pinning.audit.kernel_rules import (
     tma_rule,
 )
 from pinning.audit.kernel_text import (
-    LOOK_BACK,
     Hits,
     Region,
     asm_body_end,
@@ -82,8 +94,10 @@ _SOURCE = re.compile(
     r"|TMEM_|GMMA)\w*+(?P<atom>)"
     r"|m(?<!\w.)ake_cu\w*+(?P<id____>)"
     r"|C(?<!\w.)(?:U|u[A-Z])\w*+(?P<id_____>)"
-    r"|/(?:/[^\n]*+(?P<lc>)|\*(?P<bc>)|[ \t]*+32(?![\w.])(?P<lane>))"
-    r"|=[ \t]*+(?:16[ \t]*+;(?P<loop>)|(?:0[xX][fF]{8}(?![0-9a-fA-F])[uU]?[lL]{0,2}"
+    r"|/(?:/[^\n]*+(?P<lc>)|\*(?P<bc>)|[ \t]*+32(?![\w.])(?P<lane>)"
+    r"|(?:(?<=[^\w.]32/)|(?<=[^\w.]32 /))(?!=)[ \t]*+\(?[ \t]*+[A-Za-z_]\w*+(?P<ldiv>))"
+    r"|=[ \t]*+(?:16[ \t]*+;(?P<loop>)|32[ \t]*+;(?P<wval>)"
+    r"|(?:0[xX][fF]{8}(?![0-9a-fA-F])[uU]?[lL]{0,2}"
     r"|4294967295[uU]?|~[ \t]*+0[uU]?|-[ \t]*+1[uU]?)(?![\w.])(?P<mval>))"
     r'|"(?:[^"\\\n]|\\(?s:.))*+"?(?P<str>)'
     r"|\#[ \t]*+(?:include[ \t]*+[<\"][^>\"\n]{1,200}(?P<inc>)"
@@ -91,9 +105,9 @@ _SOURCE = re.compile(
     r"|(?:ifn?def|if|elif|else|endif|define|undef)(?!\w)(?P<pp>))"
     r"|<<<++(?P<launch>)"
     r"|>>[ \t]*+5(?![\w.])(?P<lane_>)"
-    r"|w(?:arp_?[sS]ize\w*+(?P<ws>)|(?<!\w.)mma::(?P<wmma_>))"
-    r"|W(?i:arp_?size)\w*+(?P<ws_>)"
-    r"|&[ \t]*+(?:31|0x1[fF])(?![\w.])(?P<lane__>)"
+    r"|w(?:arp_?(?:[sS]ize|[tT]hreads)\w*+(?P<ws>)|(?<!\w.)mma::(?P<wmma_>))"
+    r"|W(?i:arp)\w*+(?P<ws_>)"
+    r"|&[ \t]*+(?:31|0x1[fF]|\([ \t]*+32[ \t]*+-[ \t]*+1[ \t]*+\))(?![\w.])(?P<lane__>)"
     r"|%[ \t]*+32(?![\w.])(?P<lane___>)"
     r"|'(?:[^'\\\n]|\\[^\n]){1,8}'(?P<chr>)"
     r"|N(?<!\w.)VRTC\w*+(?P<id______>)"
@@ -114,7 +128,6 @@ _MASK_ARG = re.compile(
     r"|static_cast[ \t]*+<[ \t]*+(?:unsigned(?:[ \t]++int)?|(?:std::)?uint32_t)[ \t]*+>"
     r"[ \t]*+\([ \t]*+-[ \t]*+1[ \t]*+\)"
     r"|(?P<name>[A-Za-z_]\w*+))[ \t\r\n]*+,")
-_WS_TAIL = re.compile(r"[ \t]*+(?:[=!]=|=)?[ \t]*+\(?32(?![\w.])")
 _AMASK_COMPARE = re.compile(
     r"[ \t]*+\([ \t]*+\)[ \t]*+[=!]=[ \t]*+(?:0x[fF]{8}[uU]?(?![0-9a-fA-F])|~0[uU]\b)")
 _ASM_QUALIFIERS = re.compile(
@@ -123,6 +136,7 @@ _PTX_HINT = re.compile(r"\b(?:mov|ld|st|cvt|mma|wgmma|shfl|cp|bar|atom|red|vote|
                        r"prmt|lop3|ldmatrix|stmatrix|setp|selp|bfe|bfi)\.[a-z]")
 _PTX_TENSOR = re.compile(
     r"\b(?:wgmma\.\w++|mma\.sync|cp\.async(?:\.bulk(?:\.tensor)?)?|(?:ld|st)matrix(?!\w))")
+_WS_DEFINE = re.compile(r"[ \t]++(\w++)[ \t]++\(?32\)?[ \t]*+(?:$|//|/\*|\r?\n)", re.MULTILINE)
 _LOOP_TAIL = re.compile(r"[^;)\n]{0,80};[^)\n]{0,80}(?:/=[ \t]*+2\b|>>=[ \t]*+1\b)")
 _CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
 
@@ -137,7 +151,7 @@ def scan_cuda_text(text: str, display: str, ctx: Context, *, line_offset: int = 
     before the string's first line in the embedding file). Pure and total: never raises for
     any text.
     """
-    scan = _scan(text, display, line_offset=line_offset, cuda=True)
+    scan = _scan(text, display, line_offset=line_offset, cuda=True, ctx=ctx)
     scan.kernel_lines = non_blank_lines(text)
     return scan
 
@@ -152,16 +166,17 @@ def scan_source(path: Path, display: str, ctx: Context) -> FileScan:
     """
     text = read_text(path)
     cuda = path.suffix.lower() in _CUDA_SUFFIXES
-    scan = _scan(text, display, line_offset=0, cuda=cuda)
+    scan = _scan(text, display, line_offset=0, cuda=cuda, ctx=ctx)
     if cuda:
         scan.kernel_lines = non_blank_lines(text)
     return scan
 
 
-class _State:
+class _State(LaneState):
     """One pass over one text: where the search stands and what was seen so far."""
 
-    def __init__(self, text: str, display: str, line_offset: int, cuda: bool) -> None:
+    def __init__(self, text: str, display: str, line_offset: int, cuda: bool,
+                 ctx: Context) -> None:
         self.text = text
         self.cuda = cuda
         self.hits = Hits(text, display, line_offset)
@@ -169,19 +184,10 @@ class _State:
         self.kernel = Region(text)
         self.device = Region(text)
         self.mask_macros: set[str] = set()
-        self.guards = Guards(text)
+        self.guards = Guards(text, ctx.build_defines)
         self.hits.guards = self.guards
+        self.start_names(line_offset)
 
-    def add(self, rule: Rule, subject: str, offset: int) -> None:
-        """Record ``rule`` for ``subject`` at ``offset`` of the text."""
-        self.hits.add(rule, subject, offset)
-
-    def device_code(self, at: int) -> bool:
-        """Whether lane / warp-size rules apply at offset ``at``: anywhere in CUDA text, only
-        inside ``__global__`` / ``__device__`` function bodies in other C/C++ (host-only C++
-        may well compute ``tid % 32`` for its own reasons).
-        """
-        return self.cuda or self.device.inside(at)
 
 
 def _on_block_comment(s: _State, m: re.Match[str]) -> None:
@@ -189,22 +195,38 @@ def _on_block_comment(s: _State, m: re.Match[str]) -> None:
     s.pos = len(s.text) if end < 0 else end + 2
 
 
+_CACHE_MAX = 100_000
+"""At most this many identifiers and ``#include`` lines are remembered with their rule (the
+two handlers a large tree calls most: a dictionary hit instead of a lookup per match)."""
+_ID_RULES: dict[str, Rule | None] = {}
+_INCLUDE_RULES: dict[str, tuple[Rule, str] | None] = {}
+
+
 def _on_identifier(s: _State, m: re.Match[str]) -> None:
     name = m.group()
-    if name.startswith("cuTensorMapEncode"):
-        s.add(tma_rule(name), name, m.start())
-        return
-    rule = api_rule(name)
+    try:
+        rule = _ID_RULES[name]
+    except KeyError:
+        rule = tma_rule(name) if name.startswith("cuTensorMapEncode") else api_rule(name)
+        if len(_ID_RULES) < _CACHE_MAX:
+            _ID_RULES[name] = rule
     if rule is not None:
-        s.add(rule, name, m.start())
+        s.hits.add(rule, name, m.start())
 
 
 def _on_include(s: _State, m: re.Match[str]) -> None:
     matched = m.group()
-    header = matched[matched.index("include") + 7:].lstrip(" \t")[1:].strip()
-    key = HEADERS.get(header) or HEADERS.get(header.split("/", 1)[0] if "/" in header else "")
-    if key is not None:
-        s.add(library_rule(key), header, m.start())
+    try:
+        found = _INCLUDE_RULES[matched]
+    except KeyError:
+        header = matched[matched.index("include") + 7:].lstrip(" \t")[1:].strip()
+        key = HEADERS.get(header) or HEADERS.get(header.split("/", 1)[0] if "/" in header
+                                                 else "")
+        found = None if key is None else (library_rule(key), header)
+        if len(_INCLUDE_RULES) < _CACHE_MAX:
+            _INCLUDE_RULES[matched] = found
+    if found is not None:
+        s.hits.add(found[0], found[1], m.start())
 
 
 def _on_asm(s: _State, m: re.Match[str]) -> None:
@@ -230,8 +252,11 @@ def _on_asm(s: _State, m: re.Match[str]) -> None:
 
 def _on_sync(s: _State, m: re.Match[str]) -> None:
     arg = _MASK_ARG.match(s.text, s.pos)
-    if arg is not None and (arg.group("name") is None or arg.group("name") in s.mask_macros):
+    name = arg.group("name") if arg is not None else None
+    if arg is not None and (name is None or name in s.mask_macros):
         s.add(WARP_MASK, f"32-bit mask in {m.group()}", m.start())
+    if name is not None:
+        mask_name(s, m, name)
     if m.group() == "__ballot_sync" and stored_in_32_bits(s.text, m.start()):
         s.add(WARP_MASK_STORE, "__ballot_sync result in 32 bits", m.start())
 
@@ -242,12 +267,20 @@ def _on_active_mask(s: _State, m: re.Match[str]) -> None:
 
 
 def _on_mask_define(s: _State, m: re.Match[str]) -> None:
-    s.mask_macros.add(m.group().replace("#", " ").split()[1])
+    words = m.group().replace("#", " ").split()
+    s.mask_macros.add(words[1])
+    s.define("mask", words[1], words[2].lstrip("("), m.start())
     s.guards.hash_line(m.start(), m.start() + m.group().index("define") + 6)
 
 
 def _on_directive(s: _State, m: re.Match[str]) -> None:
+    if s.next_literal < len(s.literals):
+        mask_literals(s, m.start())
     s.guards.hash_line(m.start(), m.end())
+    if m.group().endswith("define"):
+        d = _WS_DEFINE.match(s.text, m.end())
+        if d is not None and is_warp_size_name(d[1]):
+            warp_define(s, d[1], m.start(), d.start(1), f"{d[1]} 32")
 
 
 def _on_atom(s: _State, m: re.Match[str]) -> None:
@@ -258,24 +291,12 @@ def _on_mask_value(s: _State, m: re.Match[str]) -> None:
     name = declared_mask(s.text, m.start(), m.group()[1:])
     if name is not None:
         s.mask_macros.add(name)
+        if any(w in left_of(s.text, m.start()) for w in ("const", "static", "enum")):
+            s.define("mask", name, "".join(m.group()[1:].split()), m.start())
 
 
 def _on_arch(s: _State, m: re.Match[str]) -> None:
     s.add(ARCH_MACRO, m.group(), m.start())
-
-
-def _on_warp_size(s: _State, m: re.Match[str]) -> None:
-    text = s.text
-    tail = _WS_TAIL.match(text, s.pos)
-    if tail is None:
-        return
-    word = m.start()
-    low = max(0, word - LOOK_BACK)
-    while word > low and (text[word - 1].isalnum() or text[word - 1] == "_"):
-        word -= 1
-    s.pos = tail.end()
-    if s.device_code(word):
-        s.add(WARP_SIZE, " ".join(text[word:tail.end()].split()), word)
 
 
 def _on_lane(s: _State, m: re.Match[str]) -> None:
@@ -325,16 +346,17 @@ _HANDLER_BY_RULE: dict[str, Callable[[_State, re.Match[str]], None]] = {
     "lc": _skip, "str": _skip, "chr": _skip, "bc": _on_block_comment, "id": _on_identifier,
     "inc": _on_include, "asm": _on_asm,
     "sync": _on_sync, "amask": _on_active_mask, "mdef": _on_mask_define, "arch": _on_arch,
-    "ws": _on_warp_size, "lane": _on_lane, "loop": _on_loop, "wmma": _on_wmma,
+    "ws": on_warp_size, "lane": _on_lane, "loop": _on_loop, "wmma": _on_wmma,
     "glob": _on_kernel, "dev": _on_device, "launch": _on_launch, "mrc": _on_maxregcount,
     "mval": _on_mask_value, "pp": _on_directive, "atom": _on_atom,
+    "wval": on_warp_value, "ldiv": on_lane_division,
 }
 _SKIPPED = frozenset({"lc", "str", "chr"})
 _HANDLERS = {name: _HANDLER_BY_RULE[name.rstrip("_")] for name in _SOURCE.groupindex}
 
 
-def _scan(text: str, display: str, *, line_offset: int, cuda: bool) -> FileScan:
-    s = _State(text, display, line_offset, cuda)
+def _scan(text: str, display: str, *, line_offset: int, cuda: bool, ctx: Context) -> FileScan:
+    s = _State(text, display, line_offset, cuda, ctx)
     search = _SOURCE.search
     handlers = _HANDLERS
     skipped = _SKIPPED
@@ -348,4 +370,6 @@ def _scan(text: str, display: str, *, line_offset: int, cuda: bool) -> FileScan:
         if group in skipped:
             continue
         handlers[group or ""](s, m)
-    return FileScan(findings=s.hits.findings())
+    mask_literals(s, n)
+    defines, uses = s.names()
+    return FileScan(findings=s.hits.findings(), defines=defines, uses=uses)

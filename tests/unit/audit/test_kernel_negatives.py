@@ -92,3 +92,77 @@ def test_ifdef_use_rocm_else_inline_ptx_gives_no_blocked_item() -> None:
     assert {f.verdict for f in ptx} == {Verdict.READY}
     assert all(f.why.startswith("CUDA-only branch, already ported") for f in ptx)
     assert {f.line for f in ptx} == {7, 16}
+
+
+# -- names followed across files (pinning.audit.follow): what must not be claimed ------------
+
+def _joined(*files: tuple[str, str]) -> list[tuple[str | None, str]]:
+    from pinning.audit.follow import join_names
+
+    scans = [scan_cuda_text(text, path, CTX) for path, text in files]
+    own = [(f.path, f.subject) for s in scans for f in s.findings if f.rule in _LANE_RULES]
+    joined = join_names([d for s in scans for d in s.defines], [u for s in scans for u in s.uses])
+    return own + [(f.path, f.subject) for f in joined]
+
+
+MASKS_H = "#define FULL_MASK 0xffffffff\nstatic const unsigned kLowWord = 0xffffffffu;\n"
+
+
+def test_a_mask_name_used_over_data_is_not_lane_math() -> None:
+    # bit unpacking with a header's all-ones constant: no *_sync call, nothing to claim
+    data = ("__global__ void unpack(const uint64_t* w, uint32_t* out) {\n"
+            "  uint64_t v = w[threadIdx.x];\n  out[2 * threadIdx.x] = v & FULL_MASK;\n"
+            "  out[2 * threadIdx.x + 1] = (v >> 32) & kLowWord;\n"
+            "  out[0] = hash32(v, 0xffffffff) ^ mix(v & 0xffffffff, 3);\n}\n")
+    assert _joined(("masks.h", MASKS_H), ("unpack.cu", data)) == []
+
+
+def test_a_local_64_bit_variable_shadows_a_header_mask_name() -> None:
+    use = ("__device__ float r(float v) {\n  unsigned long long FULL_MASK = __activemask();\n"
+           "  return __shfl_down_sync(FULL_MASK, v, 1);\n}\n")
+    assert _joined(("masks.h", MASKS_H), ("r.cu", use)) == []
+
+
+def test_commented_or_quoted_wrapper_calls_and_64_bit_wrappers_are_not_claimed() -> None:
+    wrapper = ("__device__ float warp_sum(unsigned long long mask, float v) {\n"
+               "  return v + __shfl_xor_sync(mask, v, 1);\n}\n")
+    calls = ("__global__ void k(float* x) {\n  // x[0] = warp_sum(0xffffffff, x[0]);\n"
+             "  /* warp_sum(0xffffffff, v) */ const char* s = \"warp_sum(0xffffffff, v)\";\n"
+             "  x[0] = warp_sum(__activemask(), x[0]);\n}\n")
+    assert _joined(("wrap.cuh", wrapper), ("k.cu", calls)) == []
+
+
+def test_a_warp_size_defined_32_only_for_cuda_is_not_claimed_in_other_files() -> None:
+    # vLLM's csrc/cuda_compat.h: the AMD build sees WARP_SIZE 64
+    compat = ("#ifdef USE_ROCM\n  #define WARP_SIZE 64\n#else\n  #define WARP_SIZE 32\n#endif\n")
+    use = "__global__ void k(int* o) {\n  o[0] = threadIdx.x % WARP_SIZE;\n}\n"
+    scans = [scan_cuda_text(compat, "cuda_compat.h", CTX), scan_cuda_text(use, "k.cu", CTX)]
+    assert {f.verdict for f in scans[0].findings} == {Verdict.READY}
+    assert _joined(("cuda_compat.h", compat), ("k.cu", use)) == [
+        ("cuda_compat.h", "WARP_SIZE 32")]
+
+
+@pytest.mark.parametrize("code", [
+    "int vecs = bytes / 32;", "constexpr int kElts = 32 / sizeof(T);",
+    "constexpr int kPerWord = 32 / kBits;", "constexpr int kVals = 32 / BITS_PER_VALUE;",
+    "int n = 32 / 4;", "int w = tid % warpSize;", "int r = warpSize / kNThreadsPerRow;",
+    "int b = WARPS_PER_BLOCK / 2;", "int q = 1.32 / kThreads;", "x /= 32 / y;"])
+def test_divisions_by_or_of_data_sizes_are_not_lane_math(code: str) -> None:
+    text = (f"#define WARPS_PER_BLOCK 32\n__global__ void k(int tid, int bytes) {{\n  {code}\n"
+            "}\n")
+    assert _joined(("k.cu", text)) == []
+
+
+def test_warp_sizes_for_amd_targets_and_other_values_are_not_claimed() -> None:
+    # mamba-ssm 2.3.2's csrc/selective_scan/reverse_scan.cuh: 32-wide waves on RDNA targets
+    rdna = ("#if defined(__HIP_PLATFORM_AMD__)\n  #if defined(__gfx942__)\n"
+            "    #define WARP_THREADS 64\n  #elif defined(__gfx1100__)\n"
+            "    #define WARP_THREADS 32\n  #endif\n#endif\n"
+            "__global__ void k(int* o) { o[0] = threadIdx.x % WARP_THREADS; }\n")
+    assert _joined(("reverse_scan.cuh", rdna)) == []
+    # a header that says 64 for the AMD build in live code: which one a file sees is unknown
+    amd = "#define WARP_SIZE 64\n"
+    cuda = "#define WARP_SIZE 32\n"
+    use = "__global__ void k(int* o) {\n  o[0] = threadIdx.x % WARP_SIZE;\n}\n"
+    assert [s for _p, s in _joined(("amd/w.h", amd), ("cuda/w.h", cuda), ("k.cu", use))
+            if "WARP_SIZE is 32" in s] == []
