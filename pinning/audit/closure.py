@@ -38,8 +38,8 @@ from pinning.errors import UsageError
 from pinning.util.proc import find_uv, uv_environment
 from pinning.util.text import printable
 
-__all__ = ["DEFAULT_PLATFORM", "DEFAULT_TIMEOUT_S", "parse_compile_output", "resolve_closure",
-           "uv_compile_command", "uv_environment"]
+__all__ = ["DEFAULT_PLATFORM", "DEFAULT_TIMEOUT_S", "parse_compile_output", "parse_via",
+           "resolve_closure", "run_uv", "uv_compile_command", "uv_environment"]
 
 DEFAULT_PLATFORM = "x86_64-manylinux_2_28"
 """The platform a closure is resolved for when none is given: an x86-64 Linux GPU host with
@@ -124,7 +124,7 @@ def _redact(url: str) -> str:
 
 
 def uv_compile_command(uv: str, index_urls: Sequence[str], python_version: str,
-                       python_platform: str) -> list[str]:
+                       python_platform: str, *, output: str = "plain") -> list[str]:
     """The argv of ``uv pip compile`` reading requirements on stdin: no header, no "via"
     annotations, the index each package came from (``# from URL``), ``--no-build``,
     ``--no-config``, no colour, the target Python version and platform, and the running
@@ -133,9 +133,15 @@ def uv_compile_command(uv: str, index_urls: Sequence[str], python_version: str,
     ``index_urls[0]`` is ``--index-url`` and the rest ``--extra-index-url``; uv searches the
     extra indexes first and takes a package from the first index that has it (its
     ``first-index`` strategy, a guard against dependency confusion).
+
+    ``output``: ``plain`` as above; ``via`` adds uv's ``# via PARENT`` annotations (who
+    pulls each package in, read by :func:`parse_via`); ``pylock`` prints a PEP 751
+    ``pylock.toml`` instead (each package's wheels with URL, size and sha256).
     """
-    cmd = [uv, "--no-config", "pip", "compile", "-", "--no-header", "--no-annotate",
-           "--emit-index-annotation", "--quiet", "--no-build", "--color=never",
+    shape = {"plain": ["--no-annotate", "--emit-index-annotation"],
+             "via": ["--emit-index-annotation"], "pylock": ["--format", "pylock.toml"]}[output]
+    cmd = [uv, "--no-config", "pip", "compile", "-", "--no-header", *shape,
+           "--quiet", "--no-build", "--color=never",
            "--no-python-downloads", f"--python={sys.executable}",
            f"--python-version={python_version}", f"--python-platform={python_platform}"]
     for k, url in enumerate(index_urls):
@@ -227,6 +233,66 @@ def parse_compile_output(text: str, label: str,
     return packages, skipped
 
 
+def parse_via(text: str) -> dict[str, tuple[str, ...]]:
+    """Who pulls each package in, from ``uv pip compile`` output with ``# via`` annotations
+    (``output="via"``): normalised name -> the normalised names of the packages that require
+    it, in uv's order; a package the user asked for itself has none (uv writes ``# via -r
+    FILE`` or nothing for it; ``-r``/``-c`` entries are dropped). Never raises.
+    """
+    from packaging.utils import InvalidName, canonicalize_name
+
+    via: dict[str, tuple[str, ...]] = {}
+    current: str | None = None
+    listing = False
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
+        if not line.startswith("#"):
+            name = line.partition("==")[0].strip()
+            current = canonicalize_name(name) if "==" in line and name else None
+            listing = False
+            if current is not None:
+                via[current] = ()
+            continue
+        body = line.lstrip("#").strip()
+        if body == "via":
+            listing = True
+            continue
+        if body.startswith("via "):
+            body, listing = body[4:].strip(), False
+        elif not listing or body.startswith("from "):
+            listing = False
+            continue
+        if current is None or body.startswith(("-r ", "-c ")) or not body:
+            continue
+        try:
+            via[current] = (*via[current], canonicalize_name(body, validate=True))
+        except InvalidName:
+            continue
+    return via
+
+
+def run_uv(cmd: list[str], reqs: list[str], timeout: float) -> str:
+    """The stdout of ``cmd`` (a :func:`uv_compile_command`) fed ``reqs``; raises
+    :class:`UsageError` (exit 2) quoting uv's reason when it fails, times out or is missing.
+    """
+    shown = printable(", ".join(reqs), newlines=False)
+    try:
+        proc = subprocess.run(cmd, input="\n".join(reqs) + "\n", capture_output=True,
+                              text=True, encoding="utf-8", errors="replace",
+                              env=uv_environment(os.environ), timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise UsageError(
+            f"uv could not resolve {shown} within {timeout:g} s.",
+            hint="Check that the index is reachable (proxy settings, --index-url), or retry "
+                 "with a warm uv cache.") from None
+    except OSError as exc:
+        raise _no_uv(f"{cmd[0]}: {exc.strerror or exc}") from None
+    if proc.returncode != 0:
+        raise UsageError(f"uv could not resolve {shown}:\n{_uv_message(proc.stderr)}",
+                         hint=_hint(proc.stderr))
+    return proc.stdout
+
+
 def resolve_closure(requirements: list[str], *, index_urls: Sequence[str] = (),
                     python_version: str | None = None, python_platform: str | None = None,
                     timeout: float = DEFAULT_TIMEOUT_S) -> tuple[list[DeclaredPackage],
@@ -262,19 +328,4 @@ def resolve_closure(requirements: list[str], *, index_urls: Sequence[str] = (),
     cmd = uv_compile_command(find_uv("pin audit --requirement"), indexes, version.strip(),
                              (python_platform or DEFAULT_PLATFORM).strip())
     label = "--requirement " + " ".join(reqs)
-    shown = printable(", ".join(reqs), newlines=False)
-    try:
-        proc = subprocess.run(cmd, input="\n".join(reqs) + "\n", capture_output=True,
-                              text=True, encoding="utf-8", errors="replace",
-                              env=uv_environment(os.environ), timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise UsageError(
-            f"uv could not resolve {shown} within {timeout:g} s.",
-            hint="Check that the index is reachable (proxy settings, --index-url), or retry "
-                 "with a warm uv cache.") from None
-    except OSError as exc:
-        raise _no_uv(f"{cmd[0]}: {exc.strerror or exc}") from None
-    if proc.returncode != 0:
-        raise UsageError(f"uv could not resolve {shown}:\n{_uv_message(proc.stderr)}",
-                         hint=_hint(proc.stderr))
-    return parse_compile_output(proc.stdout, label, indexes)
+    return parse_compile_output(run_uv(cmd, reqs, timeout), label, indexes)

@@ -12,7 +12,15 @@ from pathlib import Path, PureWindowsPath
 
 from pinning.audit.elf import scan_elf
 from pinning.audit.files import read_text
-from pinning.audit.model import Context, DeclaredPackage, FileScan, Skip, Skipped
+from pinning.audit.model import (
+    Context,
+    DeclaredPackage,
+    FileScan,
+    Finding,
+    Skip,
+    Skipped,
+    Verdict,
+)
 from pinning.errors import PinError
 from pinning.util.versions import normalize_name
 
@@ -73,18 +81,45 @@ def scan_site_packages(folder: Path, ctx: Context) -> FileScan:
             continue
         name, version = name.strip(), version.strip()
         dist = normalize_name(name)
-        scan.packages.append(DeclaredPackage(
-            name=dist, raw=f"{name}=={version}", origin="site-packages", version=version,
-            local=_local(version), path=display))
+        pkg = DeclaredPackage(name=dist, raw=f"{name}=={version}", origin="site-packages",
+                              version=version, local=_local(version), path=display)
+        binaries: list[Finding] = []
         for so, rel in _extensions(folder, info, scan, budget):
             try:
                 got = scan_elf(so, str(folder / rel), ctx, package=dist)
             except Skip as exc:
                 scan.skipped.append(Skipped(path=str(folder / rel), reason=exc.reason))
                 continue
-            scan.findings += got.findings
+            binaries += got.findings
             scan.skipped += got.skipped
+        advice = package_advice(pkg, binaries, ctx)
+        if advice is None:
+            scan.packages.append(pkg)
+            scan.findings += binaries
+        else:
+            scan.findings.append(advice)
     return scan
+
+
+def package_advice(pkg: DeclaredPackage, binaries: list[Finding],
+                   ctx: Context) -> Finding | None:
+    """One finding for the installed distribution ``pkg`` and the findings of its compiled
+    files (``binaries``): pin's package advice for it (its row's rule, verdict, why, todo,
+    replacement and source) with every binary listed in ``binaries`` (``PATH: SUBJECT``,
+    sorted), when it has binaries with findings, pin's data has a row for it, and no binary
+    is judged worse than that row. ``None`` otherwise: the package is judged on its own and
+    the binaries' findings stand. Raises ``MatrixError`` (exit 3) for invalid package data.
+    """
+    if not binaries:
+        return None
+    from pinning.audit.packages import load_knowledge
+
+    advice = load_knowledge().classify(pkg, ctx)
+    worst = max(f.verdict.rank for f in binaries)
+    if advice.verdict is Verdict.NO_DATA or worst > advice.verdict.rank:
+        return None
+    listed = sorted({f"{f.path}: {f.subject}" for f in binaries})
+    return advice.model_copy(update={"binaries": listed})
 
 
 def _is_so(name: str) -> bool:

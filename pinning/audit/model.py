@@ -20,6 +20,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from pinning.audit.lane_names import NameDef, NameUse
+from pinning.audit.project_defines import ProjectDefine
 from pinning.util.models import Strict
 
 
@@ -111,7 +113,8 @@ class Finding(Strict):
     package finding, or a finding inside an installed distribution). ``subject`` is what was
     found (``flash-attn==2.7.4``, ``cudaMalloc``, ``asm volatile``); ``why`` one sentence;
     ``todo`` what to do; ``replacement`` the HIP / ROCm name when there is one.
-    ``copies`` lists the other files with the same bytes as ``path`` (counted once, here).
+    ``copies`` lists the other files with the same bytes as ``path`` (counted once, here);
+    ``binaries`` the compiled files a package finding speaks for (``PATH: SUBJECT`` each).
     """
 
     kind: Kind
@@ -130,6 +133,10 @@ class Finding(Strict):
     copies: list[str] = Field(
         default_factory=list,
         description="Other files with the same bytes as `path`; their findings are these.")
+    binaries: list[str] = Field(
+        default_factory=list,
+        description="The compiled files of the package this finding speaks for (an installed "
+                    "distribution's `.so` files), each with what it carries: `PATH: SUBJECT`.")
 
 
 class Skipped(Strict):
@@ -143,13 +150,18 @@ class Skipped(Strict):
 class FileScan:
     """What one scanner made of one file: findings, declared packages (judged later against
     the package knowledge, so each scanner stays small), lines of kernel code (``.cu`` /
-    ``.cuh`` and kernel strings embedded in Python) and what it skipped.
+    ``.cuh`` and kernel strings embedded in Python) and what it skipped. ``defines`` and
+    ``uses`` are what the C/C++ scanner leaves for the audit-wide name join
+    (:mod:`pinning.audit.follow`): names defined with a 32-lane meaning, and uses of names the
+    file could not resolve itself.
     """
 
     findings: list[Finding] = field(default_factory=list)
     packages: list[DeclaredPackage] = field(default_factory=list)
     kernel_lines: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    defines: list[NameDef] = field(default_factory=list)
+    uses: list[NameUse] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -191,6 +203,10 @@ class Context:
     """The folders being audited, resolved (symbolic links followed). A scanner that follows a
     reference to another file (a requirements ``-r`` include) reads it only when it lies under
     one of them; empty means no limit (a scanner called on its own)."""
+    build_defines: tuple[ProjectDefine, ...] = ()
+    """The macros the project's own build (setup.py, CMake) defines, for an AMD build or for
+    CUDA builds only, with where each was read (:mod:`pinning.audit.build_defines`); the
+    platform guards of the kernel scanner use them. Empty for a file audited on its own."""
 
     def inside(self, path: Path) -> bool:
         """Whether ``path`` (resolved, links followed) lies under one of :attr:`roots`;

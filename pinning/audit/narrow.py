@@ -91,20 +91,30 @@ def digests_on_disk(paths: Iterable[str],
     return out
 
 
-def merge_copies(report: AuditReport, digests: Mapping[str, str]) -> AuditReport:
-    """``report`` with byte-identical files counted once: of the files with the same
-    ``digests`` value (printed path -> sha256), the one nearest the root (then first by
-    name) keeps its findings, now listing the others in ``copies``; the others' findings
-    and kernel lines leave the totals. Raises nothing.
+def fold_copies(findings: list[Finding],
+                digests: Mapping[str, str]) -> tuple[list[Finding], set[str]]:
+    """``(findings, gone)``: ``findings`` with byte-identical files counted once. Of the
+    files with the same ``digests`` value (printed path -> sha256), the one nearest the root
+    (then first by name) keeps its findings, now listing the others in ``copies``; ``gone``
+    names the others, whose findings are dropped. Paths not in ``digests`` are untouched.
+    Raises nothing.
     """
     same: dict[str, list[str]] = defaultdict(list)
-    for path in sorted({f.path for f in report.findings if f.path and f.path in digests},
+    for path in sorted({f.path for f in findings if f.path and f.path in digests},
                        key=lambda p: (p.count("/"), p)):
         same[digests[path]].append(path)
     copies = {paths[0]: paths[1:] for paths in same.values() if len(paths) > 1}
     if not copies:
-        return report
+        return findings, set()
     gone = {p for others in copies.values() for p in others}
-    findings = [f.model_copy(update={"copies": copies[f.path]}) if f.path in copies else f
-                for f in report.findings if f.path not in gone]
-    return retally(report, findings, gone=gone)
+    kept = [f.model_copy(update={"copies": [*f.copies, *copies[f.path]]})
+            if f.path in copies else f for f in findings if f.path not in gone]
+    return kept, gone
+
+
+def merge_copies(report: AuditReport, digests: Mapping[str, str]) -> AuditReport:
+    """``report`` with byte-identical files counted once (:func:`fold_copies`); the copies'
+    findings and kernel lines leave the totals. Raises nothing.
+    """
+    findings, gone = fold_copies(report.findings, digests)
+    return report if not gone else retally(report, findings, gone=gone)

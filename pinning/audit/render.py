@@ -39,7 +39,12 @@ def _where(f: Finding) -> str:
 
 
 def _also(f: Finding) -> str:
-    return f" (also at {', '.join(f.copies)})" if f.copies else ""
+    also = f" (also at {', '.join(f.copies)})" if f.copies else ""
+    if f.binaries:
+        shown = ", ".join(b.split(": ", 1)[0].rsplit("/", 1)[-1] for b in f.binaries[:3])
+        more = f" and {len(f.binaries) - 3} more" if len(f.binaries) > 3 else ""
+        also += f" ({len(f.binaries)} binaries: {shown}{more})"
+    return also
 
 
 def _todo(f: Finding) -> str:

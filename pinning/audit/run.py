@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pinning.audit.bill import AuditReport, Effort, build_report
-from pinning.audit.model import Context, FileScan, Finding, Kind, Skip, Verdict
+from pinning.audit.follow import NameCollector, follow_names
+from pinning.audit.model import Context, Finding, Kind, Skip, Verdict
 from pinning.audit.scan import Collector, scan_paths
 
 
@@ -82,11 +83,10 @@ def _scan_environments(request: AuditRequest, ctx: Context, out: Collector,
                              hint="Write a snapshot with: pin probe -o host.json") from None
         out.add(request.host, scan)
     if request.requirements:
-        from pinning.audit.closure import resolve_closure
+        from pinning.audit.closure_judge import closure_scan
         say("resolving the dependency closure with uv")
-        packages, skipped = resolve_closure(request.requirements,
-                                            index_urls=request.index_urls)
-        out.add("closure", FileScan(packages=packages, skipped=skipped))
+        out.add("closure", closure_scan(request.requirements, index_urls=request.index_urls,
+                                        ctx=ctx, say=say))
 
 
 def _roots(typed_paths: list[str]) -> tuple[Path, ...]:
@@ -139,9 +139,10 @@ def audit(request: AuditRequest) -> AuditReport:
     """
     gpu_name, targets = _gpu_targets(request.gpu)
     ctx = Context(gfx_targets=targets, gpu_name=gpu_name, roots=_roots(request.paths))
-    out = Collector()
+    out = NameCollector()
     say = request.progress or (lambda _line: None)
     cuda_files = scan_paths(request.paths, ctx, out, say, request.include_vendored)
+    out.findings += follow_names(out)
     _scan_environments(request, ctx, out, say)
     _refuse_nothing_scanned(request, out)
     if out.packages:

@@ -14,6 +14,7 @@ from importlib import import_module
 from pathlib import Path
 
 from pinning.audit.archive import is_archive
+from pinning.audit.build_defines import archive_defines, folder_defines
 from pinning.audit.files import walk
 from pinning.audit.model import (
     Context,
@@ -180,6 +181,8 @@ def scan_paths(typed_paths: list[str], ctx: Context, out: Collector,
             trees, items = set_apart([rel for _path, rel in found], partial(head_under, typed),
                                      partial(_display, typed), include_vendored)
             out.findings += items
+            own = [(path, rel) for path, rel in found if not (trees and inside(rel, trees))]
+            rctx = replace(ctx, build_defines=folder_defines(own, partial(_display, typed)))
             for path, rel in found:
                 if trees and inside(rel, trees):
                     continue
@@ -187,7 +190,7 @@ def scan_paths(typed_paths: list[str], ctx: Context, out: Collector,
                     out.skipped.append(Skipped(path=_display(typed, rel), reason=f"more than "
                                                f"{MAX_FILES} files; the rest not scanned"))
                     break
-                scan_file(path, _display(typed, rel), ctx, out)
+                scan_file(path, _display(typed, rel), rctx, out)
                 if path.suffix in _CUDA_SUFFIXES:
                     cuda_files.append(path)
                 if out.files % 1000 == 0:
@@ -224,7 +227,8 @@ def _scan_archive(typed: str, ctx: Context, out: Collector, include_vendored: bo
         return
     out.skipped += archive.skipped
     root = f"{Path(typed).resolve()}!"
-    inner = replace(ctx, roots=(Path(root),))
+    inner = replace(ctx, roots=(Path(root),),
+                    build_defines=archive_defines(archive.members, shown))
     with memory_tree(root, archive.members):
         rels = sorted(r for r in archive.members if _wanted(posixpath.basename(r)))
         trees, items = set_apart(rels, partial(head_under, root), partial("{}!{}".format, shown),
@@ -242,5 +246,22 @@ def _scan_archive(typed: str, ctx: Context, out: Collector, include_vendored: bo
                     scan_file(path, display, inner, out, name=name)
             except Skip as exc:
                 out.skipped.append(Skipped(path=display, reason=exc.reason))
+    _fold_member_copies(shown, archive.members, rels, out)
+
+
+def _fold_member_copies(shown: str, members: dict[str, bytes], rels: list[str],
+                        out: Collector) -> None:
+    """Count byte-identical members of the archive ``shown`` once (an sdist that ships its
+    kernel sources twice): the copies' findings and kernel lines leave ``out``, the member
+    kept lists them in ``copies``.
+    """
+    import hashlib
+
+    from pinning.audit.narrow import fold_copies
+
+    digests = {f"{shown}!{rel}": hashlib.sha256(members[rel]).hexdigest() for rel in rels}
+    out.findings, gone = fold_copies(out.findings, digests)
+    for display in gone:
+        out.kernel_lines.pop(display, None)
 
 

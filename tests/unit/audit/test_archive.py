@@ -183,3 +183,24 @@ def test_corrupt_archive_is_named(tmp_path: Path) -> None:
         read_archive(bad, "bad.tar.gz", lambda _n: True)
     r = pin("audit", str(bad))
     assert r.returncode == 2 and "not a readable tar.gz archive" in r.stderr
+
+
+def test_byte_identical_members_are_counted_once_with_their_copies(tmp_path: Path) -> None:
+    # DeepSpeed's sdist ships its kernel sources twice (csrc/ and deepspeed/ops/csrc/): one
+    # count, the copy listed under the member nearest the archive's root.
+    kernel = b"__global__ void k(float* x) {\n  asm volatile(\"bar.sync 0;\");\n}\n"
+    other = b"__global__ void k(float* x) {\n  asm volatile(\"bar.sync 1;\");\n}\n"
+    sdist = _tar_gz(tmp_path / "ds-1.0.tar.gz", [
+        ("ds-1.0/csrc/k.cu", kernel), ("ds-1.0/ds/ops/csrc/k.cu", kernel),
+        ("ds-1.0/ds/ops/csrc/other.cu", other)])
+    report = audit(AuditRequest(paths=[str(sdist)], hipify_perl=False))
+    kept = f"{sdist}!ds-1.0/csrc/k.cu"
+    paths = sorted({f.path or "" for f in report.findings})
+    assert paths == [kept, f"{sdist}!ds-1.0/ds/ops/csrc/other.cu"]
+    assert all(f.copies == [f"{sdist}!ds-1.0/ds/ops/csrc/k.cu"] for f in report.findings
+               if f.path == kept)
+    assert report.kernel_lines == 6  # the copy's 3 lines leave the total
+    single = audit(AuditRequest(paths=[str(_tar_gz(tmp_path / "one.tar.gz", [
+        ("ds-1.0/csrc/k.cu", kernel), ("ds-1.0/ds/ops/csrc/other.cu", other)]))],
+        hipify_perl=False))
+    assert report.totals == single.totals

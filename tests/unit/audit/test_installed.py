@@ -71,13 +71,14 @@ def test_record_extensions_are_scanned_with_their_package(tmp_path: Path) -> Non
     plain = pkg / "plain.so"
     shutil.copy(so, plain)
     subprocess.run(["objcopy", "--remove-section", ".nv_fatbin", plain], check=True)
-    dist(tmp_path, "flash-attn", "2.7.4", [f"flash_attn_2_cuda/{so.name}",
+    # A distribution pin's data has no row for: its binaries' findings stand on their own.
+    dist(tmp_path, "my-cuda-ext", "2.7.4", [f"flash_attn_2_cuda/{so.name}",
                                             "flash_attn_2_cuda/plain.so",
                                             "../../../bin/outside.so", "flash_attn/__init__.py"])
     scan = scan_site_packages(tmp_path, Context())
     [f] = scan.findings
     assert (f.rule, f.verdict, f.package) == ("extension.cuda-device-code", Verdict.PORT,
-                                              "flash-attn")
+                                              "my-cuda-ext")
     assert f.path == str(tmp_path / "flash_attn_2_cuda" / so.name)
 
 
@@ -183,3 +184,30 @@ def test_dist_info_link_leaving_the_folder_is_skipped(tmp_path: Path) -> None:
     assert scan.packages == []
     assert [(s.path, s.reason) for s in scan.skipped] == [
         (str(site / "far-1.0.dist-info"), "a link leaving the site-packages folder; not read")]
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("objcopy") is None,
+                    reason="gcc and objcopy are needed to build an ELF extension")
+def test_package_advice_is_one_finding_with_its_binaries_listed(tmp_path: Path) -> None:
+    # bitsandbytes 0.42.0 installs 20 CUDA .so files: one finding, the package's advice
+    # (move to the release its source names as supporting AMD GPUs), binaries listed.
+    src = tmp_path / "k.c"
+    src.write_text("int f(void) { return 1; }\n")
+    pkg = tmp_path / "bitsandbytes"
+    pkg.mkdir()
+    blob = tmp_path / "fatbin.bin"
+    blob.write_bytes(b"\0" * 32)
+    names = [f"libbitsandbytes_cuda1{n}.so" for n in range(3)]
+    for name in names:
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", pkg / name, src], check=True)
+        subprocess.run(["objcopy", "--add-section", f".nv_fatbin={blob}", pkg / name],
+                       check=True)
+    dist(tmp_path, "bitsandbytes", "0.42.0", [f"bitsandbytes/{n}" for n in names])
+    scan = scan_site_packages(tmp_path, Context())
+    [f] = scan.findings
+    assert (f.rule, f.verdict, f.package) == ("package.bitsandbytes-pre-rocm", Verdict.PORT,
+                                              "bitsandbytes")
+    assert f.replacement == "bitsandbytes>=0.50.0"
+    assert f.binaries == [f"{pkg / n}: CUDA device code (.nv_fatbin)" for n in names]
+    assert scan.packages == []  # judged here, not again by the orchestrator
+    assert '"binaries"' in f.model_dump_json(by_alias=True)
