@@ -27,7 +27,7 @@ SDIST_CACHE = ROOT / ".wheelhouse" / "sdists"
 ``<cache>/<name>-<version>/`` (its unpacked tree)."""
 
 MAX_DOWNLOAD = 16 * 1024 * 1024
-"""The largest archive accepted, in bytes (the pinned ones are 15-130 KB)."""
+"""The largest archive accepted, in bytes (the pinned ones are 25 KB to 2 MB)."""
 
 MAX_UNPACKED = 64 * 1024 * 1024
 """The most bytes an archive may unpack to."""
@@ -86,9 +86,59 @@ SDISTS: dict[str, Sdist] = {s.name: s for s in (
           "torch_cluster-1.6.3.tar.gz",
           "78d5a930a5bbd0d8788df8c6d66addd68d6dd292fe3edb401e3dacba26308152",
           54550, "2023-10-12"),
+    # DeepSpeed: kernels under ROCm guards (__HIP_PLATFORM_AMD__, PTX_AVAILABLE), csrc shipped
+    # twice (csrc/ and deepspeed/ops/csrc/), cuBLAS, CUTLASS-free inference kernels.
+    Sdist("deepspeed", "0.19.8",
+          f"{_PYPI}/bc/d8/3162fc810870df1183e686ec70b57028b464a5940b148a90767c727f113c/"
+          "deepspeed-0.19.8.tar.gz",
+          "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af",
+          2020482, "2026-10-20"),
+    # selective scan: CUB block scans, warp-size constants, USE_ROCM branches.
+    Sdist("mamba-ssm", "2.3.2.post1",
+          f"{_PYPI}/af/48/aa7bec0efc7453fa0512276c0069c854bf684219050294266534bfef34bb/"
+          "mamba_ssm-2.3.2.post1.tar.gz",
+          "104cc47e9101e5401a675fa2b784f2952b9b037f3b1dd83b5ac544394e95d028",
+          216439, "2026-05-09"),
+    # #define FULL_MASK 0xffffffff passed to SHFL_*_SYNC macros that drop it under USE_ROCM.
+    Sdist("torch-scatter", "2.1.2",
+          f"{_PYPI}/f5/ab/2a44ecac0f891dd0d765fc59ac8d277c6283a31907626560e72685df2ed6/"
+          "torch_scatter-2.1.2.tar.gz",
+          "69b3aa435f2424ac6a1bfb6ff702da6eb73b33ca0db38fb26989c74159258e47",
+          108045, "2023-10-06"),
+    # FULL_MASK again, 32-thread rows (thread_idx >> 5) read with absolute-lane shuffles.
+    Sdist("torch-sparse", "0.6.18",
+          f"{_PYPI}/42/e2/cddf10a8e32a0b214918943e6173672c8ec11000e69c36dad8e6b141cb60/"
+          "torch_sparse-0.6.18.tar.gz",
+          "2f14c510a6e93f404c6ea357210615b3c15a71731f9dbd86f25434e34fb5a741",
+          209982, "2023-10-06"),
+    # Many ops kernels, MMCV_WITH_HIP / __NVCC__ guards, warp reductions.
+    Sdist("mmcv", "2.2.0",
+          f"{_PYPI}/e9/a2/57a733e7e84985a8a0e3101dfb8170fc9db92435c16afad253069ae3f9df/"
+          "mmcv-2.2.0.tar.gz",
+          "ac479247e808d8802f89eadf04d4118de86bdfe81361ec5aed0cc1bf731c67c9",
+          479121, "2024-04-24"),
+    # Marlin and AWQ kernels: inline PTX (mma, ldmatrix, cp.async, lop3), 4-bit unpacking.
+    Sdist("optimum-quanto", "0.2.7",
+          f"{_PYPI}/3e/df/03ae85090b33d81f06b4dd7a43b16cef6ee5f1d36d8fdcce864964895c70/"
+          "optimum_quanto-0.2.7.tar.gz",
+          "91b5c2dc8a9100297dc7924a93747fb77ab010784b5e1f6d0208976ba054dade",
+          361601, "2025-03-06"),
+    # A vendored CUTLASS tree (third_party/cutlass/include, about 9 MB) under a small csrc/.
+    Sdist("grouped_gemm", "0.3.0",
+          f"{_PYPI}/1a/90/d255544a8da444fdfab7287850316d2c7961003586a35d3042787982e66c/"
+          "grouped_gemm-0.3.0.tar.gz",
+          "f0555da33a975610e9160f52449082c5e699525524581a0e5f990b14b02676a3",
+          981113, "2025-05-29"),
+    # Plain CUDA kernels with atomics only: mostly nothing to port (a negative control).
+    Sdist("torch-spline-conv", "1.2.2",
+          f"{_PYPI}/a0/50/5f80c47bf09b561ded0981b088ab0064424843696aa35b3b83afde421e56/"
+          "torch_spline_conv-1.2.2.tar.gz",
+          "ed45a81da29f774665dbdd4709d7e534cdf16d2e7006dbd06957f35bd09661b2",
+          25353, "2023-03-16"),
 )}
 """The pinned sdists by PyPI name (URL, sha256, size and upload date read from PyPI's JSON
-API on 2026-12-01)."""
+API on 2026-12-01; the eight after torch-cluster on 2026-12-05 from
+``https://pypi.org/pypi/NAME/VERSION/json``)."""
 
 
 class SdistUnavailable(Exception):
