@@ -168,8 +168,10 @@ TENSOR_PTX = Rule(
     "call a library kernel.", COMPOSABLE_KERNEL, replacement="Composable Kernel")
 CUTE_ATOM = Rule(
     "kernel.tensor-core.cute-atom", Kind.TENSOR_CORE, Verdict.BLOCKED,
-    "A CuTe / CUTLASS architecture atom (SM80_*, SM90_* ...) wraps NVIDIA tensor-core or copy "
-    "PTX (mma.sync, wgmma, cp.async, TMA, ldmatrix); no ROCm build of CuTe provides it.",
+    "A CuTe / CUTLASS architecture atom (SM80_*, SM90_* ...) or CUTLASS tag "
+    "(cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80 ...) selects NVIDIA tensor-core or "
+    "copy PTX (mma.sync, wgmma, cp.async, TMA, ldmatrix); no ROCm build of CUTLASS or CuTe "
+    "provides it.",
     "Rewrite the kernel on Composable Kernel (tile-based kernels) or rocWMMA, or call a library "
     "kernel.", CUTE_MMA_SM80, replacement="Composable Kernel")
 TMA = Rule(

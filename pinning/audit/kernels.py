@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pinning.audit.files import read_text
+from pinning.audit.header_defines import header_defines, include_name
 from pinning.audit.kernel_lanes import (
     LaneState,
     mask_literals,
@@ -88,7 +89,8 @@ _SOURCE = re.compile(
     r"|(?!device__|host__|restrict__|shared__|forceinline__|syncthreads|launch_bounds__"
     r"|constant__|inline__|noinline__|managed__)\w*+(?P<id>))|nvrtc\w*+(?P<id_>))"
     r"|c(?<!\w.)u(?:da|blas|fft|rand|sparse|solver|dnn|tensor|[Ff]ile|[A-Z_])\w*+(?P<id__>)"
-    r"|a(?<!\w.)sm(?!\w)(?P<asm>)"
+    r"|a(?<!\w.)(?:sm(?!\w)(?P<asm>)|rch::Sm[1-9][0-9]{1,2}(?!\w)(?P<atom__>))"
+    r"|O(?<!\w.)pClassTensorOp(?!\w)(?P<atom___>)"
     r"|n(?<!\w.)(?:v(?:rtc|_)\w*+(?P<id___>)|vcuda::wmma(?!\w)(?P<wmma>))"
     r"|S(?<!\w.)M[1-9][0-9]{1,2}_(?:[0-9]{1,3}x[0-9]|U[0-9]{2}x[0-9]|CP_ASYNC|TMA_|BULK_|MMA_"
     r"|TMEM_|GMMA)\w*+(?P<atom>)"
@@ -151,7 +153,7 @@ def scan_cuda_text(text: str, display: str, ctx: Context, *, line_offset: int = 
     before the string's first line in the embedding file). Pure and total: never raises for
     any text.
     """
-    scan = _scan(text, display, line_offset=line_offset, cuda=True, ctx=ctx)
+    scan = _scan(text, display, line_offset=line_offset, cuda=True, ctx=ctx, path=None)
     scan.kernel_lines = non_blank_lines(text)
     return scan
 
@@ -166,7 +168,7 @@ def scan_source(path: Path, display: str, ctx: Context) -> FileScan:
     """
     text = read_text(path)
     cuda = path.suffix.lower() in _CUDA_SUFFIXES
-    scan = _scan(text, display, line_offset=0, cuda=cuda, ctx=ctx)
+    scan = _scan(text, display, line_offset=0, cuda=cuda, ctx=ctx, path=path)
     if cuda:
         scan.kernel_lines = non_blank_lines(text)
     return scan
@@ -176,8 +178,10 @@ class _State(LaneState):
     """One pass over one text: where the search stands and what was seen so far."""
 
     def __init__(self, text: str, display: str, line_offset: int, cuda: bool,
-                 ctx: Context) -> None:
+                 ctx: Context, path: Path | None) -> None:
         self.text = text
+        self.ctx = ctx
+        self.path = path
         self.cuda = cuda
         self.hits = Hits(text, display, line_offset)
         self.pos = 0
@@ -227,6 +231,10 @@ def _on_include(s: _State, m: re.Match[str]) -> None:
             _INCLUDE_RULES[matched] = found
     if found is not None:
         s.hits.add(found[0], found[1], m.start())
+    elif s.path is not None and '"' in matched and s.guards.at(m.start()) is None:
+        name = include_name(s.text, m.start() + matched.index("include") + 7)
+        if name is not None:
+            s.guards.include(header_defines(s.path, name, s.ctx))
 
 
 def _on_asm(s: _State, m: re.Match[str]) -> None:
@@ -355,8 +363,9 @@ _SKIPPED = frozenset({"lc", "str", "chr"})
 _HANDLERS = {name: _HANDLER_BY_RULE[name.rstrip("_")] for name in _SOURCE.groupindex}
 
 
-def _scan(text: str, display: str, *, line_offset: int, cuda: bool, ctx: Context) -> FileScan:
-    s = _State(text, display, line_offset, cuda, ctx)
+def _scan(text: str, display: str, *, line_offset: int, cuda: bool, ctx: Context,
+          path: Path | None) -> FileScan:
+    s = _State(text, display, line_offset, cuda, ctx, path)
     search = _SOURCE.search
     handlers = _HANDLERS
     skipped = _SKIPPED

@@ -16,10 +16,11 @@ ROCm build with a GPU and depends on the build machine's GPU, so it stays undeci
 
 Values are three-valued (``True``, ``False``, ``None`` for undecided); ``not``, ``and``,
 ``or``, ``X is None``, ``X is not None`` and ``bool(X)`` combine them; a module name is
-followed to every value assigned to it (they must agree). An environment switch
+followed to the values assigned to it (a later assignment replaces the earlier ones under
+the same or deeper tests; those left must agree). An environment switch
 (``os.getenv("FORCE_CUDA")``, ``os.environ.get(...)``) is undecided, or takes the value
-:attr:`Platforms.switch` when that is set (``False``: the default build of a ``pip install``;
-``True``: every switch on), and is then recorded in :attr:`Platforms.switches`.
+:attr:`Platforms.switch` when that is set (``False``: the default build of a ``pip
+install``; ``True``: every switch on), and is then recorded in :attr:`Platforms.switches`.
 """
 
 from __future__ import annotations
@@ -152,11 +153,20 @@ class Platforms:
         return self.switch
 
     def _name(self, name: str, rocm: bool, depth: int) -> bool | None:
-        values = set()
+        """The value of a module or function name on that build: its assignments in file
+        order, where one this build surely reaches replaces those before it (mmcv's
+        ``is_rocm_pytorch = False`` then ``is_rocm_pytorch = True if torch.version.hip ...``)
+        and one it may reach adds a possible value; undecided unless one value remains.
+        """
+        live: list[tuple[Conditions, bool | None]] = []
         for value, conds in self.names[name]:
-            if self.under(conds, rocm, depth) is False:
+            reached = self.under(conds, rocm, depth)
+            if reached is False:
                 continue  # an assignment this build does not reach
-            values.add(self.value(value, rocm, depth))
+            # a surely reached one replaces all; else those under the same or deeper tests
+            live = [] if reached is True else [(c, v) for c, v in live if not _within(c, conds)]
+            live.append((conds, self.value(value, rocm, depth)))
+        values = {v for _c, v in live}
         return values.pop() if len(values) == 1 else None
 
     def _signal(self, name: str | None, rocm: bool) -> bool | None:
@@ -177,6 +187,14 @@ class Platforms:
         if rocm and label not in self.cuda_only:
             self.cuda_only.append(label)
         return not rocm
+
+
+def _within(inner: Conditions, outer: Conditions) -> bool:
+    """Whether ``outer``'s tests (the same nodes, the same ways) open ``inner``: a statement
+    under ``inner`` runs only where one under ``outer`` does.
+    """
+    return len(inner) >= len(outer) and all(
+        a is b and wa == wb for (a, wa), (b, wb) in zip(inner, outer, strict=False))
 
 
 def _dotted(node: ast.expr) -> str | None:

@@ -110,6 +110,8 @@ class Guards:
     defines: dict[str, int | None] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
     cuda_only: set[str] = field(default_factory=set)
+    platform_skipped: dict[str, str] = field(default_factory=dict)
+    included: list[ProjectDefine] = field(default_factory=list)
     since: int = 0
     current: Guard | None = None
     before: Guard | None = None
@@ -165,6 +167,22 @@ class Guards:
             self._next(name, rest, line)
         self.before, self.since = self.current, end
         self.current = self._effective()
+
+    def include(self, defines: tuple[ProjectDefine, ...]) -> None:
+        """Take what an included header defines (:mod:`pinning.audit.header_defines`): a
+        define an AMD build has is defined here (unless this text already decided the name),
+        one set for CUDA builds only is undefined for AMD and a platform macro named by the
+        header line. Kept in :attr:`included` for a header that includes this one.
+        """
+        for define in defines:
+            if define.name in self.defines or define.name in self.unknown:
+                continue
+            self.included.append(define)
+            if define.rocm is True:
+                self.defines[define.name] = define.value
+            elif define.rocm is False:
+                self.cuda_only.add(define.name)
+                self._origins.setdefault(define.name, define)
 
     def _open(self, name: str, rest: str, line: int) -> None:
         word = rest.split()[0] if rest.split() else ""
@@ -229,6 +247,8 @@ class Guards:
         if live is False:
             if name == "define":
                 self.cuda_only.add(macro)
+                if self.current is not None and self.current.platform:
+                    self.platform_skipped.setdefault(macro, self.current.directive)
             return
         if live is None:
             self.unknown.add(macro)

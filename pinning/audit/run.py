@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pinning.audit.bill import AuditReport, Effort, build_report
 from pinning.audit.follow import NameCollector, follow_names
+from pinning.audit.header_defines import forget as forget_headers
 from pinning.audit.model import Context, Finding, Kind, Skip, Verdict
 from pinning.audit.scan import Collector, scan_paths
 
@@ -138,6 +139,7 @@ def audit(request: AuditRequest) -> AuditReport:
     file inside the inputs is a skipped entry.
     """
     gpu_name, targets = _gpu_targets(request.gpu)
+    forget_headers()
     ctx = Context(gfx_targets=targets, gpu_name=gpu_name, roots=_roots(request.paths))
     out = NameCollector()
     say = request.progress or (lambda _line: None)

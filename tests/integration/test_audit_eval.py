@@ -4,13 +4,14 @@ Each package of :mod:`tests.support.sdists` with a labels file in ``tests/data/a
 downloaded (sha256-checked, never committed), unpacked, and audited as a user does (``pin audit
 . --format json`` inside the tree); :mod:`tests.support.audit_eval` matches the findings to the
 hand labels. Asserted: every label points at a real line of its sdist, every label is scored,
-and no must-not-claim item is claimed. Recall and precision are printed (``-s``), not yet held
-to a threshold. Without network the sdist tests skip, unless ``CI=true`` or
+no must-not-claim item is claimed, and over all packages recall >= 0.90 and precision at or
+above :data:`PRECISION_FLOOR`. Without network the sdist tests skip, unless ``CI=true`` or
 ``PIN_REQUIRE_NETWORK=1``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -22,20 +23,20 @@ from tests.support.sdists import SDISTS, SdistUnavailable
 
 LABELS = audit_eval.all_labels()
 
-FALSE_CLAIMS_TODAY = {
-    "deepspeed": "asm / cp.async under #ifdef PTX_AVAILABLE / ASYNC_COPY_AVAILABLE, which "
-                 "ds_kernel_utils.h (another file) defines only when !__HIP_PLATFORM_AMD__",
-    "mmcv": "#ifdef MMCV_WITH_HIP branches: the macro comes from mmcv's setup.py for a HIP build",
-}
-"""Packages where pin makes false claims today, and why (issue 31 §1: a macro defined in an
-included file; a project's own ROCm define). Strict: the test fails once they are fixed, so the
-entry is removed then."""
+RECALL_FLOOR = 0.90
+"""Issue 31's target: at least 9 of 10 required items found, over all packages."""
+
+PRECISION_FLOOR = 0.85
+"""What pin held when the floor was set (0.90 on 2026-12-05), less a margin for labels added
+later; a claim in an exhaustively labelled file that no label asks for counts against it."""
 
 
-def _case(labels: Labels) -> object:
-    reason = FALSE_CLAIMS_TODAY.get(labels.package)
-    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-    return pytest.param(labels, id=labels.package, marks=marks)
+@functools.cache
+def _score(name: str) -> Score:
+    labels = next(x for x in LABELS if x.package == name)
+    tree = _tree(name)
+    assert audit_eval.check_labels(labels, tree) == []
+    return audit_eval.score(labels, audit_eval.run_pin(tree))
 
 
 def _tree(name: str) -> Path:
@@ -61,15 +62,23 @@ def test_the_labels_cover_twelve_pinned_packages() -> None:
     assert sum(i.expect == "must-not-claim" for i in items) >= 30
 
 
-@pytest.mark.parametrize("labels", [_case(x) for x in LABELS])
+@pytest.mark.parametrize("labels", LABELS, ids=[x.package for x in LABELS])
 def test_pin_against_the_hand_labels(labels: Labels) -> None:
-    tree = _tree(labels.package)
-    assert audit_eval.check_labels(labels, tree) == []
-    score = audit_eval.score(labels, audit_eval.run_pin(tree))
+    score = _score(labels.package)
     print("\n".join(audit_eval.table([score])))
     assert score.required + score.must_not == len(labels.items)
     assert score.false_claims == 0, score.claimed
     assert 0.0 <= score.recall <= 1.0 and 0.0 <= score.precision <= 1.0
+
+
+def test_recall_and_precision_over_all_packages() -> None:
+    """Issue 31 §5: recall of required items >= 0.90 over the twelve packages, precision on
+    the exhaustively labelled files at or above :data:`PRECISION_FLOOR`, no false claim."""
+    overall = audit_eval.total([_score(x.package) for x in LABELS])
+    assert overall.false_claims == 0
+    assert overall.recall >= RECALL_FLOOR, [m for x in LABELS for m in _score(x.package).missed]
+    assert overall.precision >= PRECISION_FLOOR, [w for x in LABELS
+                                                  for w in _score(x.package).wrong]
 
 
 # --- the scoring rule itself (no network) ---------------------------------------------------

@@ -203,3 +203,30 @@ def test_an_archive_reads_its_build_files_first(tmp_path: Path) -> None:
     assert ptx and ptx[0].verdict is Verdict.READY
     assert f"by {sdist}!p-1/setup.py:5" in ptx[0].why
     assert archive_defines({"p-1/CMakeLists.txt": b"add_definitions(-DX)"}, "a")[0].name == "X"
+
+
+# mmcv-2.2.0 setup.py lines 220-261 (abridged): a flag set False, then recomputed in a try.
+MMCV = '''
+def get_extensions():
+    if EXT_TYPE == 'parrots':
+        pass
+    elif EXT_TYPE == 'pytorch':
+        is_rocm_pytorch = False
+        try:
+            from torch.utils.cpp_extension import ROCM_HOME
+            is_rocm_pytorch = True if ((torch.version.hip is not None) and
+                                       (ROCM_HOME is not None)) else False
+        except ImportError:
+            pass
+        if os.getenv('MMCV_WITH_DIOPI', '0') == '1':
+            pass
+        elif is_rocm_pytorch or torch.cuda.is_available() or os.getenv(
+                'FORCE_CUDA', '0') == '1':
+            if is_rocm_pytorch:
+                define_macros += [('MMCV_WITH_HIP', None)]
+'''
+
+
+def test_a_later_assignment_replaces_the_earlier_value() -> None:
+    hip = _by_name(setup_defines(MMCV, "setup.py"))["MMCV_WITH_HIP"]
+    assert (hip.rocm, hip.scope) == (True, "ROCm builds")

@@ -68,3 +68,20 @@ def test_cuda_only_types_name_their_hip_equivalents_from_hipify() -> None:
 def test_user_names_starting_with_nv_are_not_looked_up_as_cuda() -> None:
     assert scan_cuda_text("int nv_count = 0; float nv_scale;\n", "k.cu", CTX).findings == []
 
+
+
+def test_cutlass_tensor_op_and_arch_tags_are_tensor_core_items() -> None:
+    # Shapes of grouped_gemm 0.3.0 csrc/grouped_gemm.cu and DeepSpeed 0.19.8's
+    # evoformer_attn/gemm_kernel_utils.h: a CUTLASS GEMM picked by its operator class and arch.
+    text = ("using Gemm = cutlass::gemm::kernel::DefaultGemmGrouped<\n"
+            "  ::cutlass::arch::OpClassTensorOp,\n  ::cutlass::arch::Sm80,\n"
+            "  // cutlass::arch::Sm90 in a comment\n  my_arch::Sm80x>;\n")
+    found = [(f.subject, f.line, f.verdict) for f in scan_cuda_text(text, "g.cu", CTX).findings
+             if f.rule == "kernel.tensor-core.cute-atom"]
+    assert found == [("OpClassTensorOp", 2, Verdict.BLOCKED), ("arch::Sm80", 3, Verdict.BLOCKED)]
+
+
+def test_cutlass_simt_class_is_not_a_tensor_core_item() -> None:
+    text = "using OpClass = cutlass::arch::OpClassSimt;\nint OpClassTensorOpCount = 0;\n"
+    assert [f for f in scan_cuda_text(text, "g.cu", CTX).findings
+            if f.rule == "kernel.tensor-core.cute-atom"] == []

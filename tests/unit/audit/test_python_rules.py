@@ -490,7 +490,8 @@ def test_cuda_extension_only_under_a_cuda_only_condition_is_a_port() -> None:
         "    w = CUDAExtension('w', ['w.cu'])\n"
     )
     assert _gates(code) == [
-        (9, "CUDAExtension only if WITH_CUDA (false on ROCm: CUDA_HOME)"),
+        (9, "CUDAExtension only if WITH_CUDA (false on ROCm: CUDA_HOME; unless FORCE_CUDA is "
+            "set)"),
         (12, "CUDAExtension only if torch.version.cuda (false on ROCm: torch.version.cuda)"),
         (13, "CUDAExtension only if torch.cuda.is_available() and CUDA_HOME is not None or "
              "os.getenv('FORCE_CUDA') (false on ROCm: CUDA_HOME; unless FORCE_CUDA is set)"),
