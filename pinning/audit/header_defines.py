@@ -38,8 +38,9 @@ __all__ = ["MAX_DEPTH", "MAX_HEADERS", "forget", "header_defines", "include_name
 MAX_DEPTH = 4
 """How many quoted includes deep a header's own includes are followed."""
 
-MAX_HEADERS = 20_000
-"""At most this many headers are remembered per audit; later ones are read each time."""
+MAX_HEADERS = 50_000
+"""At most this many ``#include`` lookups (folder, name) are made per audit; includes met
+after that are not followed."""
 
 _DIRECTIVE = re.compile(
     r"^[ \t]*+\#[ \t]*+(ifdef|ifndef|if|elif|else|endif|define|undef|include)(?!\w)",
@@ -47,11 +48,15 @@ _DIRECTIVE = re.compile(
 _QUOTED = re.compile(r'[ \t]*+"([^"\n]{1,200})"')
 
 _cache: dict[str, tuple[ProjectDefine, ...]] = {}
+"""What each header read defines, by path."""
+_where: dict[tuple[str, str], str | None] = {}
+"""Where ``#include "name"`` from a folder led (the header's path, ``None`` when not found)."""
 
 
 def forget() -> None:
     """Drop the headers remembered so far (called when an audit starts)."""
     _cache.clear()
+    _where.clear()
 
 
 def include_name(text: str, after: int) -> str | None:
@@ -69,9 +74,14 @@ def header_defines(including: Path, name: str, ctx: Context,
     the header is not found, cannot be read or lies deeper than :data:`MAX_DEPTH`. Never
     raises.
     """
-    if depth > MAX_DEPTH:
+    if depth > MAX_DEPTH or len(_where) >= MAX_HEADERS:
         return ()
+    spot = (str(including.parent), name)
+    if spot in _where:
+        key = _where[spot]
+        return () if key is None else _cache.get(key, ())
     found = _locate(including, name, ctx)
+    _where[spot] = None if found is None else str(found[0])
     if found is None:
         return ()
     path, text = found
@@ -79,11 +89,8 @@ def header_defines(including: Path, name: str, ctx: Context,
     if key in _cache:
         return _cache[key]
     _cache[key] = ()  # an include cycle reads nothing more
-    defines = _read(text, path, _shown(path, ctx), ctx, depth)
-    if len(_cache) < MAX_HEADERS:
-        _cache[key] = defines
-    else:
-        _cache.pop(key, None)
+    defines = _read(text, path, _shown(path, ctx), ctx, depth) if "define" in text else ()
+    _cache[key] = defines
     return defines
 
 
@@ -119,8 +126,7 @@ def _locate(including: Path, name: str, ctx: Context) -> tuple[Path, str] | None
         return None
     for base in dict.fromkeys((including.parent, *ctx.roots)):
         candidate = base / name
-        key = str(candidate)
-        if key in _cache:
+        if str(candidate) in _cache:
             return candidate, ""
         try:
             return candidate, read_text(candidate)

@@ -85,9 +85,11 @@ class Hits:
         """
         at = self._positions()
         out = []
-        for (_rule_id, subject, guard), (rule, offsets) in self.found.items():
+        entries = sorted(self.found.items(), key=lambda kv: (
+            at[min(kv[1][1])], kv[0][0], kv[0][1]))  # line, column, rule, subject
+        for (_rule_id, subject, guard), (rule, offsets) in entries:
             first = min(offsets)
-            lines = sorted({at[o][0] for o in offsets})
+            lines = sorted({at[o][0] for o in offsets}) if len(offsets) > 1 else []
             verdict, why, todo, cite = rule.verdict, rule.why, rule.todo, rule.citation
             if guard is not None and guard.settles():
                 verdict, why = Verdict.READY, f"{guard.note()} (was: {rule.why})"
@@ -99,7 +101,6 @@ class Hits:
                 path=self.display, line=at[first][0], column=at[first][1],
                 lines=lines if len(lines) > 1 else [], why=why, todo=todo,
                 replacement=rule.replacement, citation=cite))
-        out.sort(key=lambda f: (f.line or 0, f.column or 0, f.rule, f.subject))
         return out
 
 

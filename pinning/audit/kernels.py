@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from pinning.audit.files import read_text
@@ -73,6 +74,7 @@ from pinning.audit.kernel_text import (
 )
 from pinning.audit.model import Context, FileScan
 from pinning.audit.preproc import Guards
+from pinning.audit.project_defines import ProjectDefine
 
 __all__ = ["scan_cuda_text", "scan_source"]
 
@@ -190,8 +192,14 @@ class _State(LaneState):
         self.mask_macros: set[str] = set()
         self.guards = Guards(text, ctx.build_defines)
         self.hits.guards = self.guards
+        if path is not None:
+            self.guards.resolve = partial(_header, path, ctx)
         self.start_names(line_offset)
 
+
+
+def _header(path: Path, ctx: Context, name: str) -> tuple[ProjectDefine, ...]:
+    return header_defines(path, name, ctx)
 
 
 def _on_block_comment(s: _State, m: re.Match[str]) -> None:
@@ -231,10 +239,10 @@ def _on_include(s: _State, m: re.Match[str]) -> None:
             _INCLUDE_RULES[matched] = found
     if found is not None:
         s.hits.add(found[0], found[1], m.start())
-    elif s.path is not None and '"' in matched and s.guards.at(m.start()) is None:
+    elif s.guards.resolve is not None and '"' in matched and s.guards.at(m.start()) is None:
         name = include_name(s.text, m.start() + matched.index("include") + 7)
         if name is not None:
-            s.guards.include(header_defines(s.path, name, s.ctx))
+            s.guards.pending.append(name)  # read when a condition needs it
 
 
 def _on_asm(s: _State, m: re.Match[str]) -> None:

@@ -24,6 +24,7 @@ platform macro like ``USE_ROCM``, and a finding it settles names where it was de
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from pinning.audit.preproc_eval import PLATFORM_MACROS, evaluate, words
@@ -112,6 +113,8 @@ class Guards:
     cuda_only: set[str] = field(default_factory=set)
     platform_skipped: dict[str, str] = field(default_factory=dict)
     included: list[ProjectDefine] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    resolve: Callable[[str], tuple[ProjectDefine, ...]] | None = None
     since: int = 0
     current: Guard | None = None
     before: Guard | None = None
@@ -225,6 +228,19 @@ class Guards:
         return platform, "; ".join(d.note() for d in project[:2])
 
     def _evaluate(self, expression: str) -> bool | None:
+        """The condition for an AMD build; an undecided one first takes what the headers in
+        :attr:`pending` (``#include "x.h"`` met so far) define, through :attr:`resolve`, so a
+        header is read only when a file's condition needs it.
+        """
+        value = self._evaluate_now(expression)
+        if value is None and self.pending and self.resolve is not None:
+            pending, self.pending = self.pending, []
+            for name in pending:
+                self.include(self.resolve(name))
+            value = self._evaluate_now(expression)
+        return value
+
+    def _evaluate_now(self, expression: str) -> bool | None:
         names = words(expression)  # the file's macro tables filtered to the expression's
         defines = {w: self.defines[w] for w in names if w in self.defines}
         unknown = frozenset(w for w in names if w in self.unknown)

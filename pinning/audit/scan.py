@@ -9,7 +9,7 @@ import fnmatch
 import posixpath
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
+from functools import lru_cache, partial
 from importlib import import_module
 from pathlib import Path
 
@@ -75,16 +75,18 @@ _ORDER = {target: i for i, (_p, target) in reversed(list(enumerate(_SCANNERS)))}
 """Each target's first place in :data:`_SCANNERS`: the order a file's scanners run in."""
 
 
-def _targets(key: str) -> list[str]:
+@lru_cache(maxsize=4096)
+def _targets(key: str) -> tuple[str, ...]:
     """The ``module:function`` targets for a lower-cased file name, in :data:`_SCANNERS`
-    order (exact names and plain ``*.ext`` patterns by dictionary, the rest by glob).
+    order (exact names and plain ``*.ext`` patterns by dictionary, the rest by glob);
+    remembered, since a tree repeats its file names and suffixes.
     """
     found = list(_EXACT.get(key, ()))
     dot = key.rfind(".")
     if dot >= 0:
         found += _BY_SUFFIX.get(key[dot:], ())
     found += [t for pattern, t in _GLOBS if fnmatch.fnmatchcase(key, pattern)]
-    return sorted(set(found), key=_ORDER.__getitem__)
+    return tuple(sorted(set(found), key=_ORDER.__getitem__))
 
 
 _loaded: dict[str, Callable[[Path, str, Context], FileScan]] = {}
