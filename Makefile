@@ -114,7 +114,7 @@ lint: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-bench: install wheelhouse vllmenv
+bench: install wheelhouse vllmenv sdists
 	$(BIN)/python bench/bench_resolve.py
 	$(BIN)/python bench/bench_startup.py
 	$(BIN)/python bench/bench_probe.py
@@ -126,6 +126,7 @@ bench: install wheelhouse vllmenv
 	$(BIN)/python bench/bench_lock_write.py
 	$(BIN)/python bench/bench_doctor_blanks.py
 	$(BIN)/python bench/bench_audit_tree.py
+	$(BIN)/python bench/bench_audit_eval.py
 	$(BIN)/python bench/bench_audit_closure.py
 	$(BIN)/python bench/bench_model_hash.py
 	$(BIN)/python bench/bench_loadgen.py
