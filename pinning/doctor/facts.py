@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from pinning.util.models import Strict
 
 __all__ = ["DoctorFacts", "FactCollector", "FirmwareFact", "GpuFact", "PackageFact",
-           "SectionFacts", "flatten", "known"]
+           "SectionFacts", "flatten", "known", "one_line"]
 
 _PLACEHOLDERS = {"", "none", "n/a", "na", "could not collect", "no cuda", "not available",
                  "not set"}
@@ -30,6 +30,19 @@ def known(value: str | None) -> str | None:
         return None
     v = value.strip()
     return None if v.lower() in _PLACEHOLDERS else v
+
+
+def one_line(value: str) -> str:
+    """A value a dump printed over several lines, on one: ``cuDNN version: Probably one of
+    the following:`` then one library per line reads ``Probably one of the following:
+    /usr/lib/.../libcudnn.so.9.1.0, /usr/lib/.../libcudnn_adv.so.9.1.0``: lines after one
+    ending in ``:`` are joined with ``, ``, other lines with ``; ``. Every line is kept, so
+    nothing read is lost; a one-line value is returned stripped.
+    """
+    lines = [line.strip() for line in value.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {', '.join(lines[1:])}"
+    return "; ".join(lines)
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, str]:
@@ -164,20 +177,22 @@ class FactCollector:
         self.sections: list[SectionFacts] = []
 
     def set(self, key: str, value: str | None) -> None:
-        """Record ``key`` unless a dump already gave it or ``value`` is a placeholder."""
+        """Record ``key`` unless a dump already gave it or ``value`` is a placeholder; a
+        value printed over several lines is kept on one (:func:`one_line`).
+        """
         v = known(value)
         if v is not None and key not in self.values:
-            self.values[key] = v
+            self.values[key] = one_line(v)
         elif v is None and value and value.strip():
-            self.maps["stated"].setdefault(key, value.strip())
+            self.maps["stated"].setdefault(key, one_line(value))
 
     def put(self, group: str, key: str, value: str | None) -> None:
-        """Record ``group[key]`` (first wins; placeholders skipped)."""
+        """Record ``group[key]`` (first wins; placeholders skipped; on one line)."""
         v = known(value)
         if v is not None:
-            self.maps[group].setdefault(key, v)
+            self.maps[group].setdefault(key, one_line(v))
         elif value and value.strip():
-            self.maps["stated"].setdefault(f"{group}.{key}", value.strip())
+            self.maps["stated"].setdefault(f"{group}.{key}", one_line(value))
 
     def package(self, fact: PackageFact) -> None:
         """Record one package: conda entries go to ``conda``, and to ``packages`` too unless

@@ -24,6 +24,7 @@ from pinning.errors import MatrixError
 _FOOTNOTE = re.compile(r"(?<!\s)\s*\[#([^\][]*)\]_")
 _ROLE = re.compile(r":(?:doc|ref):`([^`<]*)(?:<[^>`]*>)?`")
 _LINK = re.compile(r"`([^`<]*)<[^>`]*>`__?")
+_ANCHOR = re.compile(r"^\.\. _[^:\s]+:$")
 _VERSION_HEADER = re.compile(r"^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,6}$")
 
 #: Row labels (link text, lower-cased) and the field they fill.
@@ -31,6 +32,7 @@ LABELS: dict[str, str] = {
     "operating systems & kernels": "os",
     "gpu / llvm target": "targets",
     "amd gpu driver": "kmd",
+    "amd gpu driver versions": "kmd",
     "kmd versions": "kmd",
     "tested user space versions": "tested",
     "hip": "hip",
@@ -45,6 +47,7 @@ OS_IDS: dict[str, str] = {
     "debian": "debian",
     "azure linux": "azurelinux",
     "rocky linux": "rocky",
+    "rocky": "rocky",
     "centos": "centos",
 }
 
@@ -91,7 +94,7 @@ def parse_os_cell(cell: str, *, where: str) -> list[str]:
     out: list[str] = []
     major = ""
     for ver in [m.group("ver"), *items[1:]]:
-        ver = ver.strip()
+        ver = _drop_family(ver.strip(), m.group("fam").strip())
         if os_id == "sles":
             sm = re.match(r"^(?:(\d+)\s+)?SP(\d+)$", ver)
             if not sm:
@@ -103,6 +106,15 @@ def parse_os_cell(cell: str, *, where: str) -> list[str]:
                 raise MatrixError(f"{where}: cannot read the version {ver!r} in {cell!r}.")
             out.append(f"{os_id}-{ver}")
     return out
+
+
+def _drop_family(item: str, family: str) -> str:
+    """``item`` without a repeat of the cell's OS family (``'Ubuntu 24.04.1, Ubuntu 24.04'``,
+    as a September 2024 copy writes it).
+    """
+    if item.lower().startswith(family.lower() + " "):
+        return item[len(family):].strip()
+    return item
 
 
 def list_cell(cell: str) -> list[tuple[str, list[str]]]:
@@ -172,13 +184,15 @@ REQUIRED_ROWS: dict[str, str] = {
 
 
 def read_rows(text: str, name: str) -> list[list[str]]:
-    """The rows of the CSV ``text``, each as wide as the header.
+    """The rows of the CSV ``text``; a data row is as wide as the header.
 
-    AMD's file is rectangular (every row has a cell per column), so a row of another width
-    (a line cut short, a one-column file, cells lost) or a quote left open at the end is
-    damage, not an unknown: :class:`MatrixError` naming ``name``, the line and the first
-    column missing or extra. So is a cell over :data:`MAX_CELL_CHARS` characters. Blank
-    lines are kept (as empty rows).
+    A data row of another width (a line cut short, cells lost) or a quote left open at the
+    end is damage, not an unknown: :class:`MatrixError` naming ``name``, the line and the
+    first column missing or extra. So is a cell over :data:`MAX_CELL_CHARS` characters. Not
+    every copy AMD published is rectangular: rows that carry no data cells (a section row
+    such as ``KFD & USER SPACE``, an anchor row ``.. _x-past-60:``, an empty row; see
+    :func:`carries_no_data`) may be shorter (the September 2024 copies have 4 cells in an
+    8-column file) and are padded with empty cells. Blank lines are kept (as empty rows).
     """
     reader = csv.reader(io.StringIO(text), strict=True)
     rows: list[list[str]] = []
@@ -195,6 +209,8 @@ def read_rows(text: str, name: str) -> list[list[str]]:
             raise MatrixError(f"{name}, line {lineno}, column {long}: a cell of "
                               f"{len(row[long - 1])} characters (AMD's are under "
                               f"{MAX_CELL_CHARS}); the file is damaged.", hint=DAMAGED_HINT)
+        if row and len(row) < width and carries_no_data(row):
+            row.extend([""] * (width - len(row)))
         if row and len(row) != width:
             where = (f"column {len(row) + 1} of {width} and those after it are missing"
                      if len(row) < width else f"column {width + 1} is beyond the header")
@@ -202,6 +218,30 @@ def read_rows(text: str, name: str) -> list[list[str]]:
                               f"{width}: {where}; the file is truncated or damaged.",
                               hint=DAMAGED_HINT)
     return rows
+
+
+def _is_anchor(cell: str) -> bool:
+    """True for an RST anchor cell (``.. _kfd-userspace-support-compatibility-matrix:``)."""
+    return bool(_ANCHOR.match(cell.strip()))
+
+
+def _is_section(cell: str) -> bool:
+    """True for a section header in column 0 (``FRAMEWORK SUPPORT``, ``KFD & USER SPACE
+    [#kfd_support-past-60]_``): upper case, no link, footnotes aside.
+    """
+    raw = cell.strip()
+    return "`" not in raw and _FOOTNOTE.sub("", raw).strip().isupper()
+
+
+def carries_no_data(row: list[str]) -> bool:
+    """True when ``row`` holds no data cell: its cells after column 0 are empty or an anchor,
+    and column 0 is empty, a section header, or the row has an anchor. A short row with a
+    data label and nothing after it (``PyTorch`` alone) is a data row cut short: ``False``.
+    """
+    rest = row[1:]
+    if not all(not c.strip() or _is_anchor(c) for c in rest):
+        return False
+    return not row[0].strip() or _is_section(row[0]) or any(_is_anchor(c) for c in rest)
 
 
 def read_columns(rows: list[list[str]], name: str) -> list[Column]:
@@ -257,10 +297,8 @@ def row_label(state: TableState, row: list[str], cells: list[str]) -> bool:
     """
     first = clean_label(row[0]) if row else ""
     if first:
-        raw = row[0].strip()
-        fns = split_footnotes(raw)[1]
-        is_section = "`" not in raw and _FOOTNOTE.sub("", raw).strip().isupper()
-        if is_section or (cells and cells[0].strip().startswith(".. _")):
+        fns = split_footnotes(row[0].strip())[1]
+        if _is_section(row[0]) or (cells and cells[0].strip().startswith(".. _")):
             state.label = None  # section header row (FRAMEWORK SUPPORT, DRIVER & USER SPACE, ...)
             state.section_fns = fns
             return False

@@ -249,7 +249,10 @@ class _Reader:
                 self._continue(stripped)
             return
         attr = _CE_KEYS.get(key)
-        if attr is None and self.cont is not None and key not in _CE_OTHER_KEYS:
+        # cuDNN's extra lines are file paths: a `Key: value` line after them is a new field
+        # (`Is XPU available: False`), not one more line of the cuDNN value.
+        if (attr is None and self.cont not in (None, "cudnn_version")
+                and key not in _CE_OTHER_KEYS):
             self._continue(stripped)
             return
         self.cont = None

@@ -192,11 +192,25 @@ _PDT_CHILD = re.compile(
 )
 
 
+def is_tree_node(line: str) -> bool:
+    """True when ``line`` is a branch of ``uv tree`` (``├── jax v0.8.2``) or ``pipdeptree``
+    (``└── jaxlib [required: ==0.8.2, installed: 0.8.2]``) naming a package: a line a
+    fragment of either tree (``uv tree | grep jax``, no root line) is read from.
+    """
+    m_branch = TREE_BRANCH.match(line)
+    if m_branch is None:
+        return False
+    body = line[m_branch.end():]
+    return bool(_PDT_CHILD.match(body) or _UV_NODE.match(body))
+
+
 def parse_dep_tree(text: str, *, source: str = "dependency tree") -> PackageListing:
     """Parse ``uv tree`` (``name vX.Y``) or ``pipdeptree`` (``name==X.Y`` at the top,
     ``name [required: ..., installed: X.Y]`` below) into every package the tree names,
     once each. ``(*)`` repeats and ``(extra: ...)`` labels are ignored; the root project of
-    ``uv tree`` is listed too. Raises ``FormatError`` naming ``source`` when no node is read.
+    ``uv tree`` is listed too. A fragment without the root or the top lines (``uv tree |
+    grep jax``: branch lines only) is read the same way. Raises ``FormatError`` naming
+    ``source`` when no node is read.
     """
     entries = []
     tool: Tool = "uv tree"

@@ -15,6 +15,7 @@ from pinning.probe.formats.packages import (
     CONDA_HEADER,
     TREE_BRANCH,
     conda_json_kind,
+    is_tree_node,
     parse_conda_list,
     parse_conda_list_json,
     parse_dep_tree,
@@ -305,7 +306,8 @@ class _Splitter:
             self.starts[-1] = (self.starts[-1][0], "dep_tree")
             self.kind = "dep_tree"
             return True
-        if self.idle() and _TREE_TOP.match(s) and TREE_BRANCH.match(self.next_nonblank(i)):
+        if self.idle() and (is_tree_node(line) or (_TREE_TOP.match(s) and TREE_BRANCH.match(
+                self.next_nonblank(i)))):  # a root and its branch, or a fragment's branch
             self.start(i, "dep_tree")
             return True
         return False
@@ -343,9 +345,9 @@ def split_dump(text: str, *, source: str = "dump") -> list[DumpSection]:
     (static) and amd-smi ``--json``; ``NVRM version``; the ``NVIDIA-SMI`` banner; a
     ``--query-gpu`` CSV header; ``pip list``/``pip freeze`` lines (``uv pip list`` and
     ``uv pip freeze`` too); the ``conda list`` header; ``conda list --json`` and ``pip
-    inspect`` JSON; a ``uv tree`` / ``pipdeptree`` top line followed by a branch. Topology
-    tables inside collect_env/check_env stay in their dump. A section runs to the next start. Raises
-    ``FormatError`` naming ``source`` when nothing is recognised.
+    inspect`` JSON; a ``uv tree`` / ``pipdeptree`` top line and branch, or a branch naming a
+    package (a fragment: ``uv tree | grep jax``). Topology tables stay in their dump; a section
+    runs to the next start. Raises ``FormatError`` naming ``source`` when nothing is recognised.
     """
     starts = _Splitter(text).run()
     if not starts:
