@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from pinning.matrix.load import Matrix, ReleaseRef
-from pinning.matrix.models import (
-    FrameworkSupport,
-    GpuIdentity,
-    OsRestriction,
-)
-from pinning.matrix.names import OS_ID_VERSION, os_matches
+from pinning.matrix.models import FrameworkSupport, GpuIdentity
+from pinning.matrix.names import OS_ID_VERSION
+from pinning.matrix.restrictions import Verdict, in_effect, judge
 from pinning.resolve.constraints import FrameworkRequest
 from pinning.resolve.result import ChosenFramework
 from pinning.util.versions import match_entry, pep440
@@ -25,41 +21,41 @@ def gpu_restricted(matrix: Matrix, gpu: GpuIdentity | None, target: str, version
                     os_entry: str, as_of: dt.date | None) -> str | None:
     """Reason the OS entry is ruled out for this GPU by a footnote restriction, or ``None``.
 
-    Every restriction row whose ``runtimes`` cover ``version`` applies, whatever ``as_of``:
-    a restriction never disappears because of ``--as-of`` while the release it restricts is
-    visible (``as_of`` is accepted so callers need not know that).
+    The restrictions in effect for ``version`` (:func:`pinning.matrix.restrictions.in_effect`:
+    a whole list, or a list changed by a later source) apply whatever ``as_of``: a
+    restriction never disappears because of ``--as-of`` while the release it restricts is
+    visible. Where statements disagree the later-published wins, and the reason names every
+    row weighed.
     """
     del as_of
-    m = OS_ID_VERSION.match(os_entry)
-    if not m:
+    verdict = os_verdict(matrix, gpu, target, version, os_entry)
+    if verdict is None or verdict.allowed or verdict.decided_by is None:
         return None
-    want = (m.group(1), m.group(2))
-    ids = {target} | ({gpu.id} if gpu else set())
-    v = pep440(version)
-    for row, f in matrix.os_restrictions():
-        if v is None or not SpecifierSet(row.runtimes).contains(v, prereleases=True):
-            continue
-        if _excludes(row, ids, gpu, target, want):
-            note = f"; {row.note}" if row.note else ""
-            return (f"{os_entry} is restricted for this GPU ({row.mode}, {f.name}: "
-                    f"{row.source}{note})")
-    return None
+    s = verdict.decided_by
+    notes = "".join(f"; {r.note}" for r, _ in s.rows if r.note)
+    return (f"{os_entry} is restricted for this GPU ({s.mode}: {s.cite()}{notes})"
+            + overruled(verdict))
 
 
-def _excludes(row: OsRestriction, ids: set[str], gpu: GpuIdentity | None, target: str,
-              want: tuple[str, str]) -> bool:
-    """True when restriction ``row`` rules OS ``want`` (``(id, version)``) out for the GPU
-    named by ``ids`` (its id and gfx target). An ``only-these-gpus`` row rules out every OS
-    for a product of its targets outside its list (not for a bare gfx target: the product
-    is unknown).
+def os_verdict(matrix: Matrix, gpu: GpuIdentity | None, target: str, version: str,
+               os_entry: str) -> Verdict | None:
+    """The restrictions' verdict on ``os_entry`` for the GPU on ``version`` (``None`` when
+    the entry or the version cannot be read).
     """
-    if row.mode == "only-these-gpus":
-        return gpu is not None and target in row.targets and gpu.id not in row.gpus
-    gpu_in = bool(ids & set(row.gpus))
-    os_in = any(os_matches(want, x) for x in row.os)
-    return ((row.mode == "only-these-os" and gpu_in and not os_in)
-            or (row.mode == "not-these-os" and gpu_in and os_in)
-            or (row.mode == "os-only-on-gpus" and os_in and not gpu_in))
+    m = OS_ID_VERSION.match(os_entry)
+    if not m or pep440(version) is None:
+        return None
+    return judge(in_effect(matrix, version), gpu.id if gpu else None, target,
+                 (m.group(1), m.group(2)))
+
+
+def overruled(verdict: Verdict) -> str:
+    """``; weighed against ...`` naming the statements the decision overruled, or ``""``."""
+    if not verdict.overruled or verdict.decided_by is None:
+        return ""
+    return ("; weighed against " + "; ".join(s.cite() for s in verdict.overruled)
+            + ", which says the opposite: the later-published source wins for the releases "
+            "it covers")
 
 
 def framework_in_release(req: FrameworkRequest, rr: ReleaseRef, target: str

@@ -137,6 +137,20 @@ def test_dgl_is_not_validated_on_rocm_7_0_1_from_the_combined_column(matrix: Mat
     assert any("dgl_compat" in n for n in res.frameworks[0].notes)
 
 
+def test_dgl_refusal_names_its_footnote_text_and_source(matrix: Matrix) -> None:
+    """Issue 32 section 4: the refusal of DGL on ROCm 7.0.1 quotes footnote dgl_compat and
+    cites the row's source, the copy read and its publication date (not only "no runtime in
+    --rocm validates it").
+    """
+    with pytest.raises(NoValidatedCombination) as err:
+        run(matrix, "mi300x", "dgl==2.4.0", rocm="==7.0.1")
+    line = next(x for x in str(err.value).splitlines() if x.startswith("ROCm 7.0.1: "))
+    assert "footnote dgl_compat says: DGL is supported only on ROCm 7.0.0, ROCm 6.4.3 and " \
+        "ROCm 6.4.0." in line
+    assert "Source: AMD ROCm compatibility matrix, historical table" in line
+    assert "alanina/ROCm@c6bf8d2" in line and "published 2026-01-21" in line
+
+
 def test_verl_footnote_limits_it_to_rocm_6_2_0(matrix: Matrix) -> None:
     with pytest.raises(NoValidatedCombination):
         run(matrix, "mi300x", "verl", rocm=">=7")
@@ -224,10 +238,13 @@ def test_no_unknown_warning_where_a_later_source_speaks(matrix: Matrix) -> None:
 def test_release_notes_additions_and_no_carried_forward_refusal(matrix: Matrix) -> None:
     # rocm-7.1.0-RELEASE.md: "AMD Instinct MI100 adds support for SLES 15 SP7."
     assert run(matrix, "mi100", "pytorch", rocm="==7.1.0", os="sles-15.7").os_chosen
-    # 7.2.0 notes only add SLES 15 SP7 for MI355X/MI350X: RHEL 10.1 is unknown, not refused.
-    for os in ("rhel-10.1", "debian-12"):
-        res = run(matrix, "mi355x", "pytorch", rocm="==7.2.0", os=os)
-        assert res.os_chosen and any("unknown" in w for w in res.warnings)
+    # 7.2.0 notes extend the 7.1.x MI355X list ("all listed except RHEL 8.10, SLES 15 SP7,
+    # Debian 12, Rocky 9, Azure Linux 3.0, Oracle Linux 8") by SLES 15 SP7: RHEL 10.1 and
+    # SLES 15 SP7 are allowed, Debian 12 stays refused (issue 32 section 2).
+    for os in ("rhel-10.1", "sles-15.7"):
+        assert run(matrix, "mi355x", "pytorch", rocm="==7.2.0", os=os).os_chosen
+    with pytest.raises(NoValidatedCombination, match="mi350x-os-710"):
+        run(matrix, "mi355x", "pytorch", rocm="==7.2.0", os="debian-12")
 
 
 def test_llama_cpp_and_stanford_megatron_resolve_with_their_builds(matrix: Matrix) -> None:

@@ -39,14 +39,20 @@ def run(matrix: Matrix, gpu: str, *fws: str, diagnose: bool = True, **kw: Any) -
 # -- the reproductions of the issue -------------------------------------------------------
 
 @pytest.mark.parametrize("as_of", [None, dt.date(2026, 3, 1), dt.date(2026, 2, 1)])
-def test_mi355x_pytorch_2_9_1_on_debian_12_warns_unknown_at_every_date(
-        matrix: Matrix, as_of: dt.date | None) -> None:
-    # PyTorch 2.9.1 is validated only with ROCm 7.2.0, whose sources state no per-GPU OS
-    # list (the 7.2.0 notes only add SLES 15 SP7): the 7.1.x footnote is not carried
-    # forward as a refusal; the lock warns that the restriction is unknown.
-    r = run(matrix, "mi355x", "pytorch==2.9.1", os=parse_os("debian-12"), as_of=as_of)
-    assert r.runtime_version == "7.2.0"
-    assert any("mi350x, mi355x" in w and "unknown" in w for w in r.warnings)
+@pytest.mark.parametrize("os", ["debian-12", "rocky-9"])
+def test_mi355x_pytorch_2_9_1_on_debian_12_or_rocky_9_is_refused_at_every_date(
+        matrix: Matrix, as_of: dt.date | None, os: str) -> None:
+    # Issue 32 section 2: PyTorch 2.9.1 is validated only with ROCm 7.2.0, whose notes
+    # "extend the SLES 15 SP7 operating system support to AMD Instinct MI355X and MI350X":
+    # the 7.1.x MI355X list still applies, plus SLES 15 SP7; Debian 12 and Rocky 9 stay out.
+    with pytest.raises(NoValidatedCombination) as err:
+        run(matrix, "mi355x", "pytorch==2.9.1", os=parse_os(os), as_of=as_of)
+    text = str(err.value)
+    line = next(x for x in text.splitlines() if x.startswith("ROCm 7.2.0:"))
+    assert "footnote mi350x-os-710" in line and "AMD ROCm 7.2.0 release notes" in line
+    assert "add sles-15.7" in line
+    assert run(matrix, "mi355x", "pytorch==2.9.1", os=parse_os("sles-15.7"),
+               as_of=as_of).runtime_version == "7.2.0"
 
 
 @pytest.mark.parametrize("as_of", [None, dt.date(2026, 3, 1), dt.date(2025, 6, 1)])
@@ -57,13 +63,13 @@ def test_mi300x_rocm_6_2_4_on_ubuntu_22_04_5_is_refused_at_every_date(
             os=parse_os("ubuntu-22.04.5"), as_of=as_of)
 
 
-def test_cli_mi355x_debian_12_on_7_2_0_warns_unknown(tmp_path: Any) -> None:
+def test_cli_mi355x_debian_12_on_7_2_0_is_refused(tmp_path: Any) -> None:
     out = tmp_path / "pin.lock"
     r = pin("resolve", "--gpu", "mi355x", "--framework", "pytorch==2.9.1", "--os", "debian-12",
             "--as-of", "2026-03-01", "-o", str(out))
-    assert r.returncode == 0, r.stderr
-    assert "whether it still applies is unknown" in r.stdout + r.stderr
-    assert "whether it still applies is unknown" in out.read_text()
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "footnote mi350x-os-710" in r.stderr and "AMD ROCm 7.2.0 release notes" in r.stderr
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("day", [dt.date(2026, 5, 13), dt.date(2026, 6, 1),
@@ -167,7 +173,10 @@ def _excluded(row: OsRestriction, gpu_keys: set[str], runtime: str, os_entry: st
             or (row.mode == "os-only-on-gpus" and os_in and not gpu_in))
 
 
-RESTRICTIONS = [row for f in MATRIX.files for row in f.data.os_restrictions]
+# Whole-list rows: a change row ("extends ... to MI355X") edits a list rather than stating
+# one; the lists it yields are checked in test_restriction_changes and the random check.
+RESTRICTIONS = [row for f in MATRIX.files for row in f.data.os_restrictions
+                if row.change == "replace"]
 OSES = sorted({o for f in MATRIX.files for r in f.data.releases for o in (r.os or [])}
               | {o for row in RESTRICTIONS for o in row.os if _os(o)})
 GPUS = sorted(g.id for g in MATRIX.gpus)

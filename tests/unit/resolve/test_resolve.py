@@ -116,12 +116,12 @@ def test_os_filter_and_gpu_restrictions(matrix: Matrix) -> None:
     assert r.os_chosen == "ubuntu-24.04.3"
     # Oracle Linux 8 is listed for ROCm 7.2.0 but only for MI300X.
     assert run(matrix, "mi300x", "pytorch==2.9.1", os=parse_os("ol-8")).runtime_version == "7.2.0"
-    # On 7.1.1 the footnote keeps Oracle Linux 8 to MI300X; for 7.2.0 no source states it.
-    with pytest.raises(NoValidatedCombination, match="--os ol-8 is not validated"):
-        run(matrix, "mi355x", "pytorch", rocm=parse_runtime_spec("--rocm", "==7.1.1"),
-            os=parse_os("ol-8"))
-    r = run(matrix, "mi355x", "pytorch==2.9.1", os=parse_os("ol-8"))
-    assert any("ol-8" in w and "unknown" in w for w in r.warnings)
+    # The 7.1.x footnote keeps Oracle Linux 8 off MI355X; the 7.2.0 notes extend that list
+    # (SLES 15 SP7 added), so it still applies on 7.2.0.
+    for rocm in ("==7.1.1", "==7.2.0"):
+        with pytest.raises(NoValidatedCombination, match="--os ol-8 is not validated"):
+            run(matrix, "mi355x", "pytorch", rocm=parse_runtime_spec("--rocm", rocm),
+                os=parse_os("ol-8"))
     r = run(matrix, "mi355x", "pytorch==2.9.1")
     assert r.os_allowed is not None and "sles-15.7" in r.os_allowed
     # ROCm 10.0.0 states no OS list: an OS constraint cannot be validated there.
