@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,6 +14,13 @@ from tests.support.paths import HOSTS
 
 if TYPE_CHECKING:
     from pinning.matrix.load import Matrix
+
+# `pin matrix update` writes vendor data into the user's data folder, which every later load
+# reads: tests (and the pin processes they start) get an empty one of their own, so a
+# developer's own update never changes a test's result.
+_DATA_DIR = tempfile.mkdtemp(prefix="pin-test-data-")
+os.environ["PIN_DATA_DIR"] = _DATA_DIR
+atexit.register(shutil.rmtree, _DATA_DIR, True)
 
 
 @pytest.fixture(scope="session")

@@ -46,6 +46,8 @@ class LoadedFile:
     sha256: str
     overlay: bool
     data: MatrixFile
+    user: bool = False
+    """A file of the user's copy (``pin matrix update``), not shipped, not an overlay."""
 
     @property
     def family(self) -> str:
@@ -66,7 +68,7 @@ class ReleaseRef:
         return f"{self.file.name}:{self.release.key}"
 
 
-def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
+def load_file(path: Path, *, overlay: bool = False, user: bool = False) -> LoadedFile:
     """Read and validate one matrix TOML file (a file validated before, with the same bytes
     and the same model code, is read back from pin's cache:
     :func:`~pinning.matrix.filecache.validated`).
@@ -84,6 +86,7 @@ def load_file(path: Path, *, overlay: bool = False) -> LoadedFile:
         sha256=sha256_digest(raw),
         overlay=overlay,
         data=model,
+        user=user,
     )
 
 
@@ -345,24 +348,40 @@ def overlay_paths(explicit: Iterable[str | Path] = ()) -> list[Path]:
 _CACHE: dict[tuple[str, ...], tuple[tuple[float, ...], Matrix]] = {}
 
 
-def load_matrix(overlays: Iterable[str | Path] = (), *, shipped: Sequence[Path] | None = None
-                ) -> Matrix:
-    """Load the shipped matrix plus overlays; cached per process on file paths and mtimes.
-
-    Raises ``MatrixError`` for any invalid file.
+def combine(shipped: Sequence[LoadedFile], user: Sequence[LoadedFile],
+            overlays: Sequence[LoadedFile]) -> Matrix:
+    """The matrix of shipped files, the user's copy and overlays, in that order: a file of
+    the user's copy replaces the shipped file of its name; within a family the newest
+    revision of a release wins whichever file holds it; an overlay comes last (an overlay
+    naming a file already loaded is a ``MatrixError``, exit 3).
     """
+    taken = {f.name for f in user}
+    return Matrix([*(f for f in shipped if f.name not in taken), *user, *overlays])
+
+
+def load_matrix(overlays: Iterable[str | Path] = (), *, shipped: Sequence[Path] | None = None,
+                user: Sequence[Path] | None = None) -> Matrix:
+    """Load the shipped matrix, the user's copy (``pin matrix update``; ``user`` overrides
+    the data folder's, ``[]`` leaves it out) and overlays; cached per process on file paths
+    and mtimes.
+
+    Raises ``MatrixError`` for any invalid file, or a user copy changed since it was written.
+    """
+    from pinning.matrix.userdata import user_paths
+
     base = list(shipped) if shipped is not None else shipped_paths()
+    mine = list(user) if user is not None else user_paths()
     extra = overlay_paths(overlays)
-    key = tuple(str(p) for p in [*base, *extra])
+    key = (*(str(p) for p in [*base, *mine, *extra]), str(len(base)), str(len(mine)))
     try:
-        stamp = tuple(p.stat().st_mtime for p in [*base, *extra])
+        stamp = tuple(p.stat().st_mtime for p in [*base, *mine, *extra])
     except OSError:
         stamp = ()
     hit = _CACHE.get(key)
     if hit and stamp and hit[0] == stamp:
         return hit[1]
-    files = [load_file(p) for p in base] + [load_file(p, overlay=True) for p in extra]
-    matrix = Matrix(files)
+    matrix = combine([load_file(p) for p in base], [load_file(p, user=True) for p in mine],
+                     [load_file(p, overlay=True) for p in extra])
     if stamp:
         _CACHE[key] = (stamp, matrix)
     return matrix

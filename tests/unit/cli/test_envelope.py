@@ -27,6 +27,7 @@ SCHEMA = json.loads((ROOT / "schemas" / "envelope.schema.json").read_text())
 NEEDS_REGISTRY = None  # a result needs Docker and a registry: tests/integration covers it
 NEEDS_MODEL = None  # a result needs a lock with a [model] and its files
 NEEDS_TORCH = None  # a result needs a Python with torch (the training gate)
+NEEDS_VENDOR = None  # a result needs a vendor mirror: tests/unit/matrix/test_update.py serves one
 
 #: command -> (arguments that give a result, or NEEDS_REGISTRY; arguments that fail).
 #: ``{tmp}`` is replaced by a fresh folder, ``{lock}`` by a copy of LOCK in it.
@@ -36,6 +37,8 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "matrix list": ([], ["--matrix", MISSING]),
     "matrix gpus": ([], ["--matrix", MISSING]),
     "matrix show": (["mi300x"], ["no-such-release"]),
+    "matrix update": (NEEDS_VENDOR, ["--from", MISSING, "--published", "2026-01-21",
+                                     "--offline", "--dry-run"]),
     "lock show": ([LOCK], [MISSING]),
     "lock validate": ([LOCK], [LOCK, MISSING]),
     "lock diff": ([LOCK, LOCK], [LOCK, MISSING]),
