@@ -1,7 +1,8 @@
 """Whether an acceptance result is evidence about the stack its lock pins: the
 :class:`~pinning.accept.result.Binding` of ``pin accept run`` (the probed host, the Python
 the import gate ran, the image, the model files read here) and of ``pin accept judge``
-(files another harness wrote: only what they record).
+(files another harness wrote: only what they record). Both record the lock's status
+(``validated``, ``unconfirmed`` with its reasons, ``not-recorded``).
 
 The GPU, kernel-driver, runtime and framework layers are judged by ``pin verify``'s own
 comparisons (:class:`~pinning.verify.report.Verifier`) over the host as the gates saw it, so
@@ -11,9 +12,11 @@ a result is unbound exactly where ``pin verify`` would call that layer drift or 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pinning.accept.result import LAYERS, Binding, ImportResult, Subject
 from pinning.lockfile.models import Lockfile
+from pinning.lockfile.status import status_value
 from pinning.probe.models import Distribution, HostFacts, PythonFacts, TorchBuild
 from pinning.util.versions import normalize_name
 
@@ -46,7 +49,8 @@ def run_binding(lock: Lockfile | None, facts: HostFacts | None, why_no_facts: st
         if (d := _model_difference(lock, subject, seen)) is not None:
             differences.append(d)
     return Binding(checked="run", ran_on=ran_on, ran_on_unknown=unknown,
-                   differences=differences, allowed_unbound=allowed_unbound)
+                   differences=differences, allowed_unbound=allowed_unbound,
+                   **_lock_status(lock))
 
 
 def judge_binding(lock: Lockfile | None, harnesses: Sequence[str], *,
@@ -63,7 +67,16 @@ def judge_binding(lock: Lockfile | None, harnesses: Sequence[str], *,
     if lock is not None and lock.model is not None and lock.model.content_hash:
         differences.append(f"model: {why_model}; the lock pins {lock.model.content_hash}")
     return Binding(checked="judge", ran_on=dict.fromkeys(LAYERS), ran_on_unknown=unknown,
-                   differences=differences, allowed_unbound=allowed_unbound)
+                   differences=differences, allowed_unbound=allowed_unbound,
+                   **_lock_status(lock))
+
+
+def _lock_status(lock: Lockfile | None) -> dict[str, Any]:
+    """The binding's ``lock-status`` and ``lock-unconfirmed`` for ``lock`` (none without)."""
+    if lock is None:
+        return {}
+    reasons = [r.reason for r in lock.status.reasons] if lock.status is not None else []
+    return {"lock_status": status_value(lock.status), "lock_unconfirmed": reasons}
 
 
 def _as_the_gates_saw_it(facts: HostFacts | None, imports: ImportResult | None,

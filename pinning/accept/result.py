@@ -19,6 +19,7 @@ from pydantic import Field
 
 from pinning.accept.judge import Check, PointVerdict
 from pinning.accept.train import TrainCheck, TrainResult
+from pinning.lockfile.status import StatusValue
 from pinning.util.models import FormatVersion, Strict
 
 __all__ = ["LAYERS", "NOT_CHECKED", "PREDICATE_TYPE", "AcceptanceResult", "Binding",
@@ -165,7 +166,11 @@ class Binding(Strict):
     ``ran-on-unknown``. ``differences``: one sentence per layer the lock pins where the
     run differed or could not be checked (``"gpu: ran on the CPU (no GPU found), the lock
     pins H200 (nvidia)"``). ``allowed-unbound``: the user passed ``--unbound-ok``, so a
-    result with differences was written and exited on its gates alone.
+    result with differences was written and exited on its gates alone. ``lock-status`` is
+    the lock's status (``validated``, ``unconfirmed``, ``not-recorded``; ``None`` without a
+    lock or in an older pin's result) and ``lock-unconfirmed`` each reason of an
+    unconfirmed lock: a result bound to an unconfirmed lock is evidence about a stack no
+    vendor source confirms.
     """
 
     checked: Literal["run", "judge"]
@@ -173,6 +178,8 @@ class Binding(Strict):
     ran_on_unknown: dict[str, str] = Field(default_factory=dict)
     differences: list[str] = Field(default_factory=list)
     allowed_unbound: bool = False
+    lock_status: StatusValue | None = None
+    lock_unconfirmed: list[str] = Field(default_factory=list)
 
     @property
     def bound(self) -> bool:

@@ -39,7 +39,11 @@ def _subject_lines(result: AcceptanceResult) -> list[str]:
     s = result.subject
     lines = [f"pin {result.pin_version}, mode {result.mode}, gates file "
              f"{result.config_sha256[:19]}…"]
+    b = result.binding
+    status = b.lock_status.replace("-", " ") if b is not None and b.lock_status else None
     for key, value in (("lock", s.lock), ("lock content hash", s.lock_content_hash),
+                       ("lock status", status and status + "".join(
+                           f"; {r}" for r in (b.lock_unconfirmed if b else []))),
                        ("image", s.image),
                        ("image digest", s.image_digest and
                         f"{s.image_digest} ({s.image_digest_kind})"),

@@ -14,6 +14,7 @@ import click
 
 from pinning.cli.completers import complete_gpu
 from pinning.cli.envelope import emit
+from pinning.cli.matrix_update import matrix_update
 from pinning.cli.options import format_option, output_path, parse_date
 from pinning.errors import UsageError
 from pinning.util.text import printable
@@ -27,12 +28,16 @@ __all__ = [
     "matrix_import_pytorch",
     "matrix_list",
     "matrix_show",
+    "matrix_update",
 ]
 
 
 @click.group()
 def matrix() -> None:
     """Inspect and import the compatibility matrix."""
+
+
+matrix.add_command(matrix_update)
 
 
 @matrix.command("list")
@@ -55,7 +60,9 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
         emit({
             "sha256": m.sha256,
             "files": [{"name": f.name, "path": str(f.path), "sha256": f.sha256,
-                       "overlay": f.overlay} for f in m.files],
+                       "overlay": f.overlay, "origin": _origin(f),
+                       "releases-in-effect": sum(r.file.name == f.name for r in rels)}
+                      for f in m.files],
             "releases": [{"ref": r.ref, **r.release.model_dump(mode="json", by_alias=True,
                                                                exclude_none=True)}
                          for r in rels],
@@ -78,8 +85,7 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
             r = rr.release
             click.echo(printable(f"  {r.runtime.upper():4} {r.version:<7} {_frameworks(r)}",
                                  newlines=False))
-            click.echo(printable(f"       source: {r.source}; {_date(r)} [{rr.file.name}]",
-                                 newlines=False))
+            _echo_source(r, rr.file.name)
     click.echo(table_text(
         ["Version", "Bundled driver", "Date", "File"],
         [[t.version, t.bundled_driver or f"unknown: {t.unknown.get('bundled-driver', '')}",
@@ -94,16 +100,38 @@ def matrix_list(overlays: tuple[str, ...], as_of: str | None, fmt: str) -> None:
     click.echo("  (* experimental)  source: PyTorch RELEASE.md release compatibility matrix")
     click.echo(table_text(_GPU_HEADERS, [gpu_row(g) for g in m.gpus],
                           title="GPUs (pin matrix gpus)", style=style))
+    _files_text(m.files, rels)
+
+
+def _files_text(files: Any, rels: Any) -> None:
+    """The ``Data files:`` lines: name, origin (:func:`_origin`), releases in effect, path."""
     click.echo("Data files:")
-    for f in m.files:
-        click.echo(printable(f"  {f.name:<22} {'overlay ' if f.overlay else ''}{f.path}",
-                             newlines=False))
+    for f in files:
+        used = sum(r.file.name == f.name for r in rels)
+        click.echo(printable(f"  {f.name:<22} {_origin(f):<8} {used:>3} releases in effect  "
+                             f"{f.path}", newlines=False))
+
+
+def _origin(f: Any) -> str:
+    """Where a loaded matrix file comes from: ``shipped``, ``user`` (``pin matrix update``)
+    or ``overlay``.
+    """
+    return "overlay" if f.overlay else "user" if f.user else "shipped"
 
 
 def _frameworks(r: Any) -> str:
     """``pytorch 2.9.1, 2.8.0; jax 0.8.0`` for a release row."""
     return "; ".join(f"{fw.name} {', '.join(fw.versions) if fw.versions else '?'}"
                      for fw in r.frameworks)
+
+
+def _echo_source(r: Any, file_name: str) -> None:
+    """A release's source line for `pin matrix list`, and the copy read when it is not the
+    source (``read_from``).
+    """
+    click.echo(printable(f"       source: {r.source}; {_date(r)} [{file_name}]", newlines=False))
+    if r.read_from:
+        click.echo(printable(f"       read from: {r.read_from}", newlines=False))
 
 
 def _date(row: Any) -> str:

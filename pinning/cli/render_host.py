@@ -127,8 +127,9 @@ def finding_line(f: Finding, *, style: Style | None = None, code: bool = False) 
 
 
 def verify_text(report: VerifyReport, *, verbose: bool, style: Style | None = None) -> str:
-    """The verify report for people: drift first, then warnings, notes, and a summary; with
-    colour on (``style``), MATCH green, DRIFT red and each finding's status coloured.
+    """The verify report for people: the lock's status, drift first, then warnings, notes,
+    and a summary; with colour on (``style``), MATCH green, DRIFT red and each finding's
+    status coloured.
     """
     order = {"error": 0, "warning": 1, "info": 2}
     shown = [f for f in report.findings if verbose or f.status != "match"]
@@ -138,12 +139,22 @@ def verify_text(report: VerifyReport, *, verbose: bool, style: Style | None = No
     counts = ", ".join(f"{n} {k}" for k, n in report.counts.items())
     sev = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning")}
     lines = [head + paint(verdict, status_colour(report.result) or "red", style),
+             *_status_line(report),
              *(finding_line(f, style=style) for f in shown),
              printable(f"Summary: {sev['error']} error(s), {sev['warning']} warning(s); "
                        f"{counts}.", newlines=False)]
     if not verbose and report.counts.get("match"):
         lines.append("(matches hidden; -v lists them)")
     return "\n".join(lines)
+
+
+def _status_line(report: VerifyReport) -> list[str]:
+    """``Lock status: ...`` when the report records it (an older report does not)."""
+    if report.lock_status is None:
+        return []
+    more = {"validated": "", "not-recorded": " (written before pin recorded it)",
+            "unconfirmed": " (no source confirms this stack; drift with --strict)"}
+    return [f"Lock status: {report.lock_status.replace('-', ' ')}{more[report.lock_status]}"]
 
 
 def _doctor_facts(report: DoctorReport) -> list[str]:

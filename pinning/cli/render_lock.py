@@ -202,7 +202,7 @@ def _flat(prefix: str, value: Any) -> list[tuple[str, str]]:
 _SHOWN = {"lock_version", "content_hash", "generator", "request", "matrix", "target",
           "firmware", "kernel_driver", "os", "kernel", "runtime", "frameworks", "model",
           "image", "environment", "packages", "frozen", "wheels", "build_steps", "notes",
-          "warnings"}
+          "warnings", "status"}
 
 
 def lock_sections(lock: Lockfile, *, full: bool = False) -> list[Section]:

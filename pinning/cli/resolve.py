@@ -16,7 +16,7 @@ from pinning.cli.lockwrite import changes_json, dry_run_report, summary_text, wr
 from pinning.cli.options import format_option, output_path, parse_date, path_given
 from pinning.cli.render import terminal_style
 from pinning.cli.render_lock import considered_json, explain_text, lock_summary
-from pinning.errors import UsageError
+from pinning.errors import NoValidatedCombination, UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
@@ -108,12 +108,16 @@ def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
 @click.option("--force", is_flag=True,
               help="Replace an -o FILE that holds values frozen from a host (they are lost; "
                    "`pin lock upgrade FILE` keeps them).")
+@click.option("--require-validated", is_flag=True,
+              help="Refuse (exit 4, nothing written) a stack whose status would be "
+                   "unconfirmed: a GPU target or OS restriction no source pin holds confirms.")
 @serving_options
 @format_option
 def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str | None,
             os_: str | None, model: str | None, as_of: str | None, overlays: tuple[str, ...],
             no_model_files: bool, build_steps: tuple[str, ...], output: str, explain: bool,
-            dry_run: bool, force: bool, fmt: str, **serving: Any) -> None:
+            dry_run: bool, force: bool, require_validated: bool, fmt: str,
+            **serving: Any) -> None:
     """Resolve constraints to the newest validated stack and write a lockfile.
 
     Exit 4 when no validated combination exists (the message names the failing constraint
@@ -121,6 +125,9 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     written; exit 3 for a bad overlay; exit 5, nothing written, when -o FILE holds values
     frozen from a host (use `pin lock upgrade FILE`, or --force). Every write says what
     changed in FILE ("ROCm 10.0.0 -> 7.2.0") or that it is unchanged.
+
+    The first line says the lock's status: validated, or unconfirmed with each thing no
+    source confirms and the source that would settle it (--require-validated: exit 4).
     """
     from pinning.matrix.load import load_matrix, overlay_paths
     from pinning.resolve.guards import apply_at_resolve
@@ -132,6 +139,8 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     matrix = load_matrix(overlays)
     res = do_resolve(matrix, _constraints(matrix, gpu, frameworks, rocm=rocm, cuda=cuda,
                                           os_=os_, model=model, as_of=as_of, output=output))
+    if require_validated:
+        _refuse_unconfirmed(res)
     lock = lock_from_resolution(res, matrix,
                                 overlays=[str(p) for p in overlay_paths(overlays)])
     lock = _with_model_files(lock, skip=no_model_files, output=output)
@@ -181,7 +190,12 @@ def _print_written(lock: Lockfile, res: Resolution, output: str,
                    changes: list[dict[str, Any]] | None, *, explain: bool) -> None:
     """What ``pin resolve`` says after writing ``output``: the stack, model, notes and
     warnings (escaped: they come from matrix rows and overlays), ``--explain``, the changes.
+    The lock's status comes first.
     """
+    from pinning.lockfile.status import status_lines
+
+    for line in status_lines(lock.status):
+        click.echo(printable(line, newlines=False))
     click.echo(lock_summary(lock, style=terminal_style()))
     for line in _model_lines(lock):
         click.echo(line)
@@ -196,6 +210,25 @@ def _print_written(lock: Lockfile, res: Resolution, output: str,
         click.echo(explain_text(res))
     click.echo(summary_text(lock, output, changes), nl=False)
     click.echo(f"Wrote {output}")
+
+
+def _refuse_unconfirmed(res: Resolution) -> None:
+    """``--require-validated``: raise :class:`~pinning.errors.NoValidatedCombination` (exit 4)
+    naming each thing no source confirms about the stack ``res`` chose and the source that
+    would settle it; return when its status is validated.
+    """
+    if not res.unconfirmed:
+        return
+    from pinning.lockfile.status import status_lines
+
+    lines = "\n".join(status_lines(res.status)[1:])
+    raise NoValidatedCombination(
+        f"The newest stack for the request ({'ROCm' if res.runtime == 'rocm' else 'CUDA'} "
+        f"{res.runtime_version}) is unconfirmed, and --require-validated asks for a validated "
+        f"one; nothing was written:\n{lines}",
+        hint="Narrow the request to a release the vendor's rows confirm (e.g. --rocm, "
+             "--framework, --os), add a row your team validated with --matrix FILE, or drop "
+             "--require-validated to write the lock with status unconfirmed.")
 
 
 def _with_model_files(lock: Lockfile, *, skip: bool, output: str) -> Lockfile:
@@ -250,7 +283,10 @@ def _print_lock(lock: Lockfile, res: Resolution, *, output: str, dry_run: bool, 
     on stderr (the dry run's change summary follows, from :func:`_dry_run_report`).
     """
     from pinning.lockfile.io import lock_json, render
+    from pinning.lockfile.status import status_lines
 
+    for line in status_lines(lock.status):
+        click.echo(printable(line, newlines=False), err=True)
     for warning in lock.warnings:
         click.echo(printable(f"Warning: {warning}", newlines=False), err=True)
     if fmt == "json":

@@ -42,6 +42,10 @@ blob whose bytes do not match its name) with its content hash. Rules that need
 no frozen values also run: the CUDA driver minimum, the gfx target validated for the
 ROCm release, Triton and torch install hazards.
 
+The report first says the lock's status: validated; unconfirmed (a warning naming what
+no source confirms: drift with --strict); or not recorded (a lock written before pin
+recorded it: a note).
+
 Exit 0 when the host matches, 6 on drift, 7 when the host could not be probed at all,
 5 for a bad lockfile. JSON: the envelope, its result is schemas/verify-report.schema.json.
 LOCK or --host may be '-' (standard input).
@@ -80,9 +84,10 @@ Examples:
 @click.argument("lock_path", metavar="LOCK", type=click.Path())
 @host_options
 @click.option("--strict", is_flag=True,
-              help="Warnings are drift too: a locked fact that could not be read, packages "
-                   "beyond the lock, an amdgpu module an unfrozen lock cannot compare (freeze "
-                   "the lock first), a driver above NVIDIA's listed range.")
+              help="Warnings are drift too: a lock whose status is unconfirmed, a locked "
+                   "fact that could not be read, packages beyond the lock, an amdgpu module an "
+                   "unfrozen lock cannot compare (freeze the lock first), a driver above "
+                   "NVIDIA's listed range.")
 @click.option("-v", "--verbose", is_flag=True,
               help="List matching facts too, and the guard rules that do not apply here (a "
                    "fact they need, such as the lock's [serving] quantization, is not known).")

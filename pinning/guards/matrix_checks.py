@@ -18,8 +18,13 @@ if TYPE_CHECKING:
 
 
 def row_source(file_name: str, row: object) -> str:
-    """``"<source> (<date>)"`` of a matrix row, for a finding's ``source``."""
+    """``"<source> <url> (<date>)"`` of a matrix row, for a finding's ``source`` (the URL
+    only when the row has one its source text does not already carry).
+    """
     src = getattr(row, "source", file_name)
+    url = getattr(row, "url", None)
+    if url and str(url) not in str(src):
+        src = f"{src} <{url}>"  # the address a user opens, where the source text omits it
     date = getattr(row, "published", None) or getattr(row, "checked", None)
     return f"{src} ({date})" if date else str(src)
 

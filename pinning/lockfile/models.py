@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from pinning.lockfile.serving import Extension, Serving
+from pinning.lockfile.status import LockStatus
 from pinning.lockfile.values import DIGEST_PATTERN, Origin
 from pinning.lockfile.wheels import PythonTarget, Wheel
 from pinning.util.models import (
@@ -333,6 +334,10 @@ class Lockfile(Strict):
 
     lock_version: FormatVersion = LOCK_VERSION
     content_hash: str = Field(pattern=DIGEST_PATTERN)
+    status: LockStatus | None = Field(
+        default=None, description="`validated`, or `unconfirmed` with each reason and the "
+        "source that would settle it; absent in locks written before pin recorded it (their "
+        "status is not recorded, never validated).")
     generator: Generator
     request: Request
     matrix: MatrixProvenance
@@ -374,7 +379,7 @@ class Lockfile(Strict):
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(
         default_factory=list,
-        description="What the sources leave unconfirmed for this stack (a GPU target a row "
-                    "does not state, a restriction whose source stops before the release); "
-                    "`pin resolve` prints every one.",
+        description="Locks written before `status`: what the sources leave unconfirmed "
+                    "(a GPU target a row does not state, a restriction whose source stops "
+                    "before the release). Newer locks say it in `status.reasons`.",
     )

@@ -200,9 +200,17 @@ class OsRestriction(Provenance):
     ``only-these-gpus`` (the gfx ``targets`` are supported only as the listed GPUs, on the
     ``os`` named for them: another product of those targets gets no OS).
     ``runtimes`` is a PEP 440 specifier over runtime versions, e.g. ``>=7.0.0,<7.1.0``.
+    ``change`` says how the source states the list: ``replace`` (the whole list, the
+    default), ``add`` (the listed GPUs gain the listed OS on top of the list in effect:
+    "extends SLES 15 SP7 support to MI355X"), ``remove`` (they lose it); an ``add`` or
+    ``remove`` row keeps the list of the same ``mode`` stated for the release, or else the
+    one in effect for the previous release (:mod:`pinning.matrix.restrictions`).
     """
 
     mode: Literal["only-these-os", "not-these-os", "os-only-on-gpus", "only-these-gpus"]
+    change: Literal["replace", "add", "remove"] = Field(
+        default="replace", description="Whole list (replace), or a change to the list in "
+        "effect (add, remove).")
     gpus: list[str]
     os: list[str]
     targets: list[str] = Field(

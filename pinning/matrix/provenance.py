@@ -34,6 +34,11 @@ class Provenance(Strict):
     ``published_unknown`` says why a row has no ``published`` date (the two exclude each
     other); a row with only ``checked`` has an unknown publication date too.
 
+    ``read_from`` names the copy actually read when it is not the cited source itself (a
+    fork at a commit, an article quoting the vendor's page): ``source`` and ``url`` say what
+    the vendor published, ``read_from`` what pin's values were taken from, so a reader can
+    open both and compare.
+
     ``--as-of DATE`` goes by ``published`` only (:meth:`visible_on`): a row published after
     DATE is left out; a row whose publication date is unknown is kept at every date (it
     cannot be dated, and dropping it would hide data that existed), and whatever rests on
@@ -46,6 +51,11 @@ class Provenance(Strict):
     published_unknown: Reason | None = Field(
         default=None, description="Why the publication date is unknown (no `published`).")
     checked: dt.date | None = Field(default=None, description="Date the source was read.")
+    read_from: str | None = Field(
+        default=None, min_length=3,
+        description="The copy the values were read from when it is not the cited source "
+        "(`owner/repo@<commit>:path`, a URL, or a named document), e.g. a fork or an article "
+        "quoting the vendor's page.")
 
     @model_validator(mode="after")
     def _dated(self) -> Provenance:
@@ -53,6 +63,10 @@ class Provenance(Strict):
             raise ValueError("every row needs a `published` or a `checked` date")
         if self.published is not None and self.published_unknown is not None:
             raise ValueError("`published` and `published-unknown` exclude each other")
+        if self.read_from is not None and self.read_from.strip() in (self.source.strip(),
+                                                                     (self.url or "").strip()):
+            raise ValueError("`read-from` names the copy read when it is not the cited source; "
+                             "leave it out when the source itself was read")
         return self
 
     @property

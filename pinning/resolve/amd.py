@@ -7,10 +7,16 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from pinning.lockfile.status import StatusReason
 from pinning.matrix.load import LoadedFile, Matrix, ReleaseRef
 from pinning.matrix.models import FirmwareRow, GpuIdentity, OsRestriction, Release
 from pinning.matrix.names import os_matches
-from pinning.resolve.candidates import framework_in_release, gpu_restricted
+from pinning.resolve.candidates import (
+    framework_in_release,
+    gpu_restricted,
+    os_verdict,
+    overruled,
+)
 from pinning.resolve.constraints import Constraints
 from pinning.resolve.result import ChosenFramework, Considered, NoCandidate, Resolution
 from pinning.util.versions import match_entry
@@ -61,8 +67,9 @@ def resolve_amd(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None,
         firmware=fw_rows, firmware_unknown=_firmware_unknown(fw_rows, gpu, target, r),
         driver_constraint=None, driver_ref=None, toolkit_driver=None,
         notes=list(r.notes) + _framework_notes(r, fws) + _tested_user_space_note(r)
-        + _restriction_notes(matrix, gpu, target, r, os_allowed),
-        warnings=_targets_unstated(r, fws, target)
+        + _restriction_notes(matrix, gpu, target, r, os_allowed)
+        + _weighed_notes(matrix, gpu, target, r, os_chosen),
+        unconfirmed=_targets_unstated(r, fws, target)
         + _restrictions_unstated(matrix, gpu, target, rr, os_allowed, c),
     )
 
@@ -82,27 +89,32 @@ def _tested_user_space_note(r: Release) -> list[str]:
             "compatible for +/- 2 releases (footnote kfd_support)."]
 
 
-def _targets_unstated(r: Release, fws: list[ChosenFramework], target: str) -> list[str]:
-    """Warnings for frameworks validated on a release whose source names GPU targets only
+def _targets_unstated(r: Release, fws: list[ChosenFramework], target: str
+                      ) -> list[StatusReason]:
+    """Unconfirmed reasons for frameworks validated on a release whose source names GPU targets only
     through other rows (ROCm 10.0.0: gfx942 and gfx950 only through vLLM's row).
     """
     if r.targets_complete:
         return []
-    out: list[str] = []
+    out: list[StatusReason] = []
     for fw in fws:
         entry = next((e for e in r.frameworks if e.name == fw.name), None)
         if entry is not None and entry.targets is None:
-            out.append(f"ROCm {r.version}: the source does not state the GPU targets {fw.name} "
+            out.append(StatusReason(
+                reason=f"ROCm {r.version}: the source does not state the GPU targets {fw.name} "
                        f"is validated on; {target} is named for this release only through other "
                        f"rows ({', '.join(r.targets or [])}). Treat {fw.name} on {target} as "
-                       "not confirmed by AMD.")
+                       "not confirmed by AMD.",
+                settled_by=f"AMD's compatibility matrix stating the GPU targets of {fw.name} "
+                           f"with ROCm {r.version} (pin read: {r.source}"
+                           + (f", {r.url}" if r.url else "") + f", {r.date})"))
     return out
 
 
 def _restrictions_unstated(matrix: Matrix, gpu: GpuIdentity | None, target: str,
                            rr: ReleaseRef, os_allowed: list[str] | None,
-                           c: Constraints) -> list[str]:
-    """Warnings for per-GPU OS restrictions whose source stops before release ``rr``.
+                           c: Constraints) -> list[StatusReason]:
+    """Unconfirmed reasons for per-GPU OS restrictions whose source stops before release ``rr``.
 
     A restriction's kind (its file, mode and GPUs) is stated for some releases; for a newer
     release that its source does not cover (a dated copy of the page that does not list the
@@ -125,7 +137,7 @@ def _restrictions_unstated(matrix: Matrix, gpu: GpuIdentity | None, target: str,
     kinds: dict[tuple[str, str, tuple[str, ...]], list[OsRestriction]] = {}
     for row, f in rows:
         kinds.setdefault((f.name, row.mode, tuple(sorted(row.gpus))), []).append(row)
-    out: list[str] = []
+    out: list[StatusReason] = []
     for (fname, mode, gpus), krows in kinds.items():
         stated = [x for x in versions if any(_covers(k, x) for k in krows)]
         if not stated or v in stated or v < min(stated) or v in coverage[fname]:
@@ -139,13 +151,16 @@ def _restrictions_unstated(matrix: Matrix, gpu: GpuIdentity | None, target: str,
             continue
         fns = sorted({k.footnote for k in krows if k.footnote})
         oses = list(dict.fromkeys(o for k in krows for o in k.os))
-        out.append(f"ROCm {r.version}: AMD's per-GPU OS restriction ({mode}: "
+        out.append(StatusReason(reason=f"ROCm {r.version}: AMD's per-GPU OS restriction ({mode}: "
                    f"{', '.join(gpus)}; {', '.join(oses)}"
                    + (f"; footnote {', '.join(fns)}" if fns else "")
                    + f") is stated for ROCm {', '.join(str(x) for x in stated)} "
                    f"({krows[-1].source}); no source pin holds covers ROCm {r.version}, so "
                    "whether it still applies is unknown. Check AMD's system requirements for "
-                   "this release before relying on the OS.")
+                   "this release before relying on the OS.",
+                   settled_by=f"AMD's system requirements (per-GPU OS support) for ROCm "
+                   f"{r.version}; the restriction was last stated by {krows[-1].source}"
+                   + (f", {krows[-1].url}" if krows[-1].url else "") + f" ({krows[-1].date})"))
     return out
 
 
@@ -158,11 +173,14 @@ def _coverage(rows: list[tuple[OsRestriction, LoadedFile]], versions: list[Versi
               ) -> dict[str, set[Version]]:
     """Per file holding restrictions, the releases its source speaks for: a dated page
     copy every release it lists (a release without a footnote there is stated free of it);
-    a hand-kept file the releases its rows' ranges cover.
+    a hand-kept file the releases its whole-list rows' ranges cover (a change row, such as
+    "extends SLES 15 SP7 support to MI355X", speaks only for its own GPUs).
     """
     out: dict[str, set[Version]] = {}
     for row, f in rows:
         cov = out.setdefault(f.name, set())
+        if row.change != "replace":
+            continue
         if f.data.releases:
             cov |= {Version(x.version) for x in f.data.releases if x.vendor == "amd"}
         else:
@@ -204,6 +222,21 @@ def _restriction_notes(matrix: Matrix, gpu: GpuIdentity | None, target: str, r: 
         if touches and text not in out:
             out.append(text)
     return out
+
+
+def _weighed_notes(matrix: Matrix, gpu: GpuIdentity | None, target: str, r: Release,
+                   os_chosen: str | None) -> list[str]:
+    """For the OS ``--os`` picked: the restriction rows weighed when sources disagree on it
+    (the later-published source allowed it over an older row that excluded it).
+    """
+    if os_chosen is None:
+        return []
+    verdict = os_verdict(matrix, gpu, target, r.version, os_chosen)
+    if verdict is None or not verdict.allowed or not verdict.overruled or \
+            verdict.decided_by is None:
+        return []
+    return [f"ROCm {r.version}: {os_chosen} is allowed for this GPU by "
+            f"{verdict.decided_by.cite()}" + overruled(verdict)]
 
 
 def _judge_release(matrix: Matrix, c: Constraints, gpu: GpuIdentity | None, target: str,

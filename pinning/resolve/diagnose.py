@@ -49,6 +49,7 @@ def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
         lines += _os_lines(c, vendor, who, attempt)
     lines += _wildcard_lines(c, attempt)
     lines += _runtime_name_lines(matrix, c, vendor)
+    lines += footnote_lines(matrix, c, vendor)
     for req in c.frameworks:
         per = _validated_for_gpu(matrix, c, vendor, target, req)
         if per:
@@ -63,6 +64,28 @@ def no_combination(matrix: Matrix, c: Constraints, vendor: str, target: str,
         # Why the entry excludes this GPU (a footnote such as tf-mi350), once per reason.
         lines += list(dict.fromkeys(why for _, why in found if why))
     return NoValidatedCombination("\n".join(lines))
+
+
+def footnote_lines(matrix: Matrix, c: Constraints, vendor: str) -> list[str]:
+    """Why a release in ``--rocm`` that lists a requested framework does not validate it: the
+    footnote the release row keeps for it (DGL 2.4.0 in column ``7.0.1/7.0.0``, footnote
+    ``dgl_compat``), with the row's source, the copy read and its date (at most four lines).
+    """
+    if vendor != "amd":
+        return []
+    out: list[str] = []
+    for req in c.frameworks:
+        for rr in matrix.releases(as_of=c.as_of):
+            r = rr.release
+            if r.vendor != "amd" or (c.rocm is not None
+                                     and not c.rocm.contains(r.version, prereleases=True)):
+                continue
+            for note in r.framework_notes.get(req.name, []):
+                out.append(f"ROCm {r.version}: {note} Source: {r.source}"
+                           + (f" <{r.url}>" if r.url else "")
+                           + (f"; read from {r.read_from}" if r.read_from else "")
+                           + f" ({_when(r)}; {rr.file.name}).")
+    return list(dict.fromkeys(out))[:4]
 
 
 def _restriction_lines(c: Constraints, considered: list[Considered]) -> list[str]:

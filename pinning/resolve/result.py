@@ -1,5 +1,7 @@
 """What a resolve decided and why: the chosen stack (:class:`Resolution`), each framework as
-resolved (:class:`ChosenFramework`) and every candidate considered (:class:`Considered`).
+resolved (:class:`ChosenFramework`), every candidate considered (:class:`Considered`) and
+what no source confirms about the chosen stack (:class:`~pinning.lockfile.status.StatusReason`,
+which makes the lock's status ``unconfirmed``).
 """
 
 from __future__ import annotations
@@ -7,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+from pinning.lockfile.status import LockStatus, StatusReason
 from pinning.matrix.load import ReleaseRef
 from pinning.matrix.models import (
     CudaToolkit,
@@ -55,7 +58,8 @@ class Resolution:
 
     ``gpu`` is the identity (``None`` when the GPU was given by a gfx target several products
     share; ``target`` is then that target). ``release`` is the AMD matrix row for ROCm;
-    ``wheel`` the chosen CUDA wheel variant for NVIDIA.
+    ``wheel`` the chosen CUDA wheel variant for NVIDIA. ``unconfirmed`` lists what no source
+    confirms about the stack, each with the source that would settle it (empty: validated).
     """
 
     constraints: Constraints
@@ -84,7 +88,19 @@ class Resolution:
     toolkit: CudaToolkit | None = None
     toolkit_ref: str | None = None
     notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    unconfirmed: list[StatusReason] = field(default_factory=list)
+
+    @property
+    def status(self) -> LockStatus:
+        """``validated``, or ``unconfirmed`` with :attr:`unconfirmed` as its reasons."""
+        return LockStatus.of(self.unconfirmed)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The text of each :attr:`unconfirmed` reason (what ``pin resolve`` once printed as
+        ``Warning:`` lines).
+        """
+        return [u.reason for u in self.unconfirmed]
 
 
 class NoCandidate(Exception):

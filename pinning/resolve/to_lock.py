@@ -167,6 +167,7 @@ def lock_from_resolution(
     """Build the lock for ``res``. ``overlays`` are the overlay paths as the user gave them
     (recorded in the lock and the regenerate command). The same request in any spelling,
     written anywhere, gives the same lock (:func:`canonical_request`; no output path).
+    ``[status]`` is ``validated``, or ``unconfirmed`` with ``res.unconfirmed`` as reasons.
     """
     c = res.constraints
     rows: list[dict[str, Any]] = []
@@ -209,7 +210,7 @@ def lock_from_resolution(
         },
         "environment": {},
         "notes": notes,
-        "warnings": list(res.warnings),
+        "status": res.status.model_dump(mode="json", by_alias=True),
     }
     if c.model is not None:
         data["model"] = {k: v for k, v in {

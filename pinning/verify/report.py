@@ -19,6 +19,7 @@ from pinning.guards.engine import guard_findings
 from pinning.guards.serving import with_lock_serving
 from pinning.guards.view import Finding, view_from_facts
 from pinning.lockfile.models import Lockfile
+from pinning.lockfile.status import StatusValue, status_value
 from pinning.matrix.load import Matrix
 from pinning.probe.models import HostFacts, snapshot_hash
 from pinning.util.envelope import unwrap
@@ -27,6 +28,7 @@ from pinning.verify.compare import LockPlan
 from pinning.verify.hardware import HardwareFacts
 from pinning.verify.model import ModelGroup
 from pinning.verify.software import SoftwareFacts
+from pinning.verify.status import status_finding
 
 REPORT_VERSION: Literal[1] = 1
 
@@ -48,6 +50,10 @@ class VerifyReport(Strict):
     host: str
     host_hash: str
     strict: bool = False
+    lock_status: StatusValue | None = Field(
+        default=None, description="The lock's status: `validated`, `unconfirmed` (a warning "
+        "finding `lock-unconfirmed`, drift with --strict) or `not-recorded` (a lock written "
+        "before pin recorded it); absent in reports of an older pin.")
     result: Literal["match", "drift"]
     counts: dict[str, int]
     findings: list[Finding] = Field(default_factory=list)
@@ -135,7 +141,8 @@ def verify_findings(lock: Lockfile, facts: HostFacts, matrix: Matrix, *, verbose
     # missing, outside the matrix); it stays when the comparison could not judge it.
     judged = {(f.fact, f.gpu) for f in v.findings
               if f.status in ("mismatch", "missing", "outside-validated")}
-    return v.findings + [
+    status = status_finding(lock)
+    return ([status] if status is not None else []) + v.findings + [
         f for f in rule_found
         if (f.fact, f.gpu) not in judged or f.code in EXPLAINING_RULES
     ], hidden
@@ -175,6 +182,7 @@ def report_of(lock: Lockfile, facts: HostFacts, findings: list[Finding], hidden:
     return VerifyReport(
         lock=lock_name, lock_hash=lock.content_hash, host=host_name,
         host_hash=snapshot_hash(facts), strict=strict, result=result,
+        lock_status=status_value(lock.status),
         counts=dict(sorted(counts.items())), findings=findings, hidden_rules=hidden,
         audited=audited,
     )
@@ -187,12 +195,14 @@ NODE_FACTS = frozenset({"target", "firmware", "kernel_driver", "kernel", "os"})
 
 
 def node_scope(report: VerifyReport) -> VerifyReport:
-    """``report`` restricted to :data:`NODE_FACTS` (``scope`` ``node``): the findings on
-    other facts, and the guard rules' (``guard.*``), are left out and the counts and
+    """``report`` restricted to :data:`NODE_FACTS` and the lock's ``status`` (``scope``
+    ``node``): the findings on other facts, and the guard rules' (``guard.*``), are left
+    out and the counts and
     result recomputed. For a node whose workloads bring their user space in images
     (Kubernetes): its own Python environment is not what the lock pins. Pure.
     """
-    kept = [f for f in report.findings if f.fact.split(".", 1)[0] in NODE_FACTS]
+    kept = [f for f in report.findings
+            if f.fact.split(".", 1)[0] in NODE_FACTS or f.fact == "status"]
     counts: dict[str, int] = {}
     for f in kept:
         counts[f.status] = counts.get(f.status, 0) + 1

@@ -1,5 +1,6 @@
 """The headline box that opens ``pin report``: the verdict, the stack it is for, and every
-caveat and binding problem in one list.
+caveat and binding problem in one list; the lock's status, when not validated, is the
+first caveat.
 
 The page must never contradict itself (issue 30 §5): a green "port" above a red "blocked"
 porting bill, or a lock of one GPU above an acceptance result measured on another, is a
@@ -19,6 +20,7 @@ from pinning.cost.prices import gpu_key
 from pinning.cost.report.inputs import ReportInputs
 from pinning.cost.report.view import Headline, Platform, file_name, usd
 from pinning.lockfile.models import Lockfile
+from pinning.lockfile.status import NOT_RECORDED
 
 __all__ = ["INCONCLUSIVE", "build_headline", "gpu_of_lock", "problems_of",
            "uncovered_blocked"]
@@ -157,12 +159,33 @@ def _settled(mig: Migration | None) -> list[str]:
     return out
 
 
-def _caveats(inputs: ReportInputs, plats: list[Platform]) -> list[str]:
-    """Every caveat and binding problem: per result, the cost report's, the porting
-    bill's, the host verification's.
+def _status_caveats(inputs: ReportInputs, plats: list[Platform]) -> list[str]:
+    """The lock's status when it is not validated (unconfirmed, each reason; or not
+    recorded), and each result's measured on an unconfirmed lock.
     """
-    out = [f"{file_name(p.accept.path)}: not bound to its stack: {why}"
-           for p in plats for why in problems_of(p.accept.result)]
+    out: list[str] = []
+    if inputs.lock is not None:
+        name, status = file_name(inputs.lock.path), inputs.lock.value.status
+        if status is None:
+            out.append(f"the lock {name}'s status is {NOT_RECORDED}")
+        elif status.value == "unconfirmed":
+            out += [f"the lock {name} is unconfirmed: {r.reason} (settled by {r.settled_by})"
+                    for r in status.reasons]
+    for p in plats:
+        b = p.accept.result.binding
+        if b is not None and b.lock_status == "unconfirmed":
+            out.append(f"{file_name(p.accept.path)}: measured on an unconfirmed lock: "
+                       + "; ".join(b.lock_unconfirmed))
+    return out
+
+
+def _caveats(inputs: ReportInputs, plats: list[Platform]) -> list[str]:
+    """Every caveat and binding problem: the lock's status (:func:`_status_caveats`), per
+    result, the cost report's, the porting bill's, the host verification's.
+    """
+    out = _status_caveats(inputs, plats)
+    out += [f"{file_name(p.accept.path)}: not bound to its stack: {why}"
+            for p in plats for why in problems_of(p.accept.result)]
     out += [f"{file_name(p.accept.path)}: {what}"
             for p in plats for what in unverified_layers(p.accept.result)]
     if inputs.cost is not None:

@@ -184,3 +184,18 @@ def test_latency_plot_is_scaled_to_the_data_with_the_slo_shown() -> None:
                       series=[_series((250.0, 330.0))],
                       slos=[SloLine("ttft-p99-ms <= 2000 ms", 2000.0)], svg_id="far")
     assert "SLO ttft-p99-ms &lt;= 2000 ms" in far and "log scale" in far
+
+
+def test_unconfirmed_lock_is_a_caveat_of_the_headline(tmp_path: Path) -> None:
+    """Issue 32 §3: the headline box lists the lock's status as a caveat: each reason an
+    unconfirmed lock gives, with the source that would settle it; a validated lock none.
+    """
+    from pinning.lockfile.io import read_lock
+
+    status = read_lock(MI300X_LOCK).status
+    assert status is not None and status.value == "unconfirmed"
+    box = headline(report(tmp_path, "--lock", MI300X_LOCK))
+    assert "the lock mi300x-pytorch-2.13.0.lock is unconfirmed: ROCm 10.0.0" in box
+    assert "settled by" in box
+    validated = headline(report(tmp_path, "--lock", LOCK, name="v.html"))
+    assert "unconfirmed" not in validated and "status is not recorded" not in validated

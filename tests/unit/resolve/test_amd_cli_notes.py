@@ -1,4 +1,5 @@
-"""pin resolve prints every footnote and warning a lock carries, not only the first three."""
+"""pin resolve prints every footnote and every reason of an unconfirmed status a lock carries,
+not only the first three."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ from pinning.lockfile.io import read_lock
 from tests.support.cli import pin
 
 
-def test_resolve_prints_every_note_and_warning(tmp_path: Path) -> None:
+def test_resolve_prints_every_note_and_unconfirmed_reason(tmp_path: Path) -> None:
     out = tmp_path / "a.lock"
     p = pin("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.13.0", "-o", str(out))
     assert p.returncode == 0, p.stderr
     lock = read_lock(out)
-    assert lock.warnings and any("does not state the GPU targets" in w for w in lock.warnings)
-    for w in lock.warnings:
-        assert f"Warning: {w}" in p.stderr
+    assert lock.status is not None and lock.status.value == "unconfirmed"
+    reasons = lock.status.reasons
+    assert any("does not state the GPU targets" in r.reason for r in reasons)
+    assert p.stdout.splitlines()[0].startswith("Status: unconfirmed")
+    for r in reasons:
+        assert f"  - {r.reason}" in p.stdout and f"settled by: {r.settled_by}" in p.stdout
     for n in lock.notes:
         assert f"Note: {n}" in p.stdout
 
