@@ -26,6 +26,9 @@ import re
 from collections.abc import Callable, Iterator
 
 from pinning.audit.project_defines import NEVER, ProjectDefine, scope_of
+from pinning.audit.tristate import and3 as _and
+from pinning.audit.tristate import not3 as _not
+from pinning.audit.tristate import or3 as _or
 
 __all__ = ["MAX_DEFINES", "cmake_defines"]
 
@@ -234,19 +237,3 @@ def _scope(frames: list[list[Value]], extra: Value) -> tuple[bool | None, str]:
 
 def _pair(fn: Callable[[bool | None, bool | None], bool | None], a: Value, b: Value) -> Value:
     return (fn(a[0], b[0]), fn(a[1], b[1]))
-
-
-def _not(value: bool | None) -> bool | None:
-    return None if value is None else not value
-
-
-def _and(a: bool | None, b: bool | None) -> bool | None:
-    if a is False or b is False:
-        return False
-    return None if a is None or b is None else True
-
-
-def _or(a: bool | None, b: bool | None) -> bool | None:
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False

@@ -29,6 +29,10 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from pinning.audit.tristate import and3 as _and
+from pinning.audit.tristate import not3 as _not
+from pinning.audit.tristate import or3 as _or
+
 __all__ = ["Conditions", "Platforms", "statements"]
 
 Conditions = tuple[tuple[ast.expr, bool], ...]
@@ -209,19 +213,3 @@ def _dotted(node: ast.expr) -> str | None:
 
 def _is_none(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
-
-
-def _not(value: bool | None) -> bool | None:
-    return None if value is None else not value
-
-
-def _and(a: bool | None, b: bool | None) -> bool | None:
-    if a is False or b is False:
-        return False
-    return None if a is None or b is None else True
-
-
-def _or(a: bool | None, b: bool | None) -> bool | None:
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False

@@ -29,6 +29,9 @@ from dataclasses import dataclass, field, replace
 
 from pinning.audit.preproc_eval import PLATFORM_MACROS, evaluate, words
 from pinning.audit.project_defines import ProjectDefine
+from pinning.audit.tristate import and3 as _and
+from pinning.audit.tristate import not3 as _not
+from pinning.audit.tristate import or3 as _or
 
 __all__ = ["Guard", "Guards"]
 
@@ -319,20 +322,3 @@ def _int_value(value: str) -> int | None:
         return int(value.rstrip("uUlL"), 0)
     except ValueError:
         return None
-
-
-def _not(value: bool | None) -> bool | None:
-    return None if value is None else not value
-
-
-def _and(a: bool | None, b: bool | None) -> bool | None:
-    if a is False or b is False:
-        return False
-    return None if a is None or b is None else True
-
-
-def _or(a: bool | None, b: bool | None) -> bool | None:
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False
-
