@@ -15,6 +15,7 @@ import click
 from pinning.cli.envelope import emit
 from pinning.cli.options import format_option, path_given
 from pinning.errors import UsageError
+from pinning.util.net import is_loopback_host
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
@@ -72,24 +73,12 @@ def serve(ctx: click.Context, db: str | None, host: str | None, port: int | None
     from pinning.serve.server import run
 
     settings = _settings(config, db=db, host=host, port=port)
-    if not _loopback(settings.host):
+    if not is_loopback_host(settings.host):
         click.echo(f"pin: warning: listening on {settings.host}, not loopback: pin serve "
                    "speaks plain HTTP, so bearer tokens and reports would cross the network "
                    "in clear text. Put a TLS proxy in front and listen on 127.0.0.1.",
                    err=True)
     run(settings)
-
-
-def _loopback(host: str) -> bool:
-    """Whether ``host`` (an address or name) is a loopback address (``localhost`` too)."""
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 @serve.group("token")

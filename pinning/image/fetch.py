@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING
 
 from pinning.errors import BuildError
 from pinning.lockfile.models import Lockfile
-from pinning.lockfile.wheels import Wheel, is_loopback_host
+from pinning.lockfile.wheels import Wheel
 from pinning.util.files import sha256_file
+from pinning.util.net import is_loopback_host
 from pinning.util.progress import NULL_PROGRESS, Progress
 from pinning.util.text import redact
 

@@ -10,20 +10,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field
 
 from pinning.util.models import DistName, OneLine, Strict, Token
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and a loopback address (``127.0.0.0/8``, ``::1``), the hosts
-    plain http is accepted from.
-    """
-    import ipaddress
-
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+from pinning.util.net import is_loopback_host
 
 
 def _wheel_url(value: str) -> str:

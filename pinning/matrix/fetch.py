@@ -13,7 +13,6 @@ not import the image or lockfile helpers that do the same for wheels.
 from __future__ import annotations
 
 import datetime as dt
-import ipaddress
 import re
 import urllib.parse
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from pathlib import Path
 from pinning.errors import MatrixError, UsageError
 from pinning.matrix.importers.amd_csv import CSV_PATH, PAGE_PATH
 from pinning.matrix.importers.build import MAX_SOURCE_BYTES
+from pinning.util.net import is_loopback_host
 
 __all__ = ["API", "RAW", "SOURCES", "Fetched", "Source", "check_url", "fetch_source",
            "resolve_ref"]
@@ -79,16 +79,6 @@ class Fetched:
     raw: bytes | None
 
 
-def _loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (``127.0.0.0/8``, ``::1``)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def check_url(url: str, *, via: str | None = None) -> None:
     """Raise ``UsageError`` (exit 2) unless ``url`` is ``https://`` with a host and no user
     name, or ``http://`` to a loopback host; ``via``: the URL that redirected to it.
@@ -99,7 +89,7 @@ def check_url(url: str, *, via: str | None = None) -> None:
     except ValueError:
         scheme, host, parts = "", "", urllib.parse.urlsplit("")
     if host and "@" not in parts.netloc and (
-            scheme == "https" or (scheme == "http" and _loopback(host))):
+            scheme == "https" or (scheme == "http" and is_loopback_host(host))):
         return
     where = f"{via} redirects to {url}" if via else url
     raise UsageError(f"{where}: pin fetches vendor data over https only (plain http only "

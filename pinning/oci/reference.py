@@ -16,11 +16,11 @@ reference gives back exactly the text that was parsed.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import re
 from dataclasses import dataclass
 
 from pinning.errors import BuildError, PinError, UsageError
+from pinning.util.net import is_loopback_host
 
 # The host is letters, digits, `.`, `_`, `-` (or a bracketed IPv6 address) and an optional
 # port: nothing that could end a Dockerfile `FROM` line or a shell word. ASCII only.
@@ -105,13 +105,7 @@ def is_loopback(host: str) -> bool:
     """True for a loopback registry host (``HOST[:PORT]``): ``localhost``, an address in
     ``127.0.0.0/8`` or ``[::1]``.
     """
-    name = split_host(host)[0]
-    if name.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(split_host(host)[0])
 
 
 def registry_url(host: str) -> str:

@@ -24,9 +24,10 @@ from pathlib import Path
 
 from pinning.errors import UsageError
 from pinning.lockfile.models import Lockfile
-from pinning.lockfile.wheels import Wheel, is_loopback_host
+from pinning.lockfile.wheels import Wheel
 from pinning.resolve.pylock import choose_wheels, target_tags
 from pinning.resolve.uvcompile import DEFAULT_TIMEOUT_S, PackagesPlan, run_uv
+from pinning.util.net import is_loopback_host
 from pinning.util.text import printable, redact
 
 __all__ = ["PYPI_SIMPLE", "PYTORCH_WHEEL_INDEX", "lock_packages", "plan_packages",

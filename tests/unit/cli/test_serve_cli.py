@@ -134,6 +134,6 @@ def test_pin_serve_process(tmp_path: Path) -> None:
     ("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True),
     ("localhost", True), ("0.0.0.0", False), ("10.0.0.5", False), ("pin.example", False)])
 def test_only_loopback_addresses_are_quiet(host: str, loopback: bool) -> None:
-    from pinning.cli.serve import _loopback
+    from pinning.util.net import is_loopback_host  # what pin serve asks of --host
 
-    assert _loopback(host) is loopback
+    assert is_loopback_host(host) is loopback
