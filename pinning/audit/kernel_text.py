@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from pinning.audit.kernel_names import positions
 from pinning.audit.kernel_rules import PORTING_GUIDE, Rule
 from pinning.audit.model import Finding, Verdict
 from pinning.audit.preproc import Guard, Guards
@@ -67,17 +68,8 @@ class Hits:
             got[1].append(offset)
 
     def _positions(self) -> dict[int, tuple[int, int]]:
-        text = self.text
-        out: dict[int, tuple[int, int]] = {}
-        line, last, line_start = 1 + self.offset, 0, 0
-        for offset in sorted({o for _, offsets in self.found.values() for o in offsets}):
-            newlines = text.count("\n", last, offset)
-            if newlines:
-                line += newlines
-                line_start = text.rfind("\n", last, offset) + 1
-            last = offset
-            out[offset] = (line, offset - line_start + 1)
-        return out
+        offsets = [o for _, found in self.found.values() for o in found]
+        return positions(self.text, offsets, self.offset)
 
     def findings(self) -> list[Finding]:
         """One finding per (rule, subject, guard), sorted by line, column, rule and subject;

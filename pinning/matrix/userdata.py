@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 from pathlib import Path
 
 from pydantic import Field
@@ -70,15 +69,9 @@ def data_root() -> Path | None:
     absolute path (the XDG Base Directory Specification ignores a relative one); else
     ``~/.local/share/pin``; ``None`` with no home folder (then there is no user copy).
     """
-    if os.environ.get("PIN_DATA_DIR"):
-        return Path(os.environ["PIN_DATA_DIR"])
-    xdg = os.environ.get("XDG_DATA_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "pin"
-    try:
-        return Path.home() / ".local" / "share" / "pin"
-    except RuntimeError:
-        return None
+    from pinning.util.cache import xdg_folder
+
+    return xdg_folder("PIN_DATA_DIR", "XDG_DATA_HOME", ".local", "share")
 
 
 def user_folder() -> Path | None:

@@ -18,26 +18,34 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_root", "load_cached", "save_cached", "trusted_folder_fd"]
+__all__ = ["cache_root", "load_cached", "save_cached", "trusted_folder_fd", "xdg_folder"]
 
 #: A cache file larger than this is ignored (the matrix pickles to about 0.2 MB).
 MAX_BYTES = 64 * 1024 * 1024
 
 
+def xdg_folder(override: str, xdg: str, *home: str) -> Path | None:
+    """Pin's folder of one XDG kind: ``$<override>``; else ``$<xdg>/pin`` when that is an
+    absolute path (the XDG Base Directory Specification ignores a relative one); else
+    ``~/<home...>/pin``; ``None`` with no home folder.
+    """
+    if os.environ.get(override):
+        return Path(os.environ[override])
+    base = os.environ.get(xdg, "")
+    if base and os.path.isabs(base):
+        return Path(base) / "pin"
+    try:
+        return Path.home().joinpath(*home, "pin")
+    except RuntimeError:
+        return None
+
+
 def cache_root() -> Path:
     """Pin's cache folder: ``$PIN_CACHE_DIR``; else ``$XDG_CACHE_HOME/pin`` when that is an
-    absolute path (the XDG Base Directory Specification ignores a relative one); else
-    ``~/.cache/pin``; with no home folder, ``<temp>/pin-<uid>``.
+    absolute path; else ``~/.cache/pin``; with no home folder, ``<temp>/pin-<uid>``.
     """
-    if os.environ.get("PIN_CACHE_DIR"):
-        return Path(os.environ["PIN_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "pin"
-    try:
-        return Path.home() / ".cache" / "pin"
-    except RuntimeError:
-        return Path(tempfile.gettempdir()) / f"pin-{os.getuid()}"
+    found = xdg_folder("PIN_CACHE_DIR", "XDG_CACHE_HOME", ".cache")
+    return found if found is not None else Path(tempfile.gettempdir()) / f"pin-{os.getuid()}"
 
 
 def _trusted(st: os.stat_result, kind: int) -> bool:

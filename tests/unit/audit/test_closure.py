@@ -12,6 +12,7 @@ from pinning.audit.closure import parse_compile_output, resolve_closure
 from pinning.audit.model import DeclaredPackage, Skipped
 from pinning.errors import MissingExtra, UsageError
 from tests.support.pyindex import serve_index
+from tests.support.uvenv import isolate_uv
 
 GRAPH: dict[str, list[str]] = {
     "app==1.0": ["torchx==2.0", "nvidia-fake-cu12==12.1", "helper>=1"],
@@ -29,12 +30,7 @@ GRAPH: dict[str, list[str]] = {
 @pytest.fixture(autouse=True)
 def _isolated_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A private uv cache (so every test reads the index) and no proxy for 127.0.0.1."""
-    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    isolate_uv(tmp_path, monkeypatch)
 
 
 def _pkg(name: str, version: str, url: str, local: str | None = None) -> DeclaredPackage:

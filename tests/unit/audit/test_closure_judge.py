@@ -21,6 +21,7 @@ from pinning.audit.closure_judge import FRAMEWORK_RULE, closure_scan, pulled_by_
 from pinning.audit.model import Context, Verdict
 from pinning.audit.wheels import PURE_RULE, Wheel, judge_wheel, pylock_wheels, read_pure_wheels
 from tests.support.pyindex import serve_index
+from tests.support.uvenv import isolate_uv
 
 CP = f"cp{sys.version_info.major}{sys.version_info.minor}"
 GRAPH: dict[str, list[str]] = {
@@ -36,12 +37,7 @@ GRAPH: dict[str, list[str]] = {
 @pytest.fixture(autouse=True)
 def _isolated_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A private uv cache and no proxy for 127.0.0.1 (as in test_closure.py)."""
-    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    isolate_uv(tmp_path, monkeypatch)
 
 
 def test_nvidia_wheels_torch_pulls_in_are_swap_and_pure_wheels_ready(tmp_path: Path) -> None:
