@@ -208,6 +208,9 @@ def _print_written(lock: Lockfile, res: Resolution, output: str,
         click.echo(printable(f"Warning: {warning}", newlines=False), err=True)
     if explain:
         click.echo(explain_text(res))
+    if changes == []:  # one line, not "FILE: unchanged" followed by "Wrote FILE"
+        click.echo(f"Wrote {output}: unchanged")
+        return
     click.echo(summary_text(lock, output, changes), nl=False)
     click.echo(f"Wrote {output}")
 

@@ -23,6 +23,15 @@ def test_resolve_writes_a_valid_lock(tmp_path: Path) -> None:
     assert "Instinct MI300X (gfx942)" in s.stdout
 
 
+def test_resolve_again_says_unchanged_once(tmp_path: Path) -> None:
+    args = ("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.13.0")
+    assert pin(*args, cwd=tmp_path).returncode == 0
+    again = pin(*args, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1] == "Wrote pin.lock: unchanged"
+    assert "pin.lock: unchanged" not in again.stdout.splitlines()
+
+
 def test_resolve_json_and_explain(tmp_path: Path) -> None:
     r = pin("resolve", "--gpu", "H200", "--framework", "torch==2.13.0", "--format", "json",
             "-o", "h.lock", cwd=tmp_path)
