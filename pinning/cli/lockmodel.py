@@ -146,10 +146,12 @@ def _next_step(tree: ModelTree, missing: list[str]) -> str:
     the files whose names a lock cannot record; for a folder, repair or restore its files;
     for the Hugging Face cache, download the revision again (a corrupt blob deleted first).
     """
-    from pinning.verify.model import unrecordable_name
-
     steps = []
-    odd = [m for m in missing if unrecordable_name(m)]
+    odd: list[str] = []
+    if missing:  # the import is paid only when a file could not be pinned
+        from pinning.verify.model import unrecordable_name
+
+        odd = [m for m in missing if unrecordable_name(m)]
     if odd:
         steps.append(f"Rename {', '.join(odd[:5])} (a file name a lock can record has no "
                      "control character or backslash and is UTF-8)")

@@ -1,8 +1,16 @@
 """Hashing a model's files: :class:`Hasher` streams files through sha256 (and the git blob
-sha1 where a cache blob is named by it) in parallel threads (1 MiB reads into one reused buffer;
-``hashlib`` releases the GIL while it hashes a large piece) and remembers each digest in pin's
+sha1 where a cache blob is named by it) in parallel threads and remembers each digest in pin's
 digest cache (:mod:`pinning.probe.digestcache`), so a second look at an unchanged 100 GB model
 stats its files and reads none of them.
+
+The bytes go through ``hashlib``, which is OpenSSL's sha256 (the library ``openssl dgst``
+uses, with the CPU's SHA extensions), read with ``readinto`` into one reused buffer of up to
+1 MiB and handed over as views, never copied; ``hashlib`` releases the GIL while it hashes a
+large piece. The loop is :func:`pinning.util.digests.stable_file_digests`, not
+``hashlib.file_digest``, because it must feed two hashes in one pass and see a file that
+changed while read; ``bench/bench_model_hash.py`` holds it to ``file_digest`` and ``openssl
+dgst -sha256`` in CPU time. Files are not ``mmap``-ed: a file truncated while mapped kills
+the process (``SIGBUS``), and faulting the pages in cost more CPU than ``readinto``.
 """
 
 from __future__ import annotations
@@ -12,7 +20,6 @@ import hashlib
 import os
 import stat
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +54,15 @@ def kind_of(mode: int) -> str:
     return "not a plain file"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as ``taskset`` sets it; else
+    ``os.cpu_count()``), at least 1.
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def _git_blob_prefix(size: int) -> bytes:
     """The header git hashes before a blob's bytes: ``blob <size>\\0``."""
     return b"blob %d\0" % size
@@ -76,7 +92,8 @@ class Hasher:
     edited in place is read again (ctime is set by the kernel and cannot be set back by a
     user; on file systems with coarse timestamps two changes in one clock tick share one
     ctime). Entries live in memory for the Hasher's life too.
-    ``workers``: the threads hashing at once (default ``min(8, os.cpu_count())``).
+    ``workers``: the threads hashing at once (default ``min(8, usable_cores())``: more
+    threads than cores the process may run on only add switches).
     ``bytes_read`` / ``files_read``: what this Hasher read, for tests and benchmarks.
 
     The cache file (:mod:`~pinning.probe.digestcache`) holds at most
@@ -93,7 +110,7 @@ class Hasher:
 
     def __init__(self, cache_file: Path | None = None, *, workers: int | None = None) -> None:
         self.cache_file = cache_file
-        self.workers = max(1, workers if workers is not None else min(8, os.cpu_count() or 1))
+        self.workers = max(1, workers if workers is not None else min(8, usable_cores()))
         self.bytes_read = 0
         self.files_read = 0
         self._entries: dict[str, Entry] = load_cache(cache_file) if cache_file else {}
@@ -117,31 +134,34 @@ class Hasher:
         then not read.
         """
         out: dict[Path, Digest | OSError] = {}
-        todo: list[Path] = []
+        todo: list[tuple[Path, str]] = []
         for path in dict.fromkeys(paths):
             hit = self._lookup(path, path in git)
-            if hit is None:
-                todo.append(path)
+            if isinstance(hit, str):
+                todo.append((path, hit))
             else:
                 out[path] = hit
         try:
             results = self._read_all(todo, git)
         finally:
             self.save()
-        out.update(zip(todo, results, strict=True))
+        out.update(zip((path for path, _ in todo), results, strict=True))
         read = [r for r in results if not isinstance(r, OSError)]
         self.bytes_read += sum(r.size for r in read)
         self.files_read += len(read)
         return out
 
-    def _read_all(self, todo: list[Path], git: set[Path]) -> list[Digest | OSError]:
-        """:meth:`_read` of each of ``todo``, in ``workers`` threads; on the first error
-        raised, the files not started are cancelled and the error raised.
+    def _read_all(self, todo: list[tuple[Path, str]], git: set[Path]
+                  ) -> list[Digest | OSError]:
+        """:meth:`_read` of each ``(path, real path)`` of ``todo``, in ``workers`` threads;
+        on the first error raised, the files not started are cancelled and the error raised.
         """
         if len(todo) < 2 or self.workers < 2:
-            return [self._read(p, p in git) for p in todo]
+            return [self._read(p, real, p in git) for p, real in todo]
+        from concurrent.futures import ThreadPoolExecutor  # its import costs ~5 ms (logging)
+
         with ThreadPoolExecutor(max_workers=min(self.workers, len(todo))) as pool:
-            futures = [pool.submit(self._read, p, p in git) for p in todo]
+            futures = [pool.submit(self._read, p, real, p in git) for p, real in todo]
             try:
                 return [f.result() for f in futures]
             except BaseException:
@@ -149,9 +169,10 @@ class Hasher:
                     f.cancel()
                 raise
 
-    def _lookup(self, path: Path, git: bool) -> Digest | OSError | None:
+    def _lookup(self, path: Path, git: bool) -> Digest | OSError | str:
         """The remembered digest of ``path`` when its stat still matches, an ``OSError``
-        when it cannot be stat'ed, ``None`` when it must be read.
+        when it cannot be stat'ed, else its real path (links resolved, once per file), to
+        be read.
         """
         try:
             real = os.path.realpath(path)
@@ -159,21 +180,21 @@ class Hasher:
         except OSError as exc:
             return exc
         if not stat.S_ISREG(st.st_mode):
-            return None  # _read says what it is, without blocking
+            return real  # _read says what it is, without blocking
         entry = self._entries.get(real)
         if entry is None or entry.key() != stat_key(st):
-            return None
+            return real
         if git and entry.git_sha1 is None:
-            return None
+            return real
         return Digest(entry.size, entry.sha256, entry.git_sha1)
 
-    def _read(self, path: Path, git: bool) -> Digest | OSError:
-        """Hash ``path`` (:func:`~pinning.util.digests.stable_file_digests`: opened without
-        blocking, checked to be a regular file on the descriptor, read again once when it
-        changed while read) and remember its digest. Raises
-        :class:`~pinning.errors.DriftError` (exit 6) for a file that changed both times.
+    def _read(self, path: Path, real: str, git: bool) -> Digest | OSError:
+        """Hash ``path``, whose real path is ``real``
+        (:func:`~pinning.util.digests.stable_file_digests`: opened without blocking, checked
+        to be a regular file on the descriptor, read again once when it changed while read)
+        and remember its digest under ``real``. Raises :class:`~pinning.errors.DriftError`
+        (exit 6) for a file that changed both times.
         """
-        real = os.path.realpath(path)
         try:
             got = stable_file_digests(real, lambda st: _hashes_for(st, git), label=str(path))
         except NotRegularFile as exc:

@@ -49,8 +49,12 @@ def canonical_digest(doc: Any) -> str:
     return sha256_digest(canonical_json(doc))
 
 
-#: Bytes per read when a file is hashed (one reused buffer).
+#: Bytes per read when a file is hashed (one reused buffer; a smaller file gets a buffer of its
+#: size, at least :data:`MIN_READ_BYTES`: a 1 MiB buffer per small file costs more to zero
+#: than hashing it).
 READ_BYTES = 1024 * 1024
+#: The least buffer a file is read with (its ``st_size`` may understate what it holds).
+MIN_READ_BYTES = 64 * 1024
 
 
 class HashObject(Protocol):
@@ -101,7 +105,7 @@ def _hash_once(path: str, start: Callable[[os.stat_result], Sequence[HashObject]
     try:
         before = os.fstat(fd)
         hashes = start(before)
-        buf = bytearray(READ_BYTES)
+        buf = bytearray(min(READ_BYTES, max(MIN_READ_BYTES, before.st_size + 1)))
         view = memoryview(buf)
         total = 0
         with open(fd, "rb", buffering=0, closefd=False) as f:

@@ -254,6 +254,18 @@ def test_a_second_run_reads_no_bytes(tmp_path: Path) -> None:
     assert again.files == tree.files and again.problems == []
 
 
+
+def test_the_default_workers_follow_the_cores_pin_may_run_on(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Under `taskset -c 0` one thread hashes (more would only switch on one core); at most 8.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    assert Hasher().workers == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(32)), raising=False)
+    assert Hasher().workers == 8 and Hasher(workers=3).workers == 3
+    cache, _ = small_cache(tmp_path)
+    tree = read_hub_model(cache, MODEL, REV, hasher=Hasher(workers=1))
+    assert {f.path: f.sha256 for f in tree.files} == {k: sha(v) for k, v in SMALL.items()}
+
 def edit_in_place_mtime_kept(f: Path, data: bytes) -> None:
     """Rewrite ``f`` in place with ``data`` (same size) and put its mtime back, until its
     ctime differs from before (file systems with coarse timestamps share one per tick)."""

@@ -9,6 +9,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -193,3 +194,28 @@ def test_a_probe_of_a_changing_model_file_is_exit_6_not_a_reason(
     now = weights.read_bytes()
     assert now.startswith(b"w1") and facts.reason is None
     assert {f.path: f.sha256 for f in facts.files}["model.safetensors"] == sha(now)
+
+
+def test_each_file_is_read_in_pieces_sized_to_it(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    # A small file gets a buffer of its size (a 1 MiB buffer per tokenizer file cost more to
+    # zero than hashing it), never below MIN_READ_BYTES; a large one READ_BYTES pieces.
+    monkeypatch.setattr(digests, "READ_BYTES", 8192)
+    monkeypatch.setattr(digests, "MIN_READ_BYTES", 1024)
+    seen: list[tuple[int, int]] = []
+    real = digests._read_into
+
+    def read(f: Any, buf: bytearray) -> int:
+        got = real(f, buf)
+        seen.append((len(buf), got))
+        return got
+
+    monkeypatch.setattr(digests, "_read_into", read)
+    for size, pieces in ((10, [(1024, 10), (1024, 0)]), (3000, [(3001, 3000), (3001, 0)]),
+                         (20000, [(8192, 8192), (8192, 8192), (8192, 3616), (8192, 0)])):
+        f = tmp_path / f"f{size}"
+        f.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+        seen.clear()
+        got = stable_file_digests(f, sha256_only)
+        assert got.hexdigests == (sha(f.read_bytes()),) and got.size == size
+        assert seen == pieces
