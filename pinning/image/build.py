@@ -1,7 +1,8 @@
 """One whole build on a Docker Engine: :func:`pull_base` pulls the base by digest (with the
 Docker config's login, :func:`pinning.oci.auth.engine_auth`), :func:`check_base_python`
 checks its Python against the lock's wheels, and :func:`build_once` runs plan, pull, render,
-build (:mod:`pinning.image.engine`), export, normalisation (:mod:`pinning.image.assemble`)
+build (:mod:`pinning.image.engine`), export of the layers the build added
+(:func:`added_layers`), normalisation (:mod:`pinning.image.assemble`)
 and compression in one go (no push). The Docker SDK is imported inside the functions so that
 ``pin --help`` stays fast. Every failure is a :class:`~pinning.errors.BuildError` (exit 8),
 or :class:`~pinning.errors.GuardRefused` (exit 10) when the in-build guard stops a step.
@@ -17,6 +18,7 @@ from typing import Any
 from pinning.errors import BuildError
 from pinning.image.assemble import assemble
 from pinning.image.engine import build_tag, engine_build, engine_errors, export_layers
+from pinning.image.layerdirs import local_layers
 from pinning.image.plan import BuildPlan, plan_build, render_context
 from pinning.lockfile.models import Lockfile
 from pinning.oci.auth import engine_auth
@@ -155,8 +157,7 @@ def build_once(client: Any, lock: Lockfile, base_ref: str, wheelhouse: Path, *,
         ctx = render_context(plan, wheelhouse, Path(tmp))
         image_id = engine_build(client, ctx, tag=build_tag(plan.input_hash), nocache=nocache,
                                 progress=log)
-    layers = export_layers(client, image_id, skip=base_skip(client, image_id, base),
-                           progress=progress)
+    layers = added_layers(client, image_id, base, progress=progress)
     docs = assemble(plan, layers, base, progress=progress, jobs=jobs)
     return Built(plan=plan, docs=docs, image_id=image_id)
 
@@ -201,6 +202,24 @@ def check_base_python(client: Any, image: Any, lock: Lockfile, base_ref: str) ->
             f"for Python {lock.python.version} ([python] version).",
             hint=f"Resolve them again for the base: pin lock packages LOCK --python-version "
                  f"{found}; or build on a base with Python {lock.python.version}.")
+
+
+def added_layers(client: Any, image_id: str, base: ImageDocs, *,
+                 progress: Progress = NULL_PROGRESS) -> list[bytes | None]:
+    """The engine image's uncompressed layer tars, bottom first, the base's ``None`` when
+    the image starts with the base's diff IDs (never exported: the registry has them).
+    Only the layers the build added are read, from the engine's layer store
+    (:func:`~pinning.image.layerdirs.local_layers`) when it is readable here, else the
+    whole image is exported with ``docker save`` (:func:`export_layers`), passing over the
+    base's. ``progress`` gets one ``export`` task (bytes). Raises :class:`BuildError` as
+    :func:`export_layers` and :func:`base_skip` do.
+    """
+    skip = base_skip(client, image_id, base)
+    if skip:
+        local = local_layers(client, image_id, len(base.layers), progress=progress)
+        if local is not None:
+            return local
+    return export_layers(client, image_id, skip=skip, progress=progress)
 
 
 def base_skip(client: Any, image_id: str, base: ImageDocs) -> set[str]:
