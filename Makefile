@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install wheelhouse sdists torchenv vllmenv demo test unit smoke lint docs bench schemas lockfiles matrix-data audit-data clean
+.PHONY: install image wheelhouse sdists torchenv vllmenv demo test unit smoke lint docs bench schemas lockfiles matrix-data audit-data clean
 
 install: $(STAMP)
 
@@ -50,6 +50,16 @@ demo: install
 	$(BIN)/pin audit examples/cuda-project --gpu mi300x --format json -o demo-out/audit.json >/dev/null; test $$? -eq 11
 	$(BIN)/pin report --lock demo-out/mi300x.lock --audit demo-out/audit.json \
 	  --accept demo-out/accepted.json --format md -o - | grep '^>'
+
+# pin's own image (deploy/image/Dockerfile: pin[serve]) built by pin's build path with the network
+# off, pushed to REGISTRY (HOST[:PORT]) with the same digest on every run; the reference is
+# written into the kustomizations (deploy/kubernetes/README.md). Needs the engine (DOCKER_HOST).
+REGISTRY ?=
+image: install
+	@test -n "$(REGISTRY)" || { echo 'make image REGISTRY=HOST[:PORT]' >&2; exit 2; }
+	$(BIN)/python deploy/image/build.py --registry $(REGISTRY) \
+	  --kustomization deploy/kubernetes/kustomization.yaml \
+	  --kustomization deploy/kubernetes/serve/kustomization.yaml
 
 # Real PyPI wheels the image-build tests install (pure Python, any platform).
 WHEELHOUSE := .wheelhouse
@@ -105,7 +115,7 @@ smoke: install
 
 # ruff, mypy (strict) and the layer contract ([tool.importlinter] in pyproject.toml).
 lint: install
-	$(BIN)/ruff check pinning tests bench
+	$(BIN)/ruff check pinning tests bench deploy/image
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

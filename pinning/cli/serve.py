@@ -81,6 +81,78 @@ def serve(ctx: click.Context, db: str | None, host: str | None, port: int | None
     run(settings)
 
 
+@serve.command("migrate")
+@click.option("--db", metavar="URL", help=_DB_HELP)
+@click.option("--config", metavar="FILE", callback=path_given, help=_CONFIG_HELP)
+@click.option("--check", is_flag=True,
+              help="Change nothing: exit 0 when the database is at this pin's revision, "
+                   "else 2.")
+@click.option("--wait", "wait_s", type=click.FloatRange(0), default=0.0, show_default=True,
+              metavar="SECONDS",
+              help="With --check: keep checking every 5 s for this long (a pod waiting for "
+                   "the migration Job).")
+def serve_migrate(db: str | None, config: str | None, check: bool, wait_s: float) -> None:
+    """Bring the service's database to the schema revision this pin ships (Alembic's
+    migrations inside pin), or with --check say whether it is there.
+
+    \b
+      pin serve migrate --db postgresql://pin@db/pin          # once, before a rollout
+      pin serve migrate --db ... --check --wait 600           # a pod's init container
+
+    Run it once before starting a new pin version on a shared database (deploy/kubernetes:
+    the Job pin-serve-migrate; the pods' init container runs --check --wait). A database a
+    newer pin migrated is refused (exit 2). Safe to repeat: at the newest revision it
+    changes nothing.
+    """
+    from pinning.serve.storage.engine import default_url
+    from pinning.serve.storage.migrate import head, upgrade
+
+    url = _settings(config, db=db).db or default_url()
+    if not check:
+        upgrade(url)
+        click.echo(f"pin: database migrated to {_revision(url)}")
+        return
+    _wait_for(url, head(), wait_s)
+
+
+def _revision(url: str) -> str:
+    """The revision the database at ``url`` is at (``"not migrated"`` when none)."""
+    from pinning.serve.storage import Store
+
+    store = Store(url, migrate=False)
+    try:
+        return store.revision() or "not migrated"
+    finally:
+        store.close()
+
+
+def _wait_for(url: str, want: str, wait_s: float) -> None:
+    """Return once the database at ``url`` is at revision ``want``; check every 5 s for
+    ``wait_s`` seconds, then raise ``UsageError`` (exit 2) saying where it is.
+    """
+    import time
+
+    from pinning.errors import PinError
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            at = _revision(url)
+        except PinError as exc:
+            at = f"unreachable ({exc.message})"
+        if at == want:
+            click.echo(f"pin: database at {want}")
+            return
+        if time.monotonic() >= deadline:
+            state = at if at == "not migrated" or at.startswith("unreachable") else f"at {at}"
+            raise UsageError(
+                f"The database is {state}; this pin needs schema revision {want}.",
+                hint="Run `pin serve migrate` with this --db once (on Kubernetes: the Job "
+                     "pin-serve-migrate), then start pin serve.")
+        click.echo(f"pin: database {at}; waiting for the migration to {want}", err=True)
+        time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+
+
 @serve.group("token")
 def token() -> None:
     """Create, list and revoke the service's bearer tokens (stored hashed)."""

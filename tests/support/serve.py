@@ -133,3 +133,20 @@ def drifting(snapshot: dict[str, Any]) -> dict[str, Any]:
 def snapshot_bytes(snapshot: dict[str, Any]) -> bytes:
     """``snapshot`` as the JSON bytes a node posts."""
     return json.dumps(snapshot, indent=1).encode()
+
+
+def manifest_argv(manifest: str, container: str, db_url: str, **flags: str) -> list[str]:
+    """The command line a container of deploy/kubernetes/serve/``manifest`` runs, with
+    ``$(PIN_DB_URL)`` set to ``db_url`` and each ``--flag`` in ``flags`` (``wait="0"``) given
+    that value instead, as Kubernetes would expand it."""
+    import yaml
+
+    doc: dict[str, Any] = yaml.safe_load(
+        (ROOT / "deploy" / "kubernetes" / "serve" / manifest).read_text())
+    spec = doc["spec"]["template"]["spec"]
+    (c,) = [c for c in [*spec.get("initContainers", []), *spec["containers"]]
+            if c["name"] == container]
+    argv = [a.replace("$(PIN_DB_URL)", db_url) for a in [*c["command"], *c["args"]]]
+    for name, value in flags.items():
+        argv[argv.index(f"--{name}") + 1] = value
+    return argv

@@ -85,6 +85,13 @@ def upgrade(url: str, revision: str = "head") -> None:
         engine.dispose()
 
 
+def head() -> str:
+    """The newest revision this pin ships (what :func:`upgrade` brings a database to)."""
+    from alembic.script import ScriptDirectory
+
+    return str(ScriptDirectory(str(MIGRATIONS)).get_current_head())
+
+
 def current(engine: Engine) -> str | None:
     """The revision the database is at (``None``: never migrated)."""
     from alembic.runtime.migration import MigrationContext
