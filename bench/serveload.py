@@ -7,7 +7,9 @@ figure measures the server. Each client takes the next host of the JSON Lines fi
 the answer before its next one (a closed loop, as nodes report). Prints one JSON line:
 ``{"reports", "errors", "seconds", "per_s", "p50_ms", "p99_ms", "statuses"}``.
 
-Usage: ``python bench/serveload.py URL TOKEN HOSTS.tsv CLIENTS [GROUP]``
+Usage: ``python bench/serveload.py URL[,URL...] TOKEN HOSTS.tsv CLIENTS [GROUP]``: with
+several URLs (``pin serve`` processes sharing one database) client ``i`` talks to URL ``i mod
+n``, so the reports split evenly between them.
 """
 
 from __future__ import annotations
@@ -64,8 +66,10 @@ async def client(host: str, port: int, token: str, group: str,
 
 
 async def main(url: str, token: str, hosts_file: str, clients: int, group: str) -> None:
-    """Run ``clients`` clients over every host of ``hosts_file``; print the JSON line."""
-    parts = urlsplit(url)
+    """Run ``clients`` clients over every host of ``hosts_file`` (against the
+    comma-separated ``url`` list, client ``i`` on URL ``i mod n``); print the JSON line.
+    """
+    parts = [urlsplit(u) for u in url.split(",")]
     queue: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
     with open(hosts_file, "rb") as f:
         for line in f:
@@ -75,8 +79,9 @@ async def main(url: str, token: str, hosts_file: str, clients: int, group: str) 
     latencies: list[float] = []
     statuses: Counter[int] = Counter()
     t = time.perf_counter()
-    await asyncio.gather(*(client(parts.hostname or "127.0.0.1", parts.port or 80, token,
-                                  group, queue, latencies, statuses) for _ in range(clients)))
+    await asyncio.gather(*(client(p.hostname or "127.0.0.1", p.port or 80, token, group,
+                                  queue, latencies, statuses)
+                           for p in (parts[i % len(parts)] for i in range(clients))))
     seconds = time.perf_counter() - t
     ok = statuses.get(201, 0)
     print(json.dumps({

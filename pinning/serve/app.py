@@ -64,11 +64,12 @@ def create_app(store: Store, config: ServeConfig | None = None, *,
     from pinning.serve.assign import AssignmentCache
     from pinning.serve.auth import Authenticator
     from pinning.serve.config import ServeConfig
-    from pinning.serve.ingest import BatchWriter, Verifiers
+    from pinning.serve.ingest import PG_WRITERS, BatchWriter, Verifiers
 
     cfg = config or ServeConfig()
+    writers = PG_WRITERS if store.dialect == "postgresql" else 1
     svc = Service(store=store, config=cfg, auth=Authenticator(store),
-                  writer=BatchWriter(store), verifiers=Verifiers(store, matrix),
+                  writer=BatchWriter(store, writers=writers), verifiers=Verifiers(store, matrix),
                   assignments=AssignmentCache(store),
                   keys=load_keys(cfg))
 
@@ -79,17 +80,37 @@ def create_app(store: Store, config: ServeConfig | None = None, *,
         finally:
             svc.writer.close()
 
-    app = FastAPI(title="pin serve", version=__version__, description=API_DESCRIPTION,
+    app = _PinApp(title="pin serve", version=__version__, description=API_DESCRIPTION,
                   docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.pin = svc
     errors.install(app)
-    app.add_middleware(ReportFastPath)
+    app.fast = ReportFastPath(app.framework)
     for module in (locks, hosts, artefacts):
         app.include_router(module.router)
     _add_service_routes(app, svc)
     _include_dashboard(app, svc)
     _add_security_scheme(app)
     return app
+
+
+class _PinApp(FastAPI):
+    """FastAPI with :class:`~pinning.serve.api.fastpath.ReportFastPath` in front of its whole
+    middleware stack: a report never passes FastAPI's own middlewares (error catching,
+    telemetry, body limit), which cost about 35 us of a report's CPU (cProfile of
+    bench/bench_serve.py's PostgreSQL load, 2026-12-05); the fast path answers its own
+    errors. Every other request goes to FastAPI unchanged.
+    """
+
+    fast: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Every request passes the fast path first (it sets what Starlette sets)."""
+        scope["app"] = self
+        await self.fast(scope, receive, send)
+
+    async def framework(self, scope: Any, receive: Any, send: Any) -> None:
+        """FastAPI's own handling of a request (what the fast path passes on)."""
+        await super().__call__(scope, receive, send)
 
 
 def _add_service_routes(app: FastAPI, svc: Any) -> None:

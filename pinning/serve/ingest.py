@@ -3,21 +3,26 @@
 :class:`Verifiers` keeps one :class:`~pinning.fleet.batch.FleetVerifier` per lock hash (the
 32 most recently used), so what depends on the lock alone is worked out once per lock, and
 remembers the outcome of snapshot bytes it has seen (hosts of one fleet mostly post equal
-snapshots). :class:`BatchWriter` stores reports from one daemon thread: every report queued
+snapshots). :class:`BatchWriter` stores reports from daemon threads: every report queued
 while a commit runs joins the next one (up to ``max_batch``), so a thousand reports a second
 cost a few dozen transactions, and each report's future resolves only after the commit that
-stored it (an acknowledged report is durable).
+stored it (an acknowledged report is durable); a batch wakes the event loop once, not once
+per report. On PostgreSQL :data:`PG_WRITERS` threads commit side by side: with one, every
+report waited for the commit before it (its flush included) and the service stayed at about
+1,400 reports/s whatever its CPU (bench/bench_serve.py, 2026-12-05); PostgreSQL flushes
+concurrent commits together. SQLite takes one writer at a time, so it keeps one thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import queue
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pinning.errors import UsageError
 from pinning.serve.storage.records import GPU_LEN
@@ -35,36 +40,46 @@ VERIFIERS = 32
 MEMO_LIMIT = 65536
 #: Reports committed together at most.
 MAX_BATCH = 256
+#: Writer threads (transactions in flight at once) on PostgreSQL: one transaction runs while
+#: another waits for its flush. Four gave the same reports/s as two on this project's 2-core
+#: machine with more CPU per report (smaller batches: 105 against 75 us in the writers,
+#: 2026-12-05), so two.
+PG_WRITERS = 2
 
 _STOP = object()
 
 
 class BatchWriter:
     """Stores :class:`~pinning.serve.storage.records.NewReport` records with
-    :meth:`Store.add_reports` from a daemon thread, up to ``max_batch`` per transaction.
+    :meth:`Store.add_reports` from ``writers`` daemon threads (transactions in flight at
+    once), up to ``max_batch`` reports per transaction.
 
     :meth:`submit` returns a :class:`~concurrent.futures.Future` resolved with the report's
     id after the commit that stored it; when that batch fails, every future of the batch
     fails with the exception (nothing of it is stored) and the writer goes on. A report
     whose future was cancelled before its batch started is not stored. :meth:`close`
-    stores everything queued, then stops the thread. Thread-safe.
+    stores everything queued, then stops the threads. Thread-safe. Raises ``UsageError``
+    (exit 2) when ``max_batch`` or ``writers`` is under 1.
     """
 
-    def __init__(self, store: Store, max_batch: int = MAX_BATCH) -> None:
-        if max_batch < 1:
-            raise UsageError(f"BatchWriter max_batch {max_batch} must be at least 1.")
+    def __init__(self, store: Store, max_batch: int = MAX_BATCH, *, writers: int = 1) -> None:
+        if max_batch < 1 or writers < 1:
+            raise UsageError(f"BatchWriter max_batch {max_batch} and writers {writers} must "
+                             "be at least 1.")
         self.store, self.max_batch = store, max_batch
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._closed = False
         self._guard = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="pin-serve-writer", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._run, name=f"pin-serve-writer-{n}",
+                                          daemon=True) for n in range(writers)]
+        for thread in self._threads:
+            thread.start()
 
-    def submit(self, report: NewReport) -> Future[int]:
-        """Queue ``report``; its future resolves with the stored id once committed. Raises
-        ``UsageError`` (exit 2) at once when the store would refuse the report
-        (:meth:`NewReport.problem`, so one bad report cannot fail a batch), and after
-        :meth:`close`.
+    def submit(self, report: NewReport, *, waiter: Waiter | None = None) -> Future[int]:
+        """Queue ``report``; its future resolves with the stored id once committed (and
+        ``waiter``'s asyncio future, from its loop). Raises ``UsageError`` (exit 2) at once
+        when the store would refuse the report (:meth:`NewReport.problem`, so one bad report
+        cannot fail a batch), and after :meth:`close`.
         """
         why = report.problem()
         if why:
@@ -74,38 +89,51 @@ class BatchWriter:
             if self._closed:
                 raise UsageError("The report writer is closed; the report was not stored.",
                                  hint="The service is stopping; send the report again.")
-            self._queue.put((report, future))
+            self._queue.put((report, future, waiter))
         return future
 
     async def write(self, report: NewReport) -> int:
         """:meth:`submit` ``report`` and wait, without blocking the event loop, until it is
-        committed; its id. Raises what the batch's commit raised.
+        committed; its id. Raises what the batch's commit raised. A batch wakes the loop
+        once for all its reports (one ``call_soon_threadsafe``, not one per report); a wait
+        cancelled before the report's batch started leaves it unstored.
         """
-        return await asyncio.wrap_future(self.submit(report))
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[int] = loop.create_future()
+        future = self.submit(report, waiter=(loop, done))
+        try:
+            return await done
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
 
     def close(self, timeout_s: float | None = None) -> None:
-        """Store every queued report, then stop the thread (waits up to ``timeout_s``
-        seconds, ``None``: as long as it takes). Further :meth:`submit` calls fail.
+        """Store every queued report, then stop the threads (waits up to ``timeout_s``
+        seconds for each, ``None``: as long as it takes). Further :meth:`submit` calls fail.
         """
         with self._guard:
             if not self._closed:
                 self._closed = True
-                self._queue.put(_STOP)
-        self._thread.join(timeout_s)
+                for _ in self._threads:
+                    self._queue.put(_STOP)
+        for thread in self._threads:
+            thread.join(timeout_s)
 
     def _run(self) -> None:
-        """The writer thread: take what is queued (blocking for the first), commit it."""
+        """A writer thread: take what is queued (blocking for the first), commit it; stop
+        at the first stop mark it takes (one is queued per thread).
+        """
         stop = False
         while not stop:
-            batch: list[tuple[NewReport, Future[int]]] = []
+            batch: list[_Item] = []
             item = self._queue.get()
             while True:
                 if item is _STOP:
                     stop = True
                     break
-                report, future = cast("tuple[NewReport, Future[int]]", item)
-                if future.set_running_or_notify_cancel():
-                    batch.append((report, future))
+                entry = cast("_Item", item)
+                if entry[1].set_running_or_notify_cancel():
+                    batch.append(entry)
                 if len(batch) >= self.max_batch:
                     break
                 try:
@@ -115,22 +143,50 @@ class BatchWriter:
             if batch:
                 self._commit(batch)
 
-    def _commit(self, batch: list[tuple[NewReport, Future[int]]]) -> None:
+    def _commit(self, batch: list[_Item]) -> None:
         """Store ``batch`` in one transaction and resolve (or fail) its futures. When the
         transaction fails, each report is tried again alone, so a report the database
         refuses fails only its own request, never the others committed with it.
         """
         try:
-            ids = self.store.add_reports([r for r, _ in batch])
+            ids: list[int | BaseException] = list(
+                self.store.add_reports([r for r, _, _ in batch]))
         except BaseException as exc:  # the thread goes on
             if len(batch) > 1:
                 for one in batch:
                     self._commit([one])
                 return
-            batch[0][1].set_exception(exc)
-            return
-        for (_, future), rid in zip(batch, ids, strict=True):
-            future.set_result(rid)
+            ids = [exc]
+        wake: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[int], Any]]] = {}
+        for (_, future, waiter), rid in zip(batch, ids, strict=True):
+            if isinstance(rid, BaseException):
+                future.set_exception(rid)
+            else:
+                future.set_result(rid)
+            if waiter is not None:
+                wake.setdefault(waiter[0], []).append((waiter[1], rid))
+        for loop, settled in wake.items():
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+                loop.call_soon_threadsafe(_settle, settled)
+
+
+#: Where :meth:`BatchWriter.write` waits: its event loop and the asyncio future there.
+Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[int]"]
+#: A queued report, its future and its waiter.
+_Item = tuple["NewReport", Future[int], Waiter | None]
+
+
+def _settle(settled: list[tuple[asyncio.Future[int], Any]]) -> None:
+    """In the waiters' loop: give each asyncio future its id or exception (skipping one
+    whose wait was cancelled).
+    """
+    for done, rid in settled:
+        if done.done():
+            continue
+        if isinstance(rid, BaseException):
+            done.set_exception(rid)
+        else:
+            done.set_result(rid)
 
 
 class Verifiers:

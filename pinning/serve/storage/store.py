@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from pinning.errors import UsageError
+from pinning.serve.storage.batch import insert_reports
 from pinning.serve.storage.engine import create, database_error, default_url
 from pinning.serve.storage.fleet import FleetMixin
 from pinning.serve.storage.models import (
@@ -26,7 +27,7 @@ from pinning.serve.storage.models import (
     LockRow,
     TokenRow,
 )
-from pinning.serve.storage.queries import insert_ignore, insert_reports, utc
+from pinning.serve.storage.queries import insert_ignore, utc
 from pinning.serve.storage.records import (
     ArtefactInfo,
     LockInfo,
