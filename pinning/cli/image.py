@@ -241,11 +241,12 @@ def _build_and_publish(engine: str | None, lock: Lockfile, base_ref: str, wheels
     ``engine`` and hand the result to ``publish_to``
     (which pushes it and records it in the lock, returning the pushed reference), while
     :func:`~pinning.image.leftovers.engine_leftovers` removes the build's images from the
-    engine afterwards (unless ``keep_image``). Raises ``BuildError`` (exit 8).
+    engine (unless ``keep_image``): the push needs only the layers already read, so the
+    removal runs in the background while it pushes. Raises ``BuildError`` (exit 8).
     """
     from pinning.image.build import build_once
     from pinning.image.engine import engine_client
-    from pinning.image.leftovers import engine_leftovers
+    from pinning.image.leftovers import clean_early, engine_leftovers
 
     client = engine_client(engine)
     with engine_leftovers(client, keep=keep_image, report=_report_engine) as made:
@@ -253,6 +254,7 @@ def _build_and_publish(engine: str | None, lock: Lockfile, base_ref: str, wheels
                            log=made.watch(log), progress=progress, ca_cert=ca)
         made.image_id = built.image_id
         end_log_line()
+        clean_early(client, made)
         return built, publish_to(built)
 
 

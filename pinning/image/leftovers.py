@@ -25,12 +25,15 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pinning.errors import BuildError
 from pinning.image.engine import build_tag, engine_errors
 from pinning.oci.documents import LOCK_LABEL
 from pinning.oci.text import clip_text
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 _STEP = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
 BUILD_TAG_PREFIX = "pin-build:"
@@ -149,13 +152,15 @@ def engine_images(client: Any) -> dict[str, EngineImage]:
 class Made:
     """What one build made on the engine, filled while it runs: the engine's images
     ``before`` it, the ``lines`` of its log, and once it returned its ``image_id``.
-    ``keep`` (``--keep-image``) leaves everything on the engine.
+    ``keep`` (``--keep-image``) leaves everything on the engine. ``early``: the removal
+    :func:`clean_early` started.
     """
 
     before: dict[str, EngineImage]
     keep: bool = False
     lines: list[str] = field(default_factory=list)
     image_id: str | None = None
+    early: Future[Cleanup] | None = None
 
     def watch(self, log: Callable[[str], None] | None) -> Callable[[str], None]:
         """A build log callback that records each line, then passes it on to ``log``."""
@@ -243,6 +248,25 @@ def _clean(client: Any, made: Made) -> Cleanup:
                                                + clip_text(str(exc), 300)),))
 
 
+def clean_early(client: Any, made: Made) -> None:
+    """Start removing what ``made`` records in a background thread, now that the build's
+    layers were read (the push needs nothing more of the engine);
+    :func:`engine_leftovers` waits for it on the way out instead of removing again. A
+    second call does nothing.
+    """
+    if made.early is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pin-cleanup")
+        made.early = pool.submit(_clean, client, made)
+        pool.shutdown(wait=False)
+
+
+def _finish(client: Any, made: Made) -> Cleanup:
+    """The removal :func:`clean_early` started, waited for, else :func:`_clean` now."""
+    return made.early.result() if made.early is not None else _clean(client, made)
+
+
 @contextmanager
 def engine_leftovers(client: Any, *, keep: bool = False,
                      report: Callable[[Cleanup], None] | None = None) -> Iterator[Made]:
@@ -263,9 +287,9 @@ def engine_leftovers(client: Any, *, keep: bool = False,
         yield made
     except Exception:
         if report is not None:
-            report(_clean(client, made))
+            report(_finish(client, made))
         raise
     if report is not None:
-        report(_clean(client, made))
+        report(_finish(client, made))
     else:
-        _clean(client, made)
+        _finish(client, made)
