@@ -1,49 +1,52 @@
-"""Benchmarks for issue 17 (printed, not asserted): medians of repeated runs, on one core.
+"""Benchmarks for `pin fleet verify` (issues 17 and 33; printed, not asserted).
 
-10,000 host snapshots generated from the recorded MI300X host (tests/support/fleetgen.py:
-most hosts unchanged, 30 % with one or two drifts, 10 % written as the probe envelope, 3
-broken), verified against its frozen lock:
+A realistic fleet (tests/support/fleetgen.py `realistic_hosts`): the recorded MI300X host
+grown to 8 GPUs and 300 Python packages (about 29 kB a snapshot), probed live, every
+snapshot distinct. What differs is what pin's snapshot format has per host: the GPUs' PCI
+addresses and every sysfs path naming them, and the probe root (`/` on the host, `/host`
+from the DaemonSet). pin's schema (pinning/probe/models.py) is strict and has no serial
+number, telemetry, uptime or host name field, so those cannot differ; the Python paths,
+ROCM_PATH and the model's location are the same on every host of one deployment. 30 % of
+hosts drifted (a firmware block, the PLDM bundle, the driver, kernel, ROCm, a package
+upgraded or removed, a behaviour variable; 64 drifted variants). The lock is frozen from
+one such host.
 
-- `pin fleet verify LOCK DIR` as a whole process, pinned to CPU 0 (target <= 10 s)
-- `pin fleet verify LOCK --from FILE.jsonl`, the same hosts as JSON Lines (target <= 10 s)
-- the per-host cost of the folder run, in ms (target <= 1 ms)
-- FleetVerifier in-process with identical snapshots verified again each time (memo off),
-  i.e. 10,000 distinct snapshots (target <= 10 s)
-- the old path: read_snapshot + verify() per host, on a sample, extrapolated to 10,000
+Each figure is the CPU time (user + system, `os.wait4` of the child) of a whole
+`pin fleet verify LOCK --from - -q` process on CPU 0, its snapshots piped in by this
+script (whose own CPU time is not counted); runs are interleaved (one host, distinct,
+identical, one host, ...) and the medians compared:
+
+- per-host CPU ms of a distinct snapshot (goal <= 0.15 ms) and of an identical one (every
+  host the same bytes): (run - one-host run) / hosts, so the start (imports, lock,
+  matrix) is not spread over the hosts
+- the 10,000-host CPU time of the distinct fleet, start included (goal < 1 s)
+- linear growth: per-host CPU at 100,000 hosts over that at 10,000 (goal <= 1.2x)
+- peak RSS (ru_maxrss) of the 100,000-host run, text and --format json (goal <= 100 MiB:
+  the output is streamed, only counts are kept)
 """
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Iterable
 from pathlib import Path
 
-from common import median_s, report
+from common import report
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pinning.fleet.batch import FleetVerifier, jsonl_inputs  # noqa: E402
-from pinning.guards import engine  # noqa: E402
-from pinning.lockfile.io import read_lock  # noqa: E402
-from pinning.matrix.load import load_matrix  # noqa: E402
-from pinning.probe.snapshot import read_snapshot  # noqa: E402
-from pinning.verify.report import verify  # noqa: E402
-from tests.support.fleetgen import (  # noqa: E402 - after the path tweak
-    base_snapshot,
-    generate,
-    write_folder,
-    write_jsonl,
-)
+from tests.support.fleetgen import host_text, realistic_base, realistic_hosts  # noqa: E402
 
-PIN = [str(Path(sys.executable).with_name("pin"))]
-HOST = ROOT / "tests/data/hosts/mi300x-rocm7.1"
-HOSTS = 10_000
-SAMPLE = 300  # hosts timed on the old path
+PIN = str(Path(sys.executable).with_name("pin"))
+SMALL, LARGE = 10_000, 100_000
+REPEATS = 3
 CPU = 0
 
 
@@ -52,79 +55,62 @@ def one_core() -> None:
     os.sched_setaffinity(0, {CPU})
 
 
-def run(*args: str) -> None:
-    subprocess.run([*PIN, *args], check=True, capture_output=True)
-
-
-def fleet_run(*args: str) -> None:
-    """`pin fleet verify ...` on CPU 0; exit 6 (some hosts drift) is the expected result."""
-    done = subprocess.run([*PIN, "fleet", "verify", *args, "-q"], capture_output=True,
-                          preexec_fn=one_core)
-    if done.returncode != 6:
-        raise SystemExit(f"pin fleet verify exited {done.returncode}: {done.stderr[-500:]!r}")
+def child(lock: str, lines: Iterable[str], *extra: str) -> tuple[float, float]:
+    """Run `pin fleet verify LOCK --from - -q` with ``lines`` on its standard input; its
+    CPU seconds and peak RSS in MiB. Exit 6 (some host drifts) or 0 is expected.
+    """
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([PIN, "fleet", "verify", lock, "--from", "-", "-q", *extra],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
+                                preexec_fn=one_core)
+        assert proc.stdin is not None
+        for line in lines:
+            proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0, 6):
+            err.seek(0)
+            raise SystemExit(f"pin fleet verify exited {proc.returncode}: {err.read()[-500:]!r}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
+    base = realistic_base()
+    one = host_text(json.dumps(base, separators=(",", ":")), 0, random.Random(1), 8)
     with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
-        lock = str(tmp / "pin.lock")
-        run("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.7", "--rocm", "7.1.1",
-            "-o", lock)
-        run("freeze", lock, "--root", str(HOST / "root"), "--replay",
-            str(HOST / "commands.toml"))
-        base = base_snapshot()
-        folder, lines = tmp / "snapshots", tmp / "fleet.jsonl"
-        write_folder(folder, generate(base, HOSTS, unreadable=3))
-        write_jsonl(lines, generate(base, HOSTS, unreadable=3))
-        fleet_run(lock, str(folder))  # warm the page cache
-        by_dir = median_s(lambda: fleet_run(lock, str(folder)), 5)
-        by_lines = median_s(lambda: fleet_run(lock, "--from", str(lines)), 5)
-
-        one_core()  # the in-process figures on CPU 0 too
-        lk, matrix = read_lock(Path(lock)), load_matrix()
-
-        def distinct() -> None:
-            verifier = FleetVerifier(lk, matrix, lock_name=lock, memo=False)
-            with lines.open("rb") as f:
-                verifier.run(jsonl_inputs(f, str(lines)))
-
-        no_memo = median_s(distinct, 3)
-        files = sorted(folder.glob("*.json"))[:: HOSTS // SAMPLE][:SAMPLE]
-        per_host = []
-        for _ in range(3):
-            t = time.perf_counter()
-            for path in files:
-                try:
-                    facts = read_snapshot(path)
-                except Exception:  # the broken ones: the old path stops there too
-                    continue
-                verify(lk, facts, matrix, lock_name=lock, host_name=path.stem)
-            per_host.append((time.perf_counter() - t) / len(files))
-        old = statistics.median(per_host) * HOSTS
-        before = []  # as before issue 17: verify() read the guard rules file on every call
-        for _ in range(3):
-            t = time.perf_counter()
-            for path in files[:100]:
-                try:
-                    facts = read_snapshot(path)
-                except Exception:
-                    continue
-                engine._SHIPPED = None
-                verify(lk, facts, matrix, lock_name=lock, host_name=path.stem)
-            before.append((time.perf_counter() - t) / 100)
-        older = statistics.median(before) * HOSTS
+        lock, host = f"{d}/pin.lock", f"{d}/host.json"
+        Path(host).write_text(one + "\n")
+        subprocess.run([PIN, "resolve", "--gpu", "mi300x", "--framework", "pytorch==2.7",
+                        "--rocm", "7.1.1", "-o", lock], check=True, capture_output=True)
+        subprocess.run([PIN, "freeze", lock, "--host", host], check=True, capture_output=True)
+        child(lock, [one] * 100)  # warm up
+        start, distinct, identical = [], [], []
+        for _ in range(REPEATS):  # interleaved
+            start.append(child(lock, [one])[0])
+            distinct.append(child(lock, realistic_hosts(base, SMALL))[0])
+            identical.append(child(lock, [one] * SMALL)[0])
+        first = statistics.median(start)
+        small = statistics.median(distinct)
+        same = statistics.median(identical)
+        large, rss_text = child(lock, realistic_hosts(base, LARGE))
+        _, rss_json = child(lock, realistic_hosts(base, LARGE), "--format", "json")
+    per_small = (small - first) / (SMALL - 1) * 1000
+    per_same = (same - first) / (SMALL - 1) * 1000
+    per_large = (large - first) / (LARGE - 1) * 1000
     results = {
-        "pin fleet verify 10k, folder, 1 core s": (by_dir, 10.0),
-        "pin fleet verify 10k, JSON Lines, 1 core s": (by_lines, 10.0),
-        "pin fleet verify per host (folder) ms": (by_dir / HOSTS * 1000, 1.0),
-        "FleetVerifier 10k all verified (memo off) s": (no_memo, 10.0),
-        "old: snapshot + verify() x 10k (extrapol.) s": (old, float("inf")),
-        "pre-#17: rules read per verify() x 10k s": (older, float("inf")),
+        "distinct snapshot, per host CPU ms": (per_small, 0.15),
+        "identical snapshot, per host CPU ms": (per_same, float("inf")),
+        "10k distinct hosts, CPU s (start included)": (small, 1.0),
+        "growth: per host at 100k / at 10k": (per_large / per_small, 1.2),
+        "100k hosts peak RSS MiB (text)": (rss_text, 100.0),
+        "100k hosts peak RSS MiB (--format json)": (rss_json, 100.0),
     }
     report(results)
-    print(f"old path / pin fleet verify (folder): {old / by_dir:.1f}x "
-          f"(pre-#17: {older / by_dir:.1f}x); per host {old / HOSTS * 1000:.2f} ms "
-          f"(pre-#17 {older / HOSTS * 1000:.2f} ms) -> {by_dir / HOSTS * 1000:.3f} ms")
+    print(f"distinct / identical per host: {per_small / per_same:.2f}x; start {first:.2f} s; "
+          f"runs (CPU s) one host {[round(x, 2) for x in start]}, "
+          f"distinct {[round(x, 2) for x in distinct]}, "
+          f"identical {[round(x, 2) for x in identical]}, 100k {large:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,29 @@
-"""``pin fleet verify``: many host snapshots against one lock, at once."""
+"""``pin fleet verify``: many host snapshots against one lock, at once, its output
+streamed (:mod:`pinning.cli.fleet_stream`).
+"""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Generator, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from pinning.cli.envelope import emit
+from pinning.cli.fleet_stream import LINE_DIGITS, JsonOut, TextOut
 from pinning.cli.options import cli_path, format_option, path_given
 from pinning.cli.progress import progress_for, quiet_option
-from pinning.errors import DriftError, ProbeError, UsageError
-from pinning.util.text import printable
+from pinning.errors import DriftError, InternalError, PinError, ProbeError, UsageError
+
+#: Bytes read from JSON Lines at a time (a snapshot line is tens of kB: fewer reads).
+READ_BUFFER = 1 << 16
 
 if TYPE_CHECKING:
-    from pinning.fleet.batch import FleetVerifier
-    from pinning.fleet.models import FleetReport
+    from pinning.fleet.batch import FleetTally, SnapshotInput
+    from pinning.fleet.models import FleetHost, FleetSummary
     from pinning.util.progress import Progress
 
 
@@ -52,12 +60,13 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
     With --from a host is named FILE:LINE. A snapshot that cannot be read is that host's
     `unreadable` result, naming the file and line; the others are still verified.
 
-    Text: one line per drifting or unreadable host (every host with -v), with pin's short
-    reason (`pin: <fact> <want>!=<have> (+N more)`, the reason a Slurm drain shows), then
-    a summary: how many hosts match, drift and are unreadable, and the most frequent
+    Output is streamed, each host as it is verified, so memory stays flat. Text: one
+    line per drifting or unreadable host (every host with -v), with pin's short reason
+    (`pin: <fact> <want>!=<have> (+N more)`, the reason a Slurm drain shows), then a
+    summary: how many hosts match, drift and are unreadable, and the most frequent
     reasons, by fact and by exact value. JSON: the envelope, its result is
-    schemas/fleet-report.schema.json. Progress goes to standard error (not with
-    --format json or -q).
+    schemas/fleet-report.schema.json, one host a line, with ok, exit-code and error
+    written last. Progress goes to standard error (not with --format json or -q).
 
     Exit 0 when every host matches; 6 when any host drifted (whatever else); 7 when none
     drifted but a snapshot could not be read; 5 for a bad lockfile; 2 for a usage error
@@ -69,7 +78,7 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
       pin fleet verify pin.lock --from fleet.jsonl --format json > fleet.json
       cat /srv/pin/*.jsonl | pin fleet verify pin.lock --from - --strict
     """
-    from pinning.fleet.batch import FleetVerifier
+    from pinning.fleet.batch import FleetTally, FleetVerifier
     from pinning.lockfile.io import read_lock
     from pinning.matrix.load import load_matrix
 
@@ -84,35 +93,115 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
     lock = read_lock(cli_path(lock_path))
     matrix = load_matrix(overlays)
     verifier = FleetVerifier(lock, matrix, lock_name=lock_path, strict=strict)
+    head = {"fleet-version": 1, "lock": lock_path, "lock-hash": lock.content_hash,
+            "strict": strict}
+    write = sys.stdout.write  # before progress starts: rich bars would take sys.stdout
+    tally = FleetTally()
+    with _progress(fmt, quiet) as progress:
+        source = _source(snapshot_dir, from_file)
+        hosts = verifier.stream(source.inputs, tally, progress, label=source.label,
+                                total=source.total)
+        out: TextOut | JsonOut = (
+            JsonOut(write, click.get_current_context(), "fleet verify", head)
+            if fmt == "json" else TextOut(write, source.width, verbose=verbose))
+        _write_all(hosts, tally, out, head, source.where)
+
+
+@contextmanager
+def _progress(fmt: str, quiet: bool) -> Iterator[Progress]:
+    """Progress on standard error (:func:`~pinning.cli.progress.progress_for`), as plain
+    lines rather than bars when standard output is a terminal too, so the streamed host
+    lines are not drawn over.
+    """
+    from pinning.cli.progress import LineProgress
+
+    if fmt != "json" and not quiet and sys.stdout.isatty() and sys.stderr.isatty():
+        yield LineProgress()
+        return
     with progress_for(fmt, quiet=quiet) as progress:
-        report, where = _run(verifier, snapshot_dir, from_file, progress)
-    if report.summary.total == 0:
+        yield progress
+
+
+def _write_all(hosts: Generator[FleetHost, None, None], tally: FleetTally, out: TextOut | JsonOut,
+               head: dict[str, Any], where: str) -> None:
+    """Write each of ``hosts`` to ``out`` as it comes, then the summary; raise the error
+    the run ends with (:func:`_exit_error`), or the one that cut it short after the output
+    was closed (a streamed JSON document is always whole).
+    """
+    try:
+        with closing(hosts):
+            for h in hosts:
+                out.host(h)
+    except BrokenPipeError:
+        raise
+    except PinError as err:
+        out.end(head, tally.summary(), err, complete=False)
+        raise
+    except Exception as exc:  # a bug: close the document, then report it as pin does
+        bug = InternalError(f"unexpected {type(exc).__name__}: {exc}")
+        out.end(head, tally.summary(), bug, complete=False)
+        raise bug from exc
+    summary = tally.summary()
+    if summary.total == 0:
         raise UsageError(f"{where}: no snapshot in it.",
                          hint="Write one per line with `pin probe --format json | jq -c "
                               ".result >> FILE.jsonl` on each host.")
-    if fmt == "json":
-        emit(report.model_dump(mode="json", by_alias=True, exclude_none=True),
-             ascii_only=False)
-    else:
-        click.echo(fleet_text(report, verbose=verbose))
-    _exit_for(report)
+    error = _exit_error(head["lock"], summary)
+    out.end(head, summary, error)
+    if error is not None:
+        raise error
 
 
-def _run(verifier: FleetVerifier, snapshot_dir: str | None, from_file: str | None,
-         progress: Progress) -> tuple[FleetReport, str]:
-    """Run ``verifier`` over the snapshots of ``snapshot_dir`` or the JSON Lines
-    ``from_file``; the report and the input's name for messages.
+@dataclass(frozen=True)
+class _Source:
+    """The snapshots to verify: ``inputs`` (streamed), the progress ``label`` and
+    ``total`` bytes (when known), the host column's starting ``width`` and the input's
+    name for messages (``where``).
     """
-    from pinning.fleet.batch import folder_files, folder_inputs
+
+    inputs: Iterator[SnapshotInput]
+    label: str
+    total: int | None
+    width: int
+    where: str
+
+
+def _source(snapshot_dir: str | None, from_file: str | None) -> _Source:
+    """The snapshots of ``snapshot_dir`` or the JSON Lines ``from_file`` (``-``: standard
+    input). Raises :class:`~pinning.errors.UsageError` (exit 2) naming the folder or file
+    when it cannot be listed or opened (a folder is given as SNAPSHOT_DIR instead).
+    """
+    from pinning.fleet.batch import folder_files, folder_inputs, host_name
 
     if snapshot_dir is not None:
         files = folder_files(cli_path(snapshot_dir))
-        total = sum(_size(f) for f in files)
-        report = verifier.run(folder_inputs(files), progress,
-                              label=f"verify {len(files)} snapshots", total=total)
-        return report, f"SNAPSHOT_DIR {snapshot_dir}"
+        return _Source(folder_inputs(files), f"verify {len(files)} snapshots",
+                       sum(_size(f) for f in files),
+                       max((len(host_name(f)) for f in files), default=4),
+                       f"SNAPSHOT_DIR {snapshot_dir}")
     assert from_file is not None
-    return _from_jsonl(verifier, from_file, progress), f"--from {from_file}"
+    if from_file == "-":  # its own buffer: snapshots are tens of kB, sys.stdin's is 8 kB
+        stdin = open(sys.stdin.fileno(), "rb", buffering=READ_BUFFER, closefd=False)  # noqa: SIM115
+        return _Source(_closing_lines(stdin, "stdin"), "verify standard input", None,
+                       len("stdin:") + LINE_DIGITS, "--from -")
+    path = cli_path(from_file)
+    try:
+        handle = path.open("rb", buffering=READ_BUFFER)
+    except OSError as exc:
+        raise UsageError(f"--from {from_file}: cannot be read ({exc.strerror or exc}).",
+                         hint="Name a JSON Lines file with one snapshot per line, or give a "
+                              "folder of snapshots as SNAPSHOT_DIR.") from exc
+    total = _size(path) if path.is_file() else None
+    return _Source(_closing_lines(handle, from_file), f"verify {from_file}", total,
+                   len(from_file) + 1 + LINE_DIGITS, f"--from {from_file}")
+
+
+def _closing_lines(handle: IO[bytes], label: str) -> Iterator[SnapshotInput]:
+    """:func:`~pinning.fleet.batch.jsonl_inputs` of ``handle``, closing it when done."""
+    from pinning.fleet.batch import jsonl_inputs
+
+    with handle:
+        yield from jsonl_inputs(handle, label)
 
 
 def _size(path: Path) -> int:
@@ -123,72 +212,20 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _from_jsonl(verifier: FleetVerifier, from_file: str, progress: Progress) -> FleetReport:
-    """Run ``verifier`` over the JSON Lines ``from_file`` (``-``: standard input), streamed.
-    Raises :class:`~pinning.errors.UsageError` (exit 2) naming it when it cannot be opened
-    (a folder is given as SNAPSHOT_DIR instead).
+def _exit_error(lock: str, s: FleetSummary) -> PinError | None:
+    """The error whose exit code the fleet's result calls for (6 drift, 7 only unreadable
+    snapshots); ``None`` when every host matches.
     """
-    import sys
-
-    from pinning.fleet.batch import jsonl_inputs
-
-    if from_file == "-":
-        stream = sys.stdin.buffer
-        return verifier.run(jsonl_inputs(stream, "stdin"), progress,
-                            label="verify standard input")
-    path = cli_path(from_file)
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise UsageError(f"--from {from_file}: cannot be read ({exc.strerror or exc}).",
-                         hint="Name a JSON Lines file with one snapshot per line, or give a "
-                              "folder of snapshots as SNAPSHOT_DIR.") from exc
-    with handle:
-        total = _size(path) if path.is_file() else None
-        return verifier.run(jsonl_inputs(handle, from_file), progress,
-                            label=f"verify {from_file}", total=total)
-
-
-def fleet_text(report: FleetReport, *, verbose: bool = False) -> str:
-    """The text output: a line per drifting or unreadable host (every host when
-    ``verbose``), then the summary and the most frequent reasons.
-    """
-    lines: list[str] = []
-    width = max((len(h.name) for h in report.hosts), default=4)
-    for h in report.hosts:
-        if h.result == "match" and not verbose:
-            continue
-        reason = h.reason or ""
-        lines.append(printable(f"{h.name:<{width}}  {h.result.upper():<10}  {reason}".rstrip(),
-                               newlines=False))
-    s = report.summary
-    lines.append(f"pin fleet verify {printable(report.lock, newlines=False)} "
-                 f"({report.lock_hash[:19]}): {s.total} host(s): {s.match} match, "
-                 f"{s.drift} drift, {s.unreadable} unreadable"
-                 + (" (strict)" if report.strict else "") + ".")
-    if s.top_facts:
-        lines.append("Top drifting facts: " + ", ".join(
-            f"{printable(r.reason, newlines=False)} ({r.hosts})" for r in s.top_facts[:5]))
-        lines.append("Top reasons:")
-        lines += [f"  {r.hosts:>6}  {printable(r.reason, newlines=False)}"
-                  for r in s.top_reasons[:5]]
-    return "\n".join(lines)
-
-
-def _exit_for(report: FleetReport) -> None:
-    """Raise the error whose exit code the fleet's result calls for (6 drift, 7 only
-    unreadable snapshots); nothing when every host matches.
-    """
-    s = report.summary
     if s.drift:
-        raise DriftError(
-            f"{s.drift} of {s.total} host(s) drifted from {report.lock}"
+        return DriftError(
+            f"{s.drift} of {s.total} host(s) drifted from {lock}"
             + (f"; {s.unreadable} snapshot(s) could not be read" if s.unreadable else "") + ".",
             hint="Take the drifting hosts out of service (pin slurm healthcheck drains a "
                  "Slurm node) and bring them back to the lock, or re-freeze the lock from "
                  "a validated host.")
     if s.unreadable:
-        raise ProbeError(
+        return ProbeError(
             f"{s.unreadable} of {s.total} snapshot(s) could not be read; the others match "
-            f"{report.lock}.",
+            f"{lock}.",
             hint="Write fresh snapshots with `pin probe -o FILE` on those hosts.")
+    return None

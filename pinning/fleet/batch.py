@@ -8,13 +8,17 @@ the lock's rows, source texts and runtime contexts live in one shared
 distinct environment view (they see a host only through
 :func:`~pinning.guards.view.view_from_facts` and its GPU products, and hosts of one fleet
 mostly share it). Snapshots whose bytes are identical are verified once: the result is
-a pure function of the bytes. Every shortcut gives exactly the findings ``verify`` gives
+a pure function of the bytes, and so are snapshots equal but for the GPUs' PCI
+addresses (:mod:`pinning.fleet.shape`: a fleet's hosts differ in little else). Every
+shortcut gives exactly the findings ``verify`` gives
 (``tests/unit/fleet/test_batch.py`` compares them on varied snapshots).
 
 Snapshots come from a folder (``*.json``, sorted by name; each a ``pin probe -o`` snapshot
-or its ``--format json`` envelope) or JSON Lines (one per line), and are streamed: only
-each host's result, reasons and counts are kept. A snapshot that cannot be read is that
-host's ``unreadable`` result, naming the file and line, never the end of the run.
+or its ``--format json`` envelope) or JSON Lines (one per line), and are streamed:
+:meth:`FleetVerifier.stream` yields each host's result as it is verified and keeps only
+the counts the summary needs (:class:`FleetTally`), so memory stays flat however many
+hosts come. A snapshot that cannot be read is that host's ``unreadable`` result, naming
+the file and line, never the end of the run.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -30,6 +34,7 @@ from typing import IO, Any, Literal
 from pinning.errors import ProbeError, UsageError
 from pinning.fleet.models import TOP, FleetHost, FleetReport, FleetSummary, ReasonCount
 from pinning.fleet.reason import drift_word, short_reason
+from pinning.fleet.shape import shape_key, shape_safe
 from pinning.guards.view import Finding
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
@@ -170,36 +175,39 @@ class FleetVerifier:
 
     def check(self, data: bytes, where: str) -> Outcome:
         """The :class:`Outcome` of the snapshot bytes ``data`` (named ``where`` in errors);
-        identical bytes are verified once. Raises :class:`~pinning.errors.ProbeError`
-        (exit 7) when ``data`` is not a valid snapshot.
+        snapshots of one shape (:func:`~pinning.fleet.shape.shape_key`: equal but for the
+        GPUs' PCI addresses), identical bytes among them, are verified once. Raises
+        :class:`~pinning.errors.ProbeError` (exit 7) when ``data`` is not a valid snapshot.
         """
-        key = hashlib.sha256(data).digest() if self.memo else b""
-        hit = self._seen.get(key) if self.memo else None
+        if not self.memo:
+            return self.outcome(parse_snapshot(data, where))
+        shape = shape_key(data)
+        hit = self._seen.get(shape) if shape is not None else None
         if hit is None:
-            hit = self.outcome(parse_snapshot(data, where))
-            if self.memo:
+            exact = b"=" + hashlib.sha256(data).digest()
+            hit = self._seen.get(exact)
+            if hit is None:
+                facts = parse_snapshot(data, where)
+                hit = self.outcome(facts)
                 if len(self._seen) >= MEMO_LIMIT:
                     self._seen.clear()
-                self._seen[key] = hit
+                self._seen[shape if shape is not None and shape_safe(facts) else exact] = hit
         return hit
 
-    def run(self, inputs: Iterable[SnapshotInput], progress: Progress = NULL_PROGRESS, *,
-            label: str = "verify snapshots", total: int | None = None) -> FleetReport:
-        """Verify every snapshot of ``inputs`` in order and return the
-        :class:`~pinning.fleet.models.FleetReport`. ``progress`` gets one task named
-        ``label`` advanced by the bytes read (``total``: all of them, when known).
+    def stream(self, inputs: Iterable[SnapshotInput], tally: FleetTally,
+               progress: Progress = NULL_PROGRESS, *, label: str = "verify snapshots",
+               total: int | None = None) -> Generator[FleetHost, None, None]:
+        """Verify every snapshot of ``inputs`` in order, yielding each host's
+        :class:`~pinning.fleet.models.FleetHost` as it is verified and counting it in
+        ``tally`` (nothing else is kept). ``progress`` gets one task named ``label``
+        advanced by the bytes read (``total``: all of them, when known). Raises what
+        ``inputs`` raises (:func:`jsonl_inputs`: :class:`~pinning.errors.UsageError`).
         """
-        hosts: list[FleetHost] = []
-        by_fact: Counter[str] = Counter()
-        by_word: Counter[str] = Counter()
-        tally: Counter[str] = Counter()
         task = progress.task(label, total)
         pending = 0
         try:
             for item in inputs:
-                host = self._host(item, by_fact, by_word)
-                tally[host.result] += 1
-                hosts.append(host)
+                yield self._host(item, tally)
                 pending += len(item.data or b"")
                 if pending >= 1 << 20:
                     task.advance(pending)
@@ -207,15 +215,24 @@ class FleetVerifier:
             task.advance(pending)
         finally:
             task.done()
-        summary = FleetSummary(
-            total=len(hosts), match=tally["match"], drift=tally["drift"],
-            unreadable=tally["unreadable"], top_facts=_top(by_fact), top_reasons=_top(by_word))
-        return FleetReport(lock=self.lock_name, lock_hash=self.lock.content_hash,
-                           strict=self.strict, hosts=hosts, summary=summary)
 
-    def _host(self, item: SnapshotInput, by_fact: Counter[str],
-              by_word: Counter[str]) -> FleetHost:
-        """The :class:`FleetHost` of one input, counting its drift reasons."""
+    def run(self, inputs: Iterable[SnapshotInput], progress: Progress = NULL_PROGRESS, *,
+            label: str = "verify snapshots", total: int | None = None) -> FleetReport:
+        """Verify every snapshot of ``inputs`` (as :meth:`stream`) and return the whole
+        :class:`~pinning.fleet.models.FleetReport`, every host held in memory (``pin fleet
+        verify`` streams instead).
+        """
+        tally = FleetTally()
+        hosts = list(self.stream(inputs, tally, progress, label=label, total=total))
+        return FleetReport(lock=self.lock_name, lock_hash=self.lock.content_hash,
+                           strict=self.strict, hosts=hosts, summary=tally.summary())
+
+    def _host(self, item: SnapshotInput, tally: FleetTally) -> FleetHost:
+        """The :class:`FleetHost` of one input, counted in ``tally`` (built without
+        validation: its fields come from an :class:`Outcome` or the input, valid by
+        construction; ``tests/unit/cli/test_fleet_cli.py`` checks streamed reports against
+        the schema).
+        """
         error = item.error
         if item.data is not None:
             where = item.file if item.line is None else f"{item.file} line {item.line}"
@@ -224,14 +241,39 @@ class FleetVerifier:
             except ProbeError as exc:
                 error = exc.message
             else:
-                by_fact.update(out.facts)
-                by_word.update(set(out.reasons))
-                return FleetHost(name=item.name, file=item.file, line=item.line,
-                                 result=out.result,
-                                 reason=out.reason, reasons=list(out.reasons),
-                                 counts=dict(out.counts))
-        return FleetHost(name=item.name, file=item.file, line=item.line, result="unreadable",
-                         reason=error or "no snapshot")
+                tally.count(out)
+                return FleetHost.model_construct(
+                    name=item.name, file=item.file, line=item.line, result=out.result,
+                    reason=out.reason, reasons=list(out.reasons), counts=dict(out.counts))
+        tally.results["unreadable"] += 1
+        return FleetHost.model_construct(
+            name=item.name, file=item.file, line=item.line, result="unreadable",
+            reason=error or "no snapshot", reasons=[], counts={})
+
+
+class FleetTally:
+    """What the summary of a streamed fleet needs, and nothing per host: the hosts by
+    result and by drift reason (memory grows with the distinct reasons, not the hosts).
+    """
+
+    def __init__(self) -> None:
+        self.results: Counter[str] = Counter()
+        self.by_fact: Counter[str] = Counter()
+        self.by_word: Counter[str] = Counter()
+
+    def count(self, out: Outcome) -> None:
+        """Count one verified host: its result, its drifting facts and words (each once)."""
+        self.results[out.result] += 1
+        if out.facts:
+            self.by_fact.update(out.facts)
+            self.by_word.update(set(out.reasons))
+
+    def summary(self) -> FleetSummary:
+        """The :class:`~pinning.fleet.models.FleetSummary` of the hosts counted so far."""
+        r = self.results
+        return FleetSummary(total=sum(r.values()), match=r["match"], drift=r["drift"],
+                            unreadable=r["unreadable"], top_facts=_top(self.by_fact),
+                            top_reasons=_top(self.by_word))
 
 
 def _top(counter: Counter[str]) -> list[ReasonCount]:
@@ -271,9 +313,7 @@ def folder_inputs(files: Iterable[Path]) -> Iterator[SnapshotInput]:
     time; the host name is the file's name without ``.json``.
     """
     for path in files:
-        # A name that is not UTF-8 (bytes kept as lone surrogates) is shown with backslash
-        # escapes: reports are strict JSON and UTF-8.
-        name = _readable(path.name.removesuffix(".json"))
+        name = host_name(path)
         try:
             data = read_regular_bytes(path, ProbeError, label=f"Host snapshot {path}",
                                       hint=HINT)
@@ -282,6 +322,14 @@ def folder_inputs(files: Iterable[Path]) -> Iterator[SnapshotInput]:
                                 error=_readable(exc.message))
         else:
             yield SnapshotInput(name=name, file=_readable(str(path)), line=None, data=data)
+
+
+def host_name(path: Path) -> str:
+    """The host named by the snapshot file ``path``: its name without ``.json``. A name
+    that is not UTF-8 (bytes kept as lone surrogates) is shown with backslash escapes:
+    reports are strict JSON and UTF-8.
+    """
+    return _readable(path.name.removesuffix(".json"))
 
 
 def _readable(text: str) -> str:

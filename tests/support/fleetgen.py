@@ -151,3 +151,80 @@ def write_jsonl(path: Path, hosts: Iterator[tuple[str, str]]) -> int:
             out.write(text + "\n")
             count += 1
     return count
+
+
+#: Per-host text of a realistic fleet (:func:`realistic_base`): markers replaced on every
+#: host (:func:`host_text`), so no two snapshots are byte-identical.
+_NOISE = "@BUS"
+_ROOT = "@ROOT"
+
+#: Where a fleet's snapshots say they were probed from: ``/`` by ``pin probe`` on the host,
+#: ``/host`` by the Kubernetes DaemonSet (``--root /host``); a fleet may mix both.
+PROBE_ROOTS = ("/", "/host")
+
+
+def realistic_base(gpus: int = 8, packages: int = 300) -> Snapshot:
+    """The recorded MI300X host grown to a production node, probed live: ``gpus`` GPUs
+    (copies of the recorded GPU 0, each with its own index and PCI address) and
+    ``packages`` Python distributions (the recorded ones plus synthetic
+    ``fleetgen-pkg-NNN`` at ``1.0.N``: test data, not real packages). Markers stand for
+    what differs from host to host (:func:`host_text`): each GPU's PCI address, and so
+    every sysfs path naming it (``pci-bus``, the ``source`` of memory and VBIOS readings,
+    ``firmware-source``), and the probe root.
+
+    What the snapshot format has per host, and so what a fleet's snapshots can differ in
+    without drift (pin's schema, :mod:`pinning.probe.models`, is strict: no serial
+    number, telemetry, uptime or host name field exists, so none is generated): where the
+    GPUs sit on the PCI bus and the paths that name them, and how the host was probed
+    (``probe.root``). The Python environment's paths, ``ROCM_PATH`` and the model's
+    location are per deployment, the same on every host of one; the run-scoped variables
+    (``HIP_VISIBLE_DEVICES``...) are those of the probe's own process.
+    """
+    base = base_snapshot()
+    base["probe"] = {"tool": base["probe"]["tool"], "root": _ROOT, "live": True}
+    gpu0 = base["gpus"][0]
+    old_bus = gpu0["pci-bus"]
+    out = []
+    for i in range(gpus):
+        text = json.dumps(gpu0).replace(old_bus, f"0000:{_NOISE}{i}:00.0")
+        gpu = json.loads(text)
+        gpu["index"] = i
+        out.append(gpu)
+    base["gpus"] = out
+    dists = base["python"]["distributions"]
+    extra = packages - len(dists)
+    dists += [{"name": f"fleetgen-pkg-{n:03d}", "version": f"1.0.{n}", "installer": "pip"}
+              for n in range(max(extra, 0))]
+    return base
+
+
+def host_text(text: str, i: int, rng: random.Random, gpus: int) -> str:
+    """``text`` (JSON of :func:`realistic_base`, drifted or not) as host ``i`` of a fleet
+    writes it: each GPU's PCI bus number drawn at random, host ``i``'s own bus for GPU 0
+    (so no two hosts of a fleet below 65,536 are alike), and one of :data:`PROBE_ROOTS`.
+    """
+    for g in range(gpus - 1, 0, -1):  # @BUS10 before @BUS1
+        text = text.replace(f"{_NOISE}{g}:00.0", f"{rng.randrange(256):02x}:00.0")
+    text = text.replace(_ROOT, rng.choice(PROBE_ROOTS))
+    return text.replace(f"0000:{_NOISE}0:00.0", f"{i >> 8 & 0xff:04x}:{i & 0xff:02x}:00.0")
+
+
+def realistic_hosts(base: Snapshot, n: int, *, seed: int = 17, drift: float = 0.3,
+                    pool: int = 64, gpus: int = 8) -> Iterator[str]:
+    """``n`` JSON Lines of a realistic fleet from :func:`realistic_base`, every snapshot
+    distinct (:func:`host_text`), a ``drift`` share carrying one or two of
+    :data:`DRIFTS` (taken from a pool of ``pool`` drifted variants, so generating a
+    hundred thousand hosts stays fast). Deterministic for ``seed``.
+    """
+    rng = random.Random(seed)
+    names = sorted(DRIFTS)
+    clean = json.dumps(base, separators=(",", ":"))
+    drifted = []
+    for _ in range(pool):
+        snap = copy.deepcopy(base)
+        for kind in rng.sample(names, rng.choice([1, 1, 1, 2])):
+            DRIFTS[kind](snap, rng)
+        drifted.append(json.dumps(snap, separators=(",", ":")))
+    for i in range(n):
+        text = rng.choice(drifted) if rng.random() < drift else clean
+        yield host_text(text, i, rng, gpus)
