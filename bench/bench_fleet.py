@@ -19,6 +19,9 @@ identical, one host, ...) and the medians compared:
 - per-host CPU ms of a distinct snapshot (goal <= 0.15 ms) and of an identical one (every
   host the same bytes): (run - one-host run) / hosts, so the start (imports, lock,
   matrix) is not spread over the hosts
+- per-host CPU ms of the full path: 2,000 hosts that each differ in a package version or
+  a variable (what verify reads), so none shares a verdict (goal 0.15 ms, printed to show
+  what a fleet that really differs costs)
 - the 10,000-host CPU time of the distinct fleet, start included (goal < 1 s)
 - linear growth: per-host CPU at 100,000 hosts over that at 10,000 (goal <= 1.2x)
 - peak RSS (ru_maxrss) of the 100,000-host run, text and --format json (goal <= 100 MiB:
@@ -36,6 +39,7 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from common import report
 
@@ -45,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 from tests.support.fleetgen import host_text, realistic_base, realistic_hosts  # noqa: E402
 
 PIN = str(Path(sys.executable).with_name("pin"))
-SMALL, LARGE = 10_000, 100_000
+SMALL, LARGE, FULL = 10_000, 100_000, 2_000
 REPEATS = 3
 CPU = 0
 
@@ -75,6 +79,28 @@ def child(lock: str, lines: Iterable[str], *extra: str) -> tuple[float, float]:
     return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+def full_path_hosts(base: dict[str, object], n: int) -> list[str]:
+    """``n`` snapshots that each differ from ``base`` in something verify reads: one
+    package's version (odd hosts) or one variable (even hosts: HIP_VISIBLE_DEVICES, run
+    scoped, or PYTORCH_TUNABLEOP_ENABLED, judged), GPU addresses per host: no two share a
+    shape, so every one takes the full path (parse, compare, rule findings).
+    """
+    import copy
+
+    rng = random.Random(5)
+    out = []
+    for i in range(n):
+        s: dict[str, Any] = copy.deepcopy(base)
+        dists = s["python"]["distributions"]
+        if i % 2:
+            dists[rng.randrange(len(dists))]["version"] += f".post{i}"
+        else:
+            s["environment"][rng.choice(["HIP_VISIBLE_DEVICES",
+                                         "PYTORCH_TUNABLEOP_ENABLED"])] = str(i)
+        out.append(host_text(json.dumps(s, separators=(",", ":")), i, rng, 8))
+    return out
+
+
 def main() -> None:
     base = realistic_base()
     one = host_text(json.dumps(base, separators=(",", ":")), 0, random.Random(1), 8)
@@ -93,14 +119,19 @@ def main() -> None:
         first = statistics.median(start)
         small = statistics.median(distinct)
         same = statistics.median(identical)
+        full = full_path_hosts(base, FULL)
+        full_runs = [child(lock, full)[0] for _ in range(REPEATS)]
         large, rss_text = child(lock, realistic_hosts(base, LARGE))
         _, rss_json = child(lock, realistic_hosts(base, LARGE), "--format", "json")
     per_small = (small - first) / (SMALL - 1) * 1000
     per_same = (same - first) / (SMALL - 1) * 1000
     per_large = (large - first) / (LARGE - 1) * 1000
+    per_full = (statistics.median(full_runs) - first) / FULL * 1000
     results = {
         "distinct snapshot, per host CPU ms": (per_small, 0.15),
         "identical snapshot, per host CPU ms": (per_same, float("inf")),
+        "full path (a package or variable differs on every host), per host CPU ms":
+            (per_full, 0.15),
         "10k distinct hosts, CPU s (start included)": (small, 1.0),
         "growth: per host at 100k / at 10k": (per_large / per_small, 1.2),
         "100k hosts peak RSS MiB (text)": (rss_text, 100.0),

@@ -51,6 +51,7 @@ from pinning.verify.report import (
     rule_findings,
     verify_findings,
 )
+from pinning.verify.rulekey import rule_key
 
 #: The most distinct environment views (and snapshot digests) remembered; past it the
 #: memory is cleared and filled again (results stay exact, only slower).
@@ -87,28 +88,6 @@ class Outcome:
     counts: tuple[tuple[str, int], ...]
 
 
-def view_key(facts: HostFacts) -> tuple[Any, ...]:
-    """Everything of ``facts`` that :func:`~pinning.verify.report.rule_findings` reads:
-    the fields :func:`~pinning.guards.view.view_from_facts` copies into the
-    :class:`~pinning.guards.view.EnvView`, and the GPU products. Two hosts with equal keys
-    get equal rule findings (a test checks that every ``EnvView`` field is covered).
-    """
-    torch = facts.python.torch
-    amd, nvidia = facts.amd, facts.nvidia
-    return (
-        tuple((g.vendor, g.name.value, g.pci_device_id,
-               g.gfx_target.value if g.gfx_target else None,
-               g.compute_capability.value if g.compute_capability else None, g.product)
-              for g in facts.gpus),
-        (torch.version, torch.kind, torch.cuda, torch.hip, torch.files_version)
-        if torch else None,
-        (nvidia.driver.value, bool(nvidia.cuda_compat)) if nvidia else None,
-        (amd.rocm.value, amd.driver.value, amd.driver_kind) if amd else None,
-        tuple((d.name, d.version, d.source) for d in facts.python.distributions),
-        tuple(facts.environment.items()),
-    )
-
-
 class FleetVerifier:
     """Verifies host snapshots against one ``lock`` (named ``lock_name``) with ``matrix``
     (load it once: :func:`~pinning.matrix.load.load_matrix`); ``strict`` as ``pin verify
@@ -126,12 +105,13 @@ class FleetVerifier:
 
     def _judge(self, lock: Lockfile, facts: HostFacts, matrix: Matrix, verbose: bool,
                device_strings: list[str] | None) -> tuple[list[Finding], int]:
-        """:func:`~pinning.verify.report.rule_findings`, remembered per :func:`view_key`
+        """:func:`~pinning.verify.report.rule_findings`, remembered per
+        :func:`~pinning.verify.rulekey.rule_key` (what the rules and checks read)
         (for this verifier's lock and matrix, not verbose, no audit).
         """
         if not self.views or verbose or device_strings is not None:
             return rule_findings(lock, facts, matrix, verbose, device_strings)
-        key = view_key(facts)
+        key = rule_key(facts)
         hit = self._rules.get(key)
         if hit is None:
             if len(self._rules) >= MEMO_LIMIT:

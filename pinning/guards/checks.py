@@ -11,15 +11,16 @@ package names, versions, variables and the vendor are data in ``rules.toml`` ins
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pinning.guards.matrix_checks import check_cuda_driver, check_gfx_targets, check_kmd
-from pinning.guards.view import EnvView, Finding
+from pinning.guards.view import EnvView, Finding, package_key
 from pinning.matrix.names import TRITON_DISTRIBUTIONS
-from pinning.util.versions import at_least, normalize_name
+from pinning.util.versions import at_least
 
 if TYPE_CHECKING:
     from pinning.matrix.load import Matrix
@@ -67,6 +68,34 @@ SOURCE_HSA_OVERRIDE = (
     f"{_GH}pytorch/pytorch/issues/164346; {_GH}ROCm/legacy-rocm-build/issues/2536; "
     f"{_GH}likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU/issues/37 "
     "(HSA_STATUS_ERROR_INVALID_ISA)")
+
+
+# Package names (PEP 503) the coded rules look for: JAX's ROCm plugin (CUDA runtime wheels:
+# :func:`_cuda_wheel`).
+_JAX_PLUGIN = re.compile(r"jax-rocm(\d+)-(plugin|pjrt)")
+
+#: What of a view's packages and environment the coded rules read (besides its GPUs, torch
+#: build, drivers and runtime): these PEP 503 names, those :func:`checked_package` accepts,
+#: these variables. A check that comes to read another package or variable must be named
+#: here: :func:`pinning.guards.engine.rule_reads` keys ``pin fleet verify``'s memory of
+#: rule findings on them (tests/unit/guards/test_rule_reads.py holds each check to it).
+CHECKED_NAMES = frozenset({"torch", "pytorch", "jax", "jaxlib", *TRITON_DISTRIBUTIONS})
+CHECKED_ENV = frozenset({"HSA_OVERRIDE_GFX_VERSION"})
+
+
+@functools.lru_cache(maxsize=8192)
+def _cuda_wheel(key: str) -> bool:
+    """Whether the PEP 503 name ``key`` is an NVIDIA CUDA runtime wheel (``nvidia-*-cu1N``);
+    remembered, as it is asked for every package of every host.
+    """
+    return re.fullmatch(r"nvidia-.*-cu1\d", key) is not None
+
+
+def checked_package(key: str) -> bool:
+    """Whether a coded rule reads the package whose PEP 503 name is ``key``: one of
+    :data:`CHECKED_NAMES`, a CUDA runtime wheel or a JAX ROCm plugin. Raises nothing.
+    """
+    return key in CHECKED_NAMES or _cuda_wheel(key) or _JAX_PLUGIN.fullmatch(key) is not None
 
 
 # --- the rules --------------------------------------------------------------------------------
@@ -121,8 +150,7 @@ def check_cuda_wheels(view: EnvView) -> list[Finding]:
     """
     if not view.amd or view.nvidia:
         return []
-    cu = sorted(p.name for p in view.packages
-                if re.fullmatch(r"nvidia-.*-cu1\d", normalize_name(p.name)))
+    cu = sorted(p.name for p in view.packages if _cuda_wheel(package_key(p.name)))
     if not cu:
         return []
     beside = f" beside torch {view.torch_version}" if view.torch_version else ""
@@ -138,7 +166,7 @@ def check_distributions(view: EnvView) -> list[Finding]:
     """
     out: list[Finding] = []
     torch_copies = sorted(
-        {(p.source, p.version) for p in view.packages if normalize_name(p.name) in
+        {(p.source, p.version) for p in view.packages if package_key(p.name) in
          ("torch", "pytorch")}
     )
     if len(torch_copies) > 1:
@@ -148,8 +176,8 @@ def check_distributions(view: EnvView) -> list[Finding]:
             severity="error", actual=listed, source=SOURCE_TWO_TORCH,
             message=f"More than one torch is installed ({listed}); which copy is imported "
                     "depends on path order. Remove all but one."))
-    tritons = sorted({(normalize_name(p.name), p.version) for p in view.packages
-                      if normalize_name(p.name) in TRITON_DISTRIBUTIONS})
+    tritons = sorted({(package_key(p.name), p.version) for p in view.packages
+                      if package_key(p.name) in TRITON_DISTRIBUTIONS})
     if len(tritons) > 1:
         listed = ", ".join(f"{n}=={v}" for n, v in tritons)
         out.append(Finding(
@@ -176,8 +204,10 @@ def _check_jax(view: EnvView) -> list[Finding]:
     versions: dict[str, str] = {}
     majors: set[str] = set()
     for p in view.packages:
-        name = normalize_name(p.name)
-        m = re.fullmatch(r"jax-rocm(\d+)-(plugin|pjrt)", name)
+        name = package_key(p.name)
+        if not name.startswith("jax"):
+            continue
+        m = _JAX_PLUGIN.fullmatch(name)
         if name in ("jax", "jaxlib") or m:
             versions[name] = p.version
         if m:

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pinning.guards.models import Conditions
 from pinning.guards.patterns import MAX_NAME_CHARS
-from pinning.guards.view import EnvView
-from pinning.util.versions import in_specifier, normalize_name
+from pinning.guards.view import EnvView, package_key
+from pinning.util.versions import in_specifier
 
 Status = Literal["failed", "passed", "skipped"]
 """A rule's outcome: ``failed`` (it fires), ``passed`` or ``skipped`` (a fact is unknown)."""
@@ -25,7 +25,9 @@ _Outcome = tuple[Status, str]
 
 @dataclass
 class GuardContext:
-    """Facts a rule may test; ``None`` = unknown (the rule is then skipped, with why)."""
+    """Facts a rule may test; ``None`` = unknown (the rule is then skipped, with why).
+    Read, never changed, while rules are judged: :meth:`installed` is worked out once.
+    """
 
     view: EnvView
     runtime_version: str | None = None
@@ -38,11 +40,16 @@ class GuardContext:
     platform: str | None = None
     gpu_ids: list[str] = field(default_factory=list)
     device_strings: list[str] | None = None
+    _installed: dict[str, str] | None = field(default=None, init=False, repr=False,
+                                              compare=False)
 
-
-def _installed(view: EnvView) -> dict[str, str]:
-    """Installed packages, PEP 503 name -> version."""
-    return {normalize_name(p.name): p.version for p in view.packages}
+    def installed(self) -> dict[str, str]:
+        """The view's installed packages, PEP 503 name -> version (the last listed wins),
+        built on first use: every package condition of every rule reads it. Raises nothing.
+        """
+        if self._installed is None:
+            self._installed = {package_key(p.name): p.version for p in self.view.packages}
+        return self._installed
 
 
 def _vendor(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
@@ -125,9 +132,9 @@ def _packages_known(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outco
 def _packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
     """Each named package is installed at a version in its specifier."""
     if c.packages is not None:
-        installed = _installed(ctx.view)
+        installed = ctx.installed()
         for name, spec in c.packages.items():
-            have = installed.get(normalize_name(name))
+            have = installed.get(package_key(name))
             if have is None:
                 return ("passed", f"{name} is not installed")
             ok = in_specifier(have, spec)
@@ -140,23 +147,23 @@ def _packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | N
 def _any_packages(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
     """At least one of the named packages is installed."""
     if c.any_packages is not None:
-        installed = _installed(ctx.view)
-        present = sorted(n for n in c.any_packages if normalize_name(n) in installed)
+        installed = ctx.installed()
+        present = sorted(n for n in c.any_packages if package_key(n) in installed)
         if not present:
             return ("passed", f"none of {', '.join(c.any_packages)} is installed")
-        held.append(", ".join(f"{n} {installed[normalize_name(n)]}" for n in present))
+        held.append(", ".join(f"{n} {installed[package_key(n)]}" for n in present))
     return None
 
 
 def _package_count(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outcome | None:
     """At least ``min`` of the named packages are installed."""
     if c.package_count is not None:
-        installed = _installed(ctx.view)
-        present = sorted(n for n in c.package_count.names if normalize_name(n) in installed)
+        installed = ctx.installed()
+        present = sorted(n for n in c.package_count.names if package_key(n) in installed)
         if len(present) < c.package_count.min:
             return ("passed", f"{len(present)} of {', '.join(c.package_count.names)} "
                                     "installed")
-        held.append(", ".join(f"{n} {installed[normalize_name(n)]}" for n in present))
+        held.append(", ".join(f"{n} {installed[package_key(n)]}" for n in present))
     return None
 
 
@@ -165,7 +172,7 @@ def _package_pattern(c: Conditions, ctx: GuardContext, held: list[str]) -> _Outc
     (whole name); the pattern passed :func:`pattern_problem` when the rules were loaded.
     """
     if c.package_pattern is not None:
-        installed = _installed(ctx.view)
+        installed = ctx.installed()
         pattern = re.compile(c.package_pattern)
         hits = sorted(n for n in installed if len(n) <= MAX_NAME_CHARS and pattern.fullmatch(n))
         if not hits:

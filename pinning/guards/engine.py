@@ -19,14 +19,14 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import ValidationError
 
 from pinning.errors import MatrixError
-from pinning.guards.checks import CODED_RULES
+from pinning.guards.checks import CHECKED_ENV, CODED_RULES, checked_package
 from pinning.guards.conditions import CONDITIONS, GuardContext, Status
 from pinning.guards.models import Rule, RuleFile
 from pinning.guards.patterns import pattern_problem
-from pinning.guards.view import Finding
+from pinning.guards.serving import FLASH_ATTENTION_TRITON
+from pinning.guards.view import Finding, package_key
 from pinning.util.files import read_toml
 from pinning.util.models import validation_summary
-from pinning.util.versions import normalize_name
 
 RULES_FILE = "rules.toml"
 
@@ -120,6 +120,7 @@ def evaluate(rule: Rule, ctx: GuardContext) -> GuardResult:
 
 def run_rules(rules: list[Rule], ctx: GuardContext, phase: str) -> list[GuardResult]:
     """Every rule acting in ``phase``, evaluated in file order."""
+    ctx = replace(ctx)  # its own memory of the installed packages (GuardContext.installed)
     return [evaluate(r, ctx) for r in rules if phase in r.phases]
 
 
@@ -138,9 +139,9 @@ def _coded(rule: Rule, ctx: GuardContext, held: list[str]) -> GuardResult:
         return GuardResult(rule=rule, status="skipped",
                            reason=f"{coded.needs_text(unknown)} not known")
     found = [f for f in coded.run(view) if f.code == rule.check]
-    covers = {normalize_name(n) for n in rule.when.any_packages or []}
+    covers = {package_key(n) for n in rule.when.any_packages or []}
     if covers:  # the entry covers only findings about the packages it names
-        found = [f for f in found if f.actual and normalize_name(f.actual) in covers]
+        found = [f for f in found if f.actual and package_key(f.actual) in covers]
     if not found:
         return GuardResult(rule=rule, status="passed", reason=f"{rule.check}: not found")
     held += [f.actual or f.fact for f in found]
@@ -173,3 +174,43 @@ def guard_findings(ctx: GuardContext, phase: str, rules: list[Rule] | None = Non
             message=f"{rule.title}: {res.reason}. {rule.why} {rule.remedy.text}",
             source=f"{rule.source} ({rule.date})"))
     return out
+
+
+@dataclass(frozen=True)
+class RuleReads:
+    """What of an environment's packages and variables some rule reads: the packages of
+    PEP 503 ``names`` and those the coded checks read
+    (:func:`~pinning.guards.checks.checked_package`), every package when ``all_packages``
+    (a rule has a ``package_pattern``), and the variables ``env``. Two views equal but
+    for packages and variables outside these (and in whether they list any package at
+    all) get the same findings from the rules and the coded checks.
+    """
+
+    names: frozenset[str]
+    env: frozenset[str]
+    all_packages: bool = False
+
+    def reads_package(self, key: str) -> bool:
+        """Whether some rule reads the package whose PEP 503 name is ``key``."""
+        return self.all_packages or key in self.names or checked_package(key)
+
+
+def rule_reads(rules: list[Rule]) -> RuleReads:
+    """The :class:`RuleReads` of ``rules`` (their ``packages``, ``any_packages``,
+    ``package_count`` names, ``package_pattern`` and ``env_set`` / ``env_unset``), of the
+    coded checks (:func:`~pinning.guards.checks.checked_package`,
+    :data:`~pinning.guards.checks.CHECKED_ENV`) and of
+    :func:`~pinning.guards.serving.with_lock_serving`. Raises nothing (the rules were
+    checked on load).
+    """
+    names: set[str] = set()
+    env = {*CHECKED_ENV, FLASH_ATTENTION_TRITON}
+    every = False
+    for rule in rules:
+        when = rule.when
+        names.update(package_key(n) for n in [*(when.packages or {}), *(when.any_packages or []),
+                                                *(when.package_count.names
+                                                  if when.package_count else [])])
+        every = every or when.package_pattern is not None  # any name may match it
+        env.update([*(when.env_set or []), *(when.env_unset or [])])
+    return RuleReads(names=frozenset(names), env=frozenset(env), all_packages=every)

@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 
 from pinning.errors import UsageError
 from pinning.guards.conditions import GuardContext
-from pinning.guards.view import ExtensionView, PackageView
+from pinning.guards.view import ExtensionView, PackageView, package_key
 from pinning.lockfile.models import Lockfile
 from pinning.lockfile.serving import TARGET_PATTERN, Extension, Serving
 from pinning.util.versions import normalize_name
@@ -44,6 +44,9 @@ ATTENTION_ALIASES: dict[str, str] = {
 """Spellings of the attention implementations, to one name each."""
 
 FLASH_ATTN_BACKENDS = ("ck", "triton")
+FLASH_ATTENTION_TRITON = "FLASH_ATTENTION_TRITON_AMD_ENABLE"
+"""The variable that picks FlashAttention's Triton backend on ROCm (``TRUE``): the one
+variable :func:`with_lock_serving` reads."""
 """FlashAttention's ROCm backends: Composable Kernel (default) and Triton
 (``FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE``); Dao-AILab/flash-attention@0251105:README.md."""
 
@@ -294,21 +297,22 @@ def with_lock_serving(ctx: GuardContext, lock: Lockfile, *,
     """
     view = ctx.view
     packages = list(view.packages)
-    have = {normalize_name(p.name) for p in packages}
     s = lock.serving
     extra: list[tuple[str, str]] = []
     if s is not None and s.attention in ATTENTION_DISTRIBUTIONS and s.attention_version:
         extra.append((ATTENTION_DISTRIBUTIONS[s.attention][0], s.attention_version))
     extra += [(e.name, e.version or "") for e in lock.extensions or []]
-    for name, version in extra if lock_packages else []:
-        if normalize_name(name) not in have:
-            packages.append(PackageView(name, version, source="lock"))
-            have.add(normalize_name(name))
+    if lock_packages and extra:
+        have = {package_key(p.name) for p in packages}
+        for name, version in extra:
+            if package_key(name) not in have:
+                packages.append(PackageView(name, version, source="lock"))
+                have.add(package_key(name))
     exts = [ExtensionView(e.name, e.version, e.targets) for e in lock.extensions or []]
     view = replace(view, packages=packages, extensions=view.extensions or exts)
     backend = s.attention_backend if s else None
     if backend is None and s is not None and s.attention == "flash-attn":
-        flag = view.environment.get("FLASH_ATTENTION_TRITON_AMD_ENABLE")
+        flag = view.environment.get(FLASH_ATTENTION_TRITON)
         backend = "triton" if flag is not None and flag.upper() == "TRUE" else None
     return replace(
         ctx, view=view,

@@ -8,10 +8,12 @@ the resolve-phase guards build: from probed :class:`~pinning.probe.models.HostFa
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from pinning.util.models import Strict
+from pinning.util.versions import normalize_name
 
 if TYPE_CHECKING:
     from pinning.probe.models import HostFacts
@@ -19,6 +21,18 @@ if TYPE_CHECKING:
 Status = Literal["match", "mismatch", "missing", "not-probed", "outside-validated", "not-locked",
                  "cannot-compare", "hazard"]
 Severity = Literal["error", "warning", "info"]
+
+
+@functools.lru_cache(maxsize=8192)
+def package_key(name: str) -> str:
+    """:func:`~pinning.util.versions.normalize_name` of a distribution ``name`` (PEP 503:
+    ``Pytorch_Triton.ROCm`` -> ``pytorch-triton-rocm``), remembered: the rules and the
+    package comparison ask it for every installed distribution of every host, and a
+    fleet's hosts share their names (a regular expression per call cost ~4,800 calls,
+    over 2 ms, per host of 300 packages). Raises nothing.
+    """
+    return normalize_name(name)
+
 
 class Finding(Strict):
     """One judged fact.

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pinning.errors import ProbeError, UsageError
-from pinning.probe.models import HostFacts, canonical_json
+from pinning.probe.models import Distribution, HostFacts, canonical_json
 from pinning.util.envelope import unwrap
 from pinning.util.files import atomic_write_bytes, is_stdio, read_regular_bytes, read_stdin_bytes
 from pinning.util.jsonread import load_json
@@ -105,8 +105,10 @@ def parse_snapshot(data_bytes: bytes, where: str) -> HostFacts:
         version_fields_problem(data, SNAPSHOT_VERSION_FIELDS)
     if problem:
         raise ProbeError(f"Host snapshot {where}: {problem}.", hint=hint)
+    known = _reuse_distributions(data)
     try:
         facts = HostFacts.model_validate(data, strict=True)
+        _remember_distributions(facts, known)
         if "gpus" not in data:  # valid, so an object; pin probe always writes the field
             raise ProbeError(f"Host snapshot {where}: gpus: field required (the GPUs the probe "
                              "saw, `[]` for none; without it the host would read as one with "
@@ -122,6 +124,57 @@ def parse_snapshot(data_bytes: bytes, where: str) -> HostFacts:
     except ValidationError as exc:
         raise ProbeError(f"Host snapshot {where}: {validation_summary(exc, data, limit=3)}.",
                          hint=hint) from exc
+
+
+#: Python distributions already validated, by their JSON fields in order (a fleet's hosts
+#: share most of their hundreds of packages): pydantic's validators run in Python for
+#: some fields, so one validation per distinct entry instead of per host and entry.
+_DISTRIBUTIONS: dict[tuple[tuple[str, Any], ...], Distribution] = {}
+#: The most distinct entries remembered (a few MiB); past it the memory is cleared and
+#: filled again (a fleet whose every host has its own versions stays flat in memory).
+DISTRIBUTION_MEMO_LIMIT = 8192
+
+
+def _reuse_distributions(data: Any) -> list[tuple[int, tuple[tuple[str, Any], ...]]]:
+    """Put in place of each ``python.distributions`` entry of the parsed snapshot ``data``
+    that an earlier snapshot held, field for field, the :class:`Distribution` validated
+    then (an instance passes strict validation as it is, so the result and every error
+    are what validating the entry again gives: only entries that validated are
+    remembered). The entries not remembered, as ``(index, key)``, for
+    :func:`_remember_distributions`. Raises nothing.
+    """
+    python = data.get("python") if type(data) is dict else None
+    dists = python.get("distributions") if type(python) is dict else None
+    if type(dists) is not list:
+        return []
+    memo, unknown = _DISTRIBUTIONS, []
+    for i, entry in enumerate(dists):
+        if type(entry) is not dict:
+            continue
+        key = tuple(entry.items())
+        try:
+            hit = memo.get(key)
+        except TypeError:  # a list or object where a string belongs: not valid anyway
+            continue
+        if hit is None:
+            unknown.append((i, key))
+        else:
+            dists[i] = hit
+    return unknown
+
+
+def _remember_distributions(facts: HostFacts,
+                            unknown: list[tuple[int, tuple[tuple[str, Any], ...]]]) -> None:
+    """Remember the validated :class:`Distribution` of each entry ``unknown`` names
+    (:func:`_reuse_distributions`) of the snapshot that gave ``facts``. Raises nothing.
+    """
+    if not unknown:
+        return
+    if len(_DISTRIBUTIONS) + len(unknown) > DISTRIBUTION_MEMO_LIMIT:
+        _DISTRIBUTIONS.clear()
+    dists = facts.python.distributions
+    for i, key in unknown:
+        _DISTRIBUTIONS[key] = dists[i]
 
 
 # Byte maps for _bytes_within_bounds: every byte but a quote becomes "x"; every byte but a

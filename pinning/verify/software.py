@@ -6,15 +6,42 @@
 from __future__ import annotations
 
 from pinning.guards.checks import SOURCE_NUMERICS
+from pinning.guards.view import package_key
 from pinning.lockfile.models import Pinned
 from pinning.matrix.names import FRAMEWORK_DISTRIBUTIONS, TRITON_DISTRIBUTIONS
 from pinning.probe.models import NOT_JUDGED_ENV, Reading
-from pinning.util.versions import normalize_name
 from pinning.verify.compare import Comparer, allowed_text, torch_build_label
 
 
 class SoftwareFacts(Comparer):
     """The software fact groups; each method adds its findings."""
+
+    _last_versions: dict[str, str] | None = None
+    _first_versions: dict[str, str] | None = None
+
+    def installed(self) -> dict[str, str]:
+        """The host's installed distributions, PEP 503 name -> version (the last listed
+        wins), built once per host: the package comparison and :meth:`version_of` read it.
+        """
+        if self._last_versions is None:
+            self._last_versions = {package_key(d.name): d.version
+                                   for d in self.facts.python.distributions}
+        return self._last_versions
+
+    def version_of(self, name: str) -> str | None:
+        """The host's installed version of distribution ``name`` (PEP 503-normalised; the
+        first listed, as :meth:`~pinning.probe.models.PythonFacts.version_of` answers), or
+        ``None``; the names are normalised once per host, not once per question.
+        """
+        index = self._first_versions
+        if index is None:
+            index = self.installed()
+            if len(index) != len(self.facts.python.distributions):  # a name listed twice
+                index = {}
+                for d in self.facts.python.distributions:
+                    index.setdefault(package_key(d.name), d.version)
+            self._first_versions = index
+        return index.get(package_key(name))
 
     def runtime_components(self) -> None:
         """The ROCm libraries and tools the lock records (``runtime.components``) that the
@@ -38,7 +65,7 @@ class SoftwareFacts(Comparer):
         python = self.facts.python
         for fw in self.lock.frameworks:
             dist = FRAMEWORK_DISTRIBUTIONS.get(fw.name, fw.name)
-            installed = python.version_of(dist)
+            installed = self.version_of(dist)
             fact = f"frameworks.{fw.name}.version"
             if installed is None and (python.reason or not python.distributions):
                 why = python.reason or "no Python distributions found in " + (
@@ -98,7 +125,7 @@ class SoftwareFacts(Comparer):
                      f"{python.reason or 'empty site-packages'}.",
                      source=self.plan.host_source)
             return
-        installed = {normalize_name(d.name): d.version for d in python.distributions}
+        installed = self.installed()
         src = self.plan.host_source
         self._tritons(locked, installed, src)
         changed, gone, extra = _package_changes(locked, installed)
@@ -138,7 +165,7 @@ class SoftwareFacts(Comparer):
             assert ext.version is not None
             fact = f"extensions.{ext.name}"
             src = "pin freeze (host)" if ext.origin == "host" else "pin resolve --extension"
-            have = python.version_of(ext.name)
+            have = self.version_of(ext.name)
             if have is None:
                 self.add("extension-missing", fact, "missing",
                          f"{ext.name} {ext.version} is locked ([[extensions]]) but not "
@@ -158,8 +185,8 @@ class SoftwareFacts(Comparer):
         """Triton first: which distribution provides ``import triton`` is the fact (AITER or
         a dependency swaps it), not each name on its own.
         """
-        locked_tritons = {n: v for n, v in locked.items() if n in TRITON_DISTRIBUTIONS}
-        host_tritons = {n: v for n, v in installed.items() if n in TRITON_DISTRIBUTIONS}
+        locked_tritons = {n: locked[n] for n in TRITON_DISTRIBUTIONS if n in locked}
+        host_tritons = {n: installed[n] for n in TRITON_DISTRIBUTIONS if n in installed}
         if locked_tritons and not host_tritons:
             exp = ", ".join(f"{n}=={v}" for n, v in sorted(locked_tritons.items()))
             self.add("triton-missing", "packages.triton", "missing",
@@ -214,16 +241,17 @@ def _package_changes(locked: dict[str, str], installed: dict[str, str]
     """Locked packages (Triton aside) that changed version ``(name, locked, installed)``,
     are gone (``name==version``), and installed ones the lock does not have.
     """
-    changed, gone, extra = [], [], []
-    for name, version in sorted(locked.items()):
+    changed, gone = [], []
+    # Set operations over the (name, version) pairs: a host of hundreds of packages
+    # differs from its lock in few, and only those are looked at one by one.
+    for name, version in sorted(locked.items() - installed.items()):
         if name in TRITON_DISTRIBUTIONS:
             continue
         have = installed.get(name)
         if have is None:
             gone.append(f"{name}=={version}")
-        elif have != version:
+        else:
             changed.append((name, version, have))
-    for name, version in sorted(installed.items()):
-        if name not in locked and name not in TRITON_DISTRIBUTIONS:
-            extra.append(f"{name}=={version}")
+    extra = [f"{name}=={installed[name]}" for name in sorted(installed.keys() - locked.keys())
+             if name not in TRITON_DISTRIBUTIONS]
     return changed, gone, extra

@@ -18,7 +18,6 @@ from pinning.fleet.batch import (
     folder_files,
     folder_inputs,
     jsonl_inputs,
-    view_key,
 )
 from pinning.fleet.models import FleetReport
 from pinning.fleet.reason import drift_word
@@ -31,6 +30,7 @@ from pinning.probe.snapshot import parse_snapshot
 from pinning.util.versions import MAX_NUMBER_DIGITS, MAX_VERSION_CHARS, version_fields_problem
 from pinning.verify.freeze import freeze
 from pinning.verify.report import verify
+from pinning.verify.rulekey import rule_key
 from tests.support.fleetgen import DRIFTS, base_snapshot, envelope, generate, write_folder
 from tests.support.hosts import recorded
 from tests.support.locks import lock_for
@@ -224,8 +224,8 @@ def test_folder_errors_name_the_folder(tmp_path: Path) -> None:
         folder_files(tmp_path)
 
 
-def test_the_view_key_covers_every_view_field() -> None:
-    # view_key mirrors view_from_facts field by field; a field added to EnvView must be
+def test_the_rule_key_covers_every_view_field() -> None:
+    # rule_key mirrors view_from_facts field by field; a field added to EnvView must be
     # added to the key too, or two hosts differing only there would share rule findings.
     assert {f.name for f in dataclasses.fields(EnvView)} == {
         "gpus", "torch_version", "torch_kind", "torch_cuda", "torch_hip",
@@ -233,16 +233,21 @@ def test_the_view_key_covers_every_view_field() -> None:
         "amdgpu_version", "amdgpu_kind", "packages", "environment", "extensions"}
 
 
-def test_hosts_differing_in_the_view_get_other_keys(base: Snapshot) -> None:
+def test_hosts_differing_in_what_rules_read_get_other_keys(base: Snapshot) -> None:
     import random
 
     keys = set()
-    for name in ("driver", "rocm", "package-version", "package-missing", "environment"):
+    for name in ("driver", "rocm", "environment"):
         s = copy.deepcopy(base)
         DRIFTS[name](s, random.Random(1))
-        keys.add(view_key(facts_of(s)))
-    keys.add(view_key(facts_of(base)))
-    assert len(keys) == 6
+        keys.add(rule_key(facts_of(s)))
+    keys.add(rule_key(facts_of(base)))
+    assert len(keys) == 4
+    # A package no rule or check names leaves the key as it is (its version is compared
+    # with the lock, not judged by the rules).
+    s = copy.deepcopy(base)
+    s["python"]["distributions"].append({"name": "no-rule-reads-this", "version": "1.0"})
+    assert rule_key(facts_of(s)) == rule_key(facts_of(base))
 
 
 # -- the snapshot reader's fast bounds check -------------------------------------------------
@@ -279,7 +284,7 @@ def test_long_text_outside_version_fields_is_read(base: Snapshot) -> None:
     assert parse_snapshot(raw, "t").notes[0] == "n" * 500
 
 
-def test_equal_view_keys_are_equal_views(base: Snapshot) -> None:
+def test_equal_views_have_equal_rule_keys(base: Snapshot) -> None:
     from pinning.guards.view import view_from_facts
 
     hosts = [facts_of(s) for s in varied(base)]
@@ -287,4 +292,5 @@ def test_equal_view_keys_are_equal_views(base: Snapshot) -> None:
         for b in hosts:
             same_view = (view_from_facts(a), [g.product for g in a.gpus if g.product]) == \
                 (view_from_facts(b), [g.product for g in b.gpus if g.product])
-            assert (view_key(a) == view_key(b)) == same_view
+            if same_view:  # a key leaves out what no rule reads: unequal views may share it
+                assert rule_key(a) == rule_key(b)
