@@ -8,17 +8,21 @@ INSERT (its text differs with the batch size, so psycopg parsed it anew each tim
 ``executemany`` UPDATE of the hosts (one statement per host) cost 180 us of CPU per report
 on PostgreSQL and 100 us on SQLite.
 
-- PostgreSQL: two statements whose text never changes (psycopg prepares them once), the
-  batch passed as arrays and expanded with ``unnest``: one creates the hosts not yet known
-  and returns every host's id; one inserts the reports and moves each host's ``last_*``
-  columns to its newest report, in a data-modifying ``WITH``
+- PostgreSQL: ONE statement whose text never changes (psycopg prepares it once), the batch
+  passed as arrays and expanded with ``unnest``, run as its own transaction (autocommit: no
+  BEGIN and COMMIT round trips; the server answers after the commit is flushed, so an
+  acknowledged report is durable). Its data-modifying ``WITH``
   (https://www.postgresql.org/docs/15/queries-with.html#QUERIES-WITH-MODIFYING, read
-  2026-12-05). The reports are inserted ``ORDER BY`` their place in the batch, so their
-  serial ids rise in that order, which is how the ids are matched to the batch (what
-  SQLAlchemy's own ``insertmanyvalues`` relies on for PostgreSQL: "Correlating RETURNING
-  records with input data sets",
-  https://docs.sqlalchemy.org/en/20/core/connections.html#insertmanyvalues, read
-  2026-12-05).
+  2026-12-05) numbers the reports from their id sequence in batch order, creates or updates
+  each host with its newest report of the batch in one ``INSERT ... ON CONFLICT (name) DO
+  UPDATE`` (a new host is written once, with its ``last_*`` columns; a known host keeps its
+  group, and its ``last_*`` columns move only to a higher report id, so a concurrent batch
+  that committed a newer report first wins; the upsert also finds a host another
+  transaction created meanwhile), and inserts the reports with those ids. Measured on
+  2026-12-05 on this project's 2-core machine (batches of 25 reports of 3.7 KB, fsync and
+  synchronous commit on), it cost the server 73-90 us of CPU per report against 108 us for
+  the two statements and explicit transaction it replaced (a host created, then updated),
+  and the writer 23 against 39 us.
 - SQLite: the sqlite3 cursor directly (one INSERT per report, its ``lastrowid``, and one
   ``executemany`` UPDATE); no round trips to save, only Python work.
 
@@ -40,38 +44,36 @@ if TYPE_CHECKING:
 
 __all__ = ["insert_reports"]
 
-_PG_HOSTS = """
-WITH w AS (SELECT * FROM unnest(%(names)b::text[], %(groups)b::text[]) AS w(name, grp)),
-ins AS (INSERT INTO hosts (name, "group", created_at)
-        SELECT name, grp, %(when)s FROM w
-        WHERE NOT EXISTS (SELECT 1 FROM hosts h WHERE h.name = w.name) ORDER BY name
-        ON CONFLICT (name) DO NOTHING RETURNING name, id),
-old AS (SELECT w.name, (SELECT h.id FROM hosts h WHERE h.name = w.name) AS id FROM w)
-SELECT name, id FROM ins UNION ALL SELECT name, id FROM old WHERE id IS NOT NULL
-"""
-_PG_HOSTS_AGAIN = "SELECT name, id FROM hosts WHERE name = ANY(%(names)b::text[])"
-_PG_REPORTS = """
+_NEWER = "(h.last_report_id IS NULL OR h.last_report_id < EXCLUDED.last_report_id)"
+_LAST = ("last_report_id", "last_result", "last_lock", "last_reason", "last_reasons", "last_gpu",
+         "last_seen")
+_PG_BATCH = f"""
 WITH input AS (
-  SELECT * FROM unnest(%(host)b::integer[], %(lock)b::text[], %(snap)b::text[],
+  SELECT * FROM unnest(%(name)b::text[], %(grp)b::text[], %(lock)b::text[], %(snap)b::text[],
                        %(result)b::text[], %(reason)b::text[], %(reasons)b::text[],
                        %(gpu)b::text[], %(body)b::bytea[]) WITH ORDINALITY
-    AS t(host_id, lock_hash, snapshot_hash, result, reason, reasons, gpu, body, n)),
+    AS t(name, grp, lock_hash, snapshot_hash, result, reason, reasons, gpu, body, n)),
+numbered AS (
+  SELECT input.*, nextval(pg_get_serial_sequence('host_reports', 'id')) AS id
+  FROM input ORDER BY n),
+latest AS (SELECT DISTINCT ON (name) * FROM numbered ORDER BY name, n DESC),
+first AS (SELECT DISTINCT ON (name) name, grp FROM numbered ORDER BY name, n),
+up AS (
+  INSERT INTO hosts AS h (name, "group", created_at, {", ".join(_LAST)})
+  SELECT l.name, f.grp, %(when)s, l.id, l.result, l.lock_hash, l.reason, l.reasons::json,
+         l.gpu, %(when)s
+  FROM latest l JOIN first f USING (name) ORDER BY l.name
+  ON CONFLICT (name) DO UPDATE SET {", ".join(
+      f"{c} = CASE WHEN {_NEWER} THEN EXCLUDED.{c} ELSE h.{c} END" for c in _LAST)}
+  RETURNING h.name, h.id),
 ins AS (
-  INSERT INTO host_reports (host_id, lock_hash, snapshot_hash, result, reason, reasons, gpu,
-                            body, received_at)
-  SELECT host_id, lock_hash, snapshot_hash, result, reason, reasons::json, gpu, body,
-         %(when)s FROM input ORDER BY n
-  RETURNING id, host_id, lock_hash, result, reason, reasons, gpu),
-latest AS (SELECT DISTINCT ON (host_id) * FROM ins ORDER BY host_id, id DESC),
-upd AS (
-  UPDATE hosts SET (last_report_id, last_result, last_lock, last_reason, last_reasons,
-                    last_gpu, last_seen) =
-      (SELECT l.id, l.result, l.lock_hash, l.reason, l.reasons, l.gpu, %(when)s
-       FROM latest l WHERE l.host_id = hosts.id)
-  WHERE hosts.id = ANY(ARRAY(SELECT host_id FROM latest))
-    AND (hosts.last_report_id IS NULL
-         OR hosts.last_report_id < (SELECT l.id FROM latest l WHERE l.host_id = hosts.id)))
-SELECT id FROM ins ORDER BY id
+  INSERT INTO host_reports (id, host_id, lock_hash, snapshot_hash, result, reason, reasons,
+                            gpu, body, received_at)
+  SELECT n.id, up.id, n.lock_hash, n.snapshot_hash, n.result, n.reason, n.reasons::json,
+         n.gpu, n.body, %(when)s
+  FROM numbered n JOIN up USING (name) ORDER BY n.id
+  RETURNING id)
+SELECT id, (SELECT count(*) FROM ins) FROM numbered ORDER BY n
 """
 _LITE_INSERT = ("INSERT INTO host_reports (host_id, lock_hash, snapshot_hash, result, reason, "
                 "reasons, gpu, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -106,25 +108,17 @@ def _first_groups(batch: Sequence[NewReport]) -> dict[str, str | None]:
 
 
 def _postgresql(conn: Connection, batch: Sequence[NewReport], when: dt.datetime) -> list[int]:
-    """:func:`insert_reports` on PostgreSQL: two statements (see the module docstring)."""
-    groups = _first_groups(batch)
-    names = list(groups)
-    ids = {str(n): int(i) for n, i in conn.exec_driver_sql(
-        _PG_HOSTS, {"names": names, "groups": list(groups.values()), "when": when})}
-    if len(ids) < len(names):  # created by a transaction that committed meanwhile
-        missing = [n for n in names if n not in ids]
-        ids.update((str(n), int(i)) for n, i in conn.exec_driver_sql(
-            _PG_HOSTS_AGAIN, {"names": missing}))
+    """:func:`insert_reports` on PostgreSQL: one statement (see the module docstring)."""
     params = {
-        "host": [ids[r.host] for r in batch], "lock": [r.lock_hash for r in batch],
-        "snap": [r.snapshot_hash for r in batch], "result": [r.result for r in batch],
-        "reason": [r.reason for r in batch],
+        "name": [r.host for r in batch], "grp": [r.group for r in batch],
+        "lock": [r.lock_hash for r in batch], "snap": [r.snapshot_hash for r in batch],
+        "result": [r.result for r in batch], "reason": [r.reason for r in batch],
         "reasons": [json.dumps(list(r.reasons)) for r in batch],
         "gpu": [r.gpu for r in batch], "body": [r.body for r in batch], "when": when}
-    new_ids = [int(i) for (i,) in conn.exec_driver_sql(_PG_REPORTS, params)]
-    if len(new_ids) != len(batch):  # never expected: the statement inserts every row
-        raise RuntimeError(f"{len(batch)} reports inserted, {len(new_ids)} ids returned")
-    return new_ids
+    rows = conn.exec_driver_sql(_PG_BATCH, params).all()
+    if len(rows) != len(batch) or any(int(n) != len(batch) for _, n in rows):
+        raise RuntimeError(f"{len(batch)} reports sent, {rows[0][1] if rows else 0} inserted")
+    return [int(i) for i, _ in rows]
 
 
 def _sqlite(conn: Connection, batch: Sequence[NewReport], when: dt.datetime) -> list[int]:

@@ -111,13 +111,16 @@ def create(url: str, *, write: bool) -> Engine:
     SQLite: the default file's folder is created; connections get WAL, ``synchronous=NORMAL``
     (see the module docstring), foreign keys and a busy timeout of
     :data:`SQLITE_BUSY_TIMEOUT_S` seconds; with ``write`` every transaction
-    begins ``IMMEDIATE`` (takes the write lock first). PostgreSQL: ``write`` changes nothing.
+    begins ``IMMEDIATE`` (takes the write lock first). PostgreSQL: ``write`` changes nothing;
+    values it TOASTs are compressed with lz4 where the server has it (:func:`_toast_lz4`).
     """
     from sqlalchemy import create_engine, event
 
     parsed = parse_url(url)
     if not parsed.drivername.startswith("sqlite"):
-        return create_engine(parsed, pool_pre_ping=True)
+        pg = create_engine(parsed, pool_pre_ping=True)
+        event.listen(pg, "connect", _toast_lz4)
+        return pg
     path = Path(parsed.database or "")
     if url == default_url():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,6 +141,27 @@ def create(url: str, *, write: bool) -> Engine:
         conn.exec_driver_sql(begin)
 
     return engine
+
+
+def _toast_lz4(dbapi_conn: Any, _record: Any) -> None:
+    """Compress the stored values PostgreSQL TOASTs (a report's 2 KB+ snapshot) with lz4,
+    not its default pglz, on servers that have it (PostgreSQL 14 or later, built with
+    lz4; elsewhere the default stays): measured on 2026-12-05 on this project's 2-core
+    machine, pglz took 15 to 20 us of the server's CPU per 3.7 KB report, a fifth of what
+    storing it costs (``default_toast_compression``,
+    https://www.postgresql.org/docs/15/runtime-config-client.html, read 2026-12-05).
+    Values stored either way read back the same.
+    """
+    import psycopg
+
+    if dbapi_conn.info.server_version < 140000:
+        return
+    try:
+        with dbapi_conn.cursor() as cursor:
+            cursor.execute("SET default_toast_compression = lz4")
+        dbapi_conn.commit()
+    except psycopg.Error:  # a server built without lz4: pglz stays
+        dbapi_conn.rollback()
 
 
 def database_error(url: str, exc: BaseException) -> UsageError:

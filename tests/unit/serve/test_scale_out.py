@@ -209,3 +209,62 @@ def test_awaited_writes_with_two_writers_get_their_own_id_or_error(store_url: st
     assert all(isinstance(i, int) for i in ids) and len(set(ids)) == 79
     assert sum(store.batches) == 79  # each other report committed once; the refused one
     # failed its batch, which was tried again report by report
+
+
+def test_concurrent_batches_of_new_hosts_keep_one_host_and_its_newest_report(
+        store_url: str, lock_bytes: bytes) -> None:
+    """Two stores (as two processes) write batches naming the same new hosts at once: each
+    host is created once, keeps the group of a first report, and its latest report is its
+    highest id (the upsert finds a host another transaction created meanwhile).
+    """
+    stores = [Store(store_url), Store(store_url)]
+    lock = stores[0].store_lock(lock_bytes)
+    ids: list[int] = []
+    guard = threading.Lock()
+    start = threading.Barrier(4)
+
+    def write(store: Store, tag: int) -> None:
+        start.wait()
+        for n in range(10):
+            batch = [NewReport(host=f"h{(n + k) % 12}", lock_hash=lock, result="match",
+                               group=f"g{tag}", body=b"%d" % tag) for k in range(6)]
+            got = store.add_reports(batch)
+            with guard:
+                ids.extend(got)
+
+    try:
+        threads = [threading.Thread(target=write, args=(stores[t % 2], t)) for t in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        latest = {s.host: s for s in stores[0].latest_reports(limit=100)}
+        assert len(ids) == len(set(ids)) == 4 * 10 * 6
+        assert sorted(latest) == sorted(f"h{n}" for n in range(12))
+        for host, status in latest.items():
+            history = stores[0].host_history(host, limit=1000)
+            assert status.report_id == max(r.id for r in history)
+            assert status.group in {"g0", "g1", "g2", "g3"}
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_postgresql_stores_snapshots_lz4_compressed_and_reads_them_back(
+        store: Store, lock_bytes: bytes) -> None:
+    if store.dialect != "postgresql":
+        pytest.skip("PostgreSQL's TOAST compression")
+    from sqlalchemy import text
+
+    lock = store.store_lock(lock_bytes)
+    body = b'{"packages": [%s]}' % b", ".join(b'"pkg%d"' % n for n in range(2000))
+    [rid] = store.add_reports([NewReport(host="a", lock_hash=lock, result="match", body=body)])
+    with store._write.connect() as conn:
+        has_lz4 = conn.execute(text(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings "
+            "WHERE name = 'default_toast_compression'")).scalar_one_or_none()
+        method = conn.execute(text("SELECT pg_column_compression(body) FROM host_reports "
+                                   "WHERE id = :i"), {"i": rid}).scalar_one()
+    assert method == ("lz4" if has_lz4 else "pglz")  # before PostgreSQL 14: pglz
+    assert store.host_history("a")[0].id == rid
+    assert _stored(store.url, rid) == body
