@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import traceback
 from typing import Any, NoReturn
 
 import click
@@ -56,6 +55,8 @@ def _fail(err: PinError, debug: bool, ctx: click.Context | None = None) -> NoRet
         write_envelope(ctx, err.exit_code, kind=type(err).__name__, message=err.message,
                        hint=err.hint)
     if debug:
+        import traceback
+
         click.echo(printable(traceback.format_exc()), err=True, nl=False)
     click.echo(f"pin: error: {printable(err.render())}", err=True)
     sys.exit(err.exit_code)

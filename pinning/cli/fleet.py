@@ -17,6 +17,7 @@ from pinning.cli.fleet_stream import LINE_DIGITS, JsonOut, TextOut
 from pinning.cli.options import cli_path, format_option, path_given
 from pinning.cli.progress import progress_for, quiet_option
 from pinning.errors import DriftError, InternalError, PinError, ProbeError, UsageError
+from pinning.util.startup import loading
 
 #: Bytes read from JSON Lines at a time (a snapshot line is tens of kB: fewer reads).
 READ_BUFFER = 1 << 16
@@ -78,10 +79,6 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
       pin fleet verify pin.lock --from fleet.jsonl --format json > fleet.json
       cat /srv/pin/*.jsonl | pin fleet verify pin.lock --from - --strict
     """
-    from pinning.fleet.batch import FleetTally, FleetVerifier
-    from pinning.lockfile.io import read_lock
-    from pinning.matrix.load import load_matrix
-
     if (snapshot_dir is None) == (from_file is None):
         raise UsageError("Give either SNAPSHOT_DIR or --from FILE.jsonl"
                          + (", not both." if snapshot_dir else "."),
@@ -90,9 +87,14 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
     if lock_path == "-" and from_file == "-":
         raise UsageError("LOCK and --from both read standard input ('-'); give '-' once and "
                          "a file for the other.")
-    lock = read_lock(cli_path(lock_path))
-    matrix = load_matrix(overlays)
-    verifier = FleetVerifier(lock, matrix, lock_name=lock_path, strict=strict)
+    with loading():  # what is loaded once lives to the end: not scanned by each collection
+        from pinning.fleet.batch import FleetTally, FleetVerifier
+        from pinning.lockfile.io import read_lock
+        from pinning.matrix.load import load_matrix
+
+        lock = read_lock(cli_path(lock_path))
+        matrix = load_matrix(overlays)
+        verifier = FleetVerifier(lock, matrix, lock_name=lock_path, strict=strict)
     head = {"fleet-version": 1, "lock": lock_path, "lock-hash": lock.content_hash,
             "strict": strict}
     write = sys.stdout.write  # before progress starts: rich bars would take sys.stdout

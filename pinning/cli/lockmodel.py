@@ -17,6 +17,7 @@ from pinning.cli.options import (
     format_option,
     path_given,
 )
+from pinning.util.startup import loading
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
@@ -89,11 +90,12 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
     JSON: {"lockfile", "written", "model", "missing", "problems", "content-hash"}.
     -o naming LOCK itself (links followed) is the same in-place rewrite as no -o.
     """
-    from pinning.cli.modelfiles import read_lock_model
-    from pinning.lockfile.io import lock_json, render, write_lock
-    from pinning.resolve.to_lock import with_model_files
+    with loading():  # modules and the lock live to the end: not scanned by each collection
+        from pinning.cli.modelfiles import read_lock_model
+        from pinning.lockfile.io import lock_json, render, write_lock
+        from pinning.probe.modelfiles import with_model_files
 
-    raw, old = _lock_with_model(path, cache, folder)
+        raw, old = _lock_with_model(path, cache, folder)
     assert old.model is not None
     _refuse_model_output(output, old.model, cache, folder, Path(path))
     tree = read_lock_model(old.model, cache=cache, path=folder, lock_file=Path(path))

@@ -27,8 +27,8 @@ def read_lock_model(model: Model, *, cache: str | None = None, path: str | None 
     changed while hashed, twice: nothing is written then.
     """
     from pinning.probe.hasher import Hasher, default_cache_file
-    from pinning.probe.hostmodel import read_model_folder
     from pinning.probe.hubcache import read_hub_model
+    from pinning.probe.modelfiles import read_model_dir
 
     cache_file = default_cache_file()
     hasher = Hasher(cache_file)
@@ -37,7 +37,7 @@ def read_lock_model(model: Model, *, cache: str | None = None, path: str | None 
         assert model.id is not None and model.revision is not None
         return read_hub_model(source, model.id, model.revision, hasher=hasher)
     left_out = [cache_file] + ([lock_file] if lock_file is not None else [])
-    return read_model_folder(source, hasher, left_out)
+    return read_model_dir(source, hasher=hasher, exclude=left_out)
 
 
 def model_source(model: Model, *, cache: str | None = None, path: str | None = None,
@@ -47,7 +47,7 @@ def model_source(model: Model, *, cache: str | None = None, path: str | None = N
     """
     import os
 
-    from pinning.probe.hostmodel import hf_cache_dir
+    from pinning.probe.hubcache import hf_cache_dir
 
     if path is not None:
         return Path(os.path.expanduser(path))

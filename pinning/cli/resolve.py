@@ -243,7 +243,7 @@ def _with_model_files(lock: Lockfile, *, skip: bool, output: str) -> Lockfile:
     if lock.model is None or skip:
         return lock
     from pinning.cli.modelfiles import read_lock_model
-    from pinning.resolve.to_lock import with_model_files
+    from pinning.probe.modelfiles import with_model_files
 
     return with_model_files(lock, read_lock_model(
         lock.model, lock_file=None if output == "-" else Path(output)))

@@ -23,25 +23,13 @@ if TYPE_CHECKING:
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
-def hf_cache_dir(env: Mapping[str, str]) -> str:
-    """The Hugging Face hub cache path a host uses (``HF_HUB_CACHE``, ``HF_HOME/hub``, or
-    ``~/.cache/huggingface/hub`` with ``HOME`` from the host environment, ``/root`` if unset).
-    """
-    if env.get("HF_HUB_CACHE"):
-        return env["HF_HUB_CACHE"]
-    if env.get("HF_HOME"):
-        return env["HF_HOME"].rstrip("/") + "/hub"
-    home = env.get("HOME") or "/root"
-    return home.rstrip("/") + "/.cache/huggingface/hub"
-
-
 def probe_model(host: HostRoot, env: Mapping[str, str], model_id: str | None = None, *,
                 model: Model | None = None, hasher: Hasher | None = None,
                 lock_path: str | None = None) -> ModelFacts:
     """The model on the host, offline: the cached revisions of ``model_id`` (huggingface_hub's
     cache scan), and with the lock's ``model`` also its files, hashed by ``hasher``
     (:mod:`pinning.probe.modelfiles`): a Hugging Face model's snapshot at the locked revision
-    in the host's cache (:func:`hf_cache_dir`), read file by file by
+    in the host's cache (:func:`~pinning.probe.hubcache.hf_cache_dir`), read file by file by
     :func:`~pinning.probe.hubcache.read_hub_model` (a missing blob is a problem of its
     file, never of the whole cache; ``revisions`` are the 40-hex snapshot folders of the
     model), or a local model folder (``model.path``: ``~`` is the host's ``HOME``; a
@@ -58,12 +46,12 @@ def probe_model(host: HostRoot, env: Mapping[str, str], model_id: str | None = N
     if model is None or model.revision is None:
         return _cached_revisions(host, env, wanted)
     rev = model.revision
+    from pinning.probe.hubcache import hf_cache_dir, read_hub_model
+
     cache = hf_cache_dir(env)
     facts = ModelFacts(id=wanted, cache=cache, revision=rev, source="hf-cache")
     if not host.is_dir(cache):
         return facts.model_copy(update={"reason": f"no Hugging Face cache at {cache}"})
-    from pinning.probe.hubcache import read_hub_model
-
     try:
         tree = read_hub_model(host.path(cache), wanted, rev, hasher=hasher)
     except OSError as exc:
@@ -157,6 +145,8 @@ def _with_tree(host: HostRoot, facts: ModelFacts, tree: ModelTree) -> ModelFacts
 
 def _cached_revisions(host: HostRoot, env: Mapping[str, str], model_id: str) -> ModelFacts:
     """Revisions of ``model_id`` cached locally, by huggingface_hub's cache scan (offline)."""
+    from pinning.probe.hubcache import hf_cache_dir
+
     cache = hf_cache_dir(env)
     if not host.is_dir(cache):
         return ModelFacts(id=model_id, cache=cache, reason=f"no Hugging Face cache at {cache}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from pinning.errors import ProbeError
@@ -27,6 +28,18 @@ from pinning.util.files import read_regular_bytes
 # A Hugging Face repo id (ORG/NAME or NAME) and a ref name (main, refs/pr/1): no `..`, no `--`.
 _REPO_ID = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _REF = re.compile(r"[A-Za-z0-9._-]{1,128}(?:/[A-Za-z0-9._-]{1,128}){0,4}")
+
+
+def hf_cache_dir(env: Mapping[str, str]) -> str:
+    """The Hugging Face hub cache path a host uses (``HF_HUB_CACHE``, ``HF_HOME/hub``, or
+    ``~/.cache/huggingface/hub`` with ``HOME`` from the host environment, ``/root`` if unset).
+    """
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    if env.get("HF_HOME"):
+        return env["HF_HOME"].rstrip("/") + "/hub"
+    home = env.get("HOME") or "/root"
+    return home.rstrip("/") + "/.cache/huggingface/hub"
 
 
 def read_hub_model(cache_dir: Path, model_id: str, revision: str, *,

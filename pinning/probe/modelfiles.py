@@ -1,7 +1,8 @@
 """A model's files on a host, hashed: a local model folder (a converted checkpoint) read by
 :func:`read_model_dir`, every file with its size and sha256, and what the Hugging Face cache
 reader (:mod:`pinning.probe.hubcache`) shares with it: the tree and problem shapes, the walk,
-link resolution under a recorded root.
+link resolution under a recorded root; and :func:`with_model_files`, a lock's ``[model]`` as
+a tree read it (``pin lock model`` and ``pin resolve --model``).
 
 Nothing here touches the network or raises for what it finds on disk: an absent model is a
 :class:`ModelTree` with ``reason`` set, a damaged file a :class:`ModelProblem`. Hashing and
@@ -19,10 +20,10 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from pinning.lockfile.models import ModelFile
+from pinning.lockfile.models import Lockfile, Model, ModelFile, model_content_hash
 from pinning.probe.digestcache import is_temp_of
 from pinning.probe.hasher import Digest, Hasher, NotRegularFile, default_cache_file, kind_of
-from pinning.probe.root import HostRoot
+from pinning.util.text import printable
 
 ProblemKind = Literal["missing", "incomplete", "blob-mismatch", "unreadable", "not-a-file"]
 
@@ -260,7 +261,11 @@ class Resolver:
     def __init__(self, root: Path | None) -> None:
         base = os.path.realpath(root) if root is not None else "/"
         self.base = base
-        self.host = HostRoot(Path(base)) if base != "/" else None
+        self.host = None
+        if base != "/":  # only under a recorded root: pinning.util.proc is not paid live
+            from pinning.probe.root import HostRoot
+
+            self.host = HostRoot(Path(base))
         self.tops = tuple(dict.fromkeys((os.path.abspath(root), base))) if root else ()
 
     def real(self, path: Path | str) -> str:
@@ -303,3 +308,35 @@ def _skipped(real: str, skipped: dict[str, str | None]) -> bool:
     folder, name = os.path.split(real)
     return any(cache is not None and os.path.dirname(path) == folder and is_temp_of(name, cache)
                for path, cache in skipped.items())
+
+
+def with_model_files(lock: Lockfile, tree: ModelTree | None) -> Lockfile:
+    """``lock`` with its ``[model]`` files as :func:`read_model_dir` or
+    :func:`~pinning.probe.hubcache.read_hub_model` read them (``tree``): every file whose
+    bytes check out with its size and sha256, the content hash, and in ``missing`` each file
+    with a problem (listed for the revision but not there, half-downloaded, a cache blob whose
+    bytes do not match its name, unreadable): never a guessed digest. A tree with no file
+    gives ``files-unknown`` with its reason; ``None`` (not read) leaves the lock as it is.
+    Unchanged when the lock has no model. Raises ``LockfileError`` (exit 5) only if the
+    amended lock does not validate.
+    """
+    from pinning.lockfile.io import amend
+
+    model = lock.model
+    if model is None or tree is None:
+        return lock
+    bad = {p.path for p in tree.problems
+           if not (p.kind == "incomplete" and p.path.startswith("blobs/"))}
+    files = [f for f in tree.files if f.path not in bad]
+    keep = {"id": model.id, "revision": model.revision, "path": model.path,
+            "origin": model.origin}
+    if files:
+        new = Model(**keep, files=files, missing=sorted(bad),
+                    content_hash=model_content_hash(files))
+    else:
+        why = tree.reason or ("no file could be read: " + "; ".join(
+            f"{p.path} ({p.kind})" for p in tree.problems[:5]) if tree.problems
+            else "the model folder holds no file")
+        new = Model(**keep, missing=sorted(bad),
+                    files_unknown=printable(why.rstrip("."), newlines=False))
+    return amend(lock, model=new)

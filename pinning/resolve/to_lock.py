@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pinning import __version__
 from pinning.errors import UsageError
 from pinning.lockfile.io import amend, seal
-from pinning.lockfile.models import Lockfile, Model, model_content_hash
+from pinning.lockfile.models import Lockfile
 from pinning.lockfile.serving import Extension, Serving
 from pinning.matrix.load import Matrix
 from pinning.matrix.models import WheelVariant
@@ -17,42 +17,11 @@ from pinning.matrix.names import FIRMWARE_KIND
 from pinning.matrix.provenance import Provenance
 from pinning.resolve.constraints import Constraints
 from pinning.resolve.result import Resolution
-from pinning.util.text import control_chars, printable
-
-if TYPE_CHECKING:
-    from pinning.probe.modelfiles import ModelTree
+from pinning.util.text import control_chars
 
 FREEZE = "freeze it from the trial host (pin freeze)"
 MODEL_FILES_NOT_READ = ("the model's files were not read; run `pin lock model LOCK` where the "
                         "model is downloaded, or freeze it from the trial host (pin freeze)")
-
-
-def with_model_files(lock: Lockfile, tree: ModelTree | None) -> Lockfile:
-    """``lock`` with its ``[model]`` files as :mod:`pinning.probe.modelfiles` read them
-    (``tree``): every file whose bytes check out with its size and sha256, the content hash,
-    and in ``missing`` each file with a problem (listed for the revision but not there,
-    half-downloaded, a cache blob whose bytes do not match its name, unreadable): never a
-    guessed digest. A tree with no file gives ``files-unknown`` with its reason; ``None``
-    (not read) leaves the lock as it is. Unchanged when the lock has no model.
-    """
-    model = lock.model
-    if model is None or tree is None:
-        return lock
-    bad = {p.path for p in tree.problems
-           if not (p.kind == "incomplete" and p.path.startswith("blobs/"))}
-    files = [f for f in tree.files if f.path not in bad]
-    keep = {"id": model.id, "revision": model.revision, "path": model.path,
-            "origin": model.origin}
-    if files:
-        new = Model(**keep, files=files, missing=sorted(bad),
-                    content_hash=model_content_hash(files))
-    else:
-        why = tree.reason or ("no file could be read: " + "; ".join(
-            f"{p.path} ({p.kind})" for p in tree.problems[:5]) if tree.problems
-            else "the model folder holds no file")
-        new = Model(**keep, missing=sorted(bad),
-                    files_unknown=printable(why.rstrip("."), newlines=False))
-    return amend(lock, model=new)
 
 
 def regenerate_command(request: dict[str, Any], overlays: Sequence[str]) -> str:

@@ -14,7 +14,6 @@ import contextlib
 import os
 import pickle
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,11 @@ def cache_root() -> Path:
     absolute path; else ``~/.cache/pin``; with no home folder, ``<temp>/pin-<uid>``.
     """
     found = xdg_folder("PIN_CACHE_DIR", "XDG_CACHE_HOME", ".cache")
-    return found if found is not None else Path(tempfile.gettempdir()) / f"pin-{os.getuid()}"
+    if found is not None:
+        return found
+    import tempfile  # (with shutil, lzma, bz2...) only without a home folder or to write
+
+    return Path(tempfile.gettempdir()) / f"pin-{os.getuid()}"
 
 
 def _trusted(st: os.stat_result, kind: int) -> bool:
@@ -117,6 +120,8 @@ def save_cached(folder: Path, name: str, value: Any) -> None:
     os.close(dir_fd)
     tmp = None
     try:
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
         with os.fdopen(fd, "wb") as f:
             pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)

@@ -10,7 +10,6 @@ import errno
 import hashlib
 import os
 import stat
-import tempfile
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,6 +173,8 @@ def _replace(target: Path, data: bytes, mode: int) -> None:
     """Write ``data`` to a temporary file beside ``target`` (fsynced, ``mode``), rename it
     over ``target`` and fsync the folder; the temporary file is removed on any failure.
     """
+    import tempfile  # with shutil, lzma, bz2: paid by commands that write, not by readers
+
     parent = target.parent
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp",
                                dir=parent)

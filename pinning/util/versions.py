@@ -30,10 +30,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Iterator, Set
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+if TYPE_CHECKING:  # imported where used: the bounds checks and dotted numbers need neither
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
 
 MAX_VERSION_CHARS = 64
 """The most characters a version may have (``01.25.03.12``, ``2.7.0+rocm6.3`` are ~15)."""
@@ -172,6 +173,8 @@ def pep440(text: str) -> Version | None:
     """
     if version_problem(text) is not None:
         return None
+    from packaging.version import Version
+
     try:
         return Version(text)
     except ValueError:  # InvalidVersion, or a number int() refuses
@@ -187,6 +190,9 @@ def in_specifier(version: str, spec: str) -> bool | None:
         return True
     if version_problem(version) is not None or specifier_problem(spec) is not None:
         return None
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
     try:
         return Version(version.split("+")[0]) in SpecifierSet(spec)
     except ValueError:  # InvalidVersion, InvalidSpecifier, or a number int() refuses

@@ -48,6 +48,12 @@ def _builder() -> ModuleType:
     return module
 
 
+def _build_tags(dockerd: Engine) -> set[str]:
+    """The engine's ``pin-build:`` tags (what a build leaves unless it removes it)."""
+    return {t for i in dockerd.client.images.list() for t in i.tags
+            if t.startswith("pin-build:")}
+
+
 def test_pin_image_builds_to_the_same_digest_and_runs_the_jobs(
         dockerd: Engine, registry: RegistryProc, base_image: BaseImage, tmp_path: Path) -> None:
     tree = tmp_path / "k"
@@ -56,6 +62,7 @@ def test_pin_image_builds_to_the_same_digest_and_runs_the_jobs(
     # One copy of the source for both runs (the checkout may change in between); each run
     # builds pin's wheel from it again.
     source = _builder().source_copy(tmp_path / "src")
+    before = _build_tags(dockerd)  # the engine is shared: what earlier tests left stays
     first = _build(dockerd, registry, tmp_path / "wheels", source, kustomizations)
     second = _build(dockerd, registry, tmp_path / "wheels", source, [])
     assert second == first  # rebuilt from scratch (no cache, engine images removed): same bytes
@@ -63,8 +70,7 @@ def test_pin_image_builds_to_the_same_digest_and_runs_the_jobs(
     for k in kustomizations:
         assert yaml.safe_load(k.read_text())["images"] == [
             {"name": "pin", "newName": name, "digest": digest}]
-    left = [t for i in dockerd.client.images.list() for t in i.tags if t.startswith("pin-build:")]
-    assert left == []
+    assert _build_tags(dockerd) == before
     out = dockerd.client.containers.run(first, ["--version"], network_mode="none", remove=True)
     assert out.decode().startswith("pin, version ")
     config = dockerd.client.api.inspect_image(first)["Config"]

@@ -19,10 +19,9 @@ from pinning.matrix.load import Matrix
 from pinning.probe.hasher import Hasher
 from pinning.probe.host import probe_host
 from pinning.probe.hubcache import read_hub_model
-from pinning.probe.modelfiles import read_model_dir
+from pinning.probe.modelfiles import read_model_dir, with_model_files
 from pinning.probe.models import HostFacts
 from pinning.resolve.constraints import parse_model
-from pinning.resolve.to_lock import with_model_files
 from pinning.resolve.upgrade import request_constraints, upgrade
 from pinning.util.proc import ReplayRunner
 from pinning.verify.freeze import freeze
