@@ -6,21 +6,19 @@ nobody, read-only root, no network)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
 from tests.support.components import BaseImage, Engine, RegistryProc
 from tests.support.paths import ROOT
-from tests.support.serve import manifest_argv
+from tests.support.serve import image_builder, manifest_argv
 
 pytestmark = pytest.mark.docker
 
@@ -39,15 +37,6 @@ def _build(engine: Engine, registry: RegistryProc, wheels: Path, source: Path,
     return ref
 
 
-def _builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("pin_image_build",
-                                                  ROOT / "deploy" / "image" / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _build_tags(dockerd: Engine) -> set[str]:
     """The engine's ``pin-build:`` tags (what a build leaves unless it removes it)."""
     return {t for i in dockerd.client.images.list() for t in i.tags
@@ -61,7 +50,7 @@ def test_pin_image_builds_to_the_same_digest_and_runs_the_jobs(
     kustomizations = [tree / "kustomization.yaml", tree / "serve" / "kustomization.yaml"]
     # One copy of the source for both runs (the checkout may change in between); each run
     # builds pin's wheel from it again.
-    source = _builder().source_copy(tmp_path / "src")
+    source = image_builder().source_copy(tmp_path / "src")
     before = _build_tags(dockerd)  # the engine is shared: what earlier tests left stays
     first = _build(dockerd, registry, tmp_path / "wheels", source, kustomizations)
     second = _build(dockerd, registry, tmp_path / "wheels", source, [])

@@ -109,3 +109,16 @@ def _run(argv: list[str]) -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: {proc.stderr.strip() or proc.stdout.strip()}")
+
+
+def postgres_for_test(*, durable: bool = False) -> Postgres:
+    """:func:`start_postgres` for a test: when PostgreSQL cannot start, the test is skipped,
+    or fails under ``PIN_REQUIRE_POSTGRES=1`` (CI, where it must run)."""
+    import pytest
+
+    try:
+        return start_postgres(durable=durable)
+    except RuntimeError as exc:
+        if os.environ.get("PIN_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"PIN_REQUIRE_POSTGRES=1 but {exc}")
+        pytest.skip(str(exc))

@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 
 from tests.support.paths import ROOT
@@ -150,3 +151,16 @@ def manifest_argv(manifest: str, container: str, db_url: str, **flags: str) -> l
     for name, value in flags.items():
         argv[argv.index(f"--{name}") + 1] = value
     return argv
+
+
+def image_builder() -> ModuleType:
+    """deploy/image/build.py (what ``make image`` runs) loaded as a module (it is a script,
+    not part of the package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pin_image_build",
+                                                  ROOT / "deploy" / "image" / "build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

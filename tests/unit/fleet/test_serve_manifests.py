@@ -7,14 +7,12 @@ kustomize then applies to the DaemonSet and the service alike."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import kubernetes_validate
@@ -22,7 +20,7 @@ import pytest
 import yaml
 
 from tests.support.paths import ROOT
-from tests.support.serve import manifest_argv
+from tests.support.serve import image_builder, manifest_argv
 
 SERVE = ROOT / "deploy" / "kubernetes" / "serve"
 VERSIONS = ("1.30.0", "1.37.0")  # as tests/unit/fleet/test_manifests.py
@@ -129,14 +127,9 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'pin.db'}"
         return
-    from tests.support.postgres import start_postgres
+    from tests.support.postgres import postgres_for_test
 
-    try:
-        server = start_postgres()
-    except RuntimeError as exc:
-        if os.environ.get("PIN_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"PIN_REQUIRE_POSTGRES=1 but {exc}")
-        pytest.skip(str(exc))
+    server = postgres_for_test()
     try:
         yield server.new_database()
     finally:
@@ -174,15 +167,6 @@ def test_the_job_fails_with_pins_message_on_a_bad_url() -> None:
     assert "Traceback" not in bad.stderr
 
 
-def _builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("pin_image_build",
-                                                  ROOT / "deploy" / "image" / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_build_writes_its_reference_into_both_kustomizations(tmp_path: Path) -> None:
     from pinning.errors import BuildError
 
@@ -190,7 +174,7 @@ def test_the_build_writes_its_reference_into_both_kustomizations(tmp_path: Path)
     shutil.copytree(ROOT / "deploy" / "kubernetes", tree)
     (tree / "pin.lock").write_text("# placeholder\n")
     ref = f"127.0.0.1:5000/pin@{EMPTY_SHA256}"
-    build = _builder()
+    build = image_builder()
     for k in (tree / "kustomization.yaml", tree / "serve" / "kustomization.yaml"):
         before = k.read_text()
         build.set_image(k, ref)

@@ -8,7 +8,6 @@ that host's snapshot (``tests.support.serve``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,18 +15,13 @@ from typing import Any
 import pytest
 
 from pinning.serve.storage import Store
-from tests.support.postgres import Postgres, start_postgres
+from tests.support.postgres import Postgres, postgres_for_test
 from tests.support.serve import mi300x_lock_bytes, mi300x_snapshot
 
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
-    try:
-        server = start_postgres()
-    except RuntimeError as exc:
-        if os.environ.get("PIN_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"PIN_REQUIRE_POSTGRES=1 but {exc}")
-        pytest.skip(str(exc))
+    server = postgres_for_test()
     try:
         yield server
     finally:
