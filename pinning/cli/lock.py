@@ -1,6 +1,6 @@
 """``pin lock``: show, validate, diff, check and upgrade lockfiles. The group's other commands
-(``model``, ``packages``, ``push``, ``pull``) live in their own modules and are loaded from
-:data:`pinning.cli.COMMANDS` when used.
+(``model``, ``packages``, ``export``, ``push``, ``pull``) live in their own modules and are
+loaded from :data:`pinning.cli.COMMANDS` when used.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ __all__ = ["lock", "lock_check", "lock_diff", "lock_show", "lock_upgrade", "lock
 @click.group(cls=LazyGroup)
 def lock() -> None:
     """Show, validate, diff, check and upgrade lockfiles; pin their model and packages;
-    push them to and pull them from a pin service.
+    export their Python environment (pylock.toml, requirements); push them to and pull them
+    from a pin service.
     """
 
 

@@ -1,0 +1,52 @@
+"""``pin lock export``: write a lock's Python environment as a PEP 751 ``pylock.toml`` or a
+hash-pinned requirements file (:mod:`pinning.lockfile.export`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from pinning.cli.options import cli_path, output_path, path_given
+from pinning.util.text import printable
+
+__all__ = ["lock_export"]
+
+
+@click.command("export")
+@click.argument("path", metavar="LOCK", callback=path_given)
+@click.option("--format", "fmt", type=click.Choice(["pylock", "requirements"]), required=True,
+              help="pylock: a PEP 751 pylock.toml (uv pip sync, uv pip install -r); "
+                   "requirements: name==version with --hash lines (pip install "
+                   "--require-hashes --no-deps -r, uv pip sync).")
+@click.option("-o", "--output", default="-", show_default=True, callback=output_path,
+              metavar="FILE", help="Write here, atomically ('-': standard output).")
+def lock_export(path: str, fmt: str, output: str) -> None:
+    """Write LOCK's Python environment for a node that installs without containers: every
+    wheel `pin lock packages` recorded, with its sha256, for the lock's Python version and
+    platform ([python]).
+
+    --format pylock writes a PEP 751 pylock.toml (wheel URLs, sizes and hashes;
+    requires-python and environments from [python]); --format requirements writes
+    name==version lines with --hash options and the lock's indexes (--index-url, then
+    --extra-index-url). A package is never written without its hash: exit 2, naming it, for
+    a lock with no [[wheels]] or a [packages] entry no wheel covers (run `pin lock packages
+    LOCK` first), and, for pylock, a wheel with no URL; 5 for an invalid LOCK.
+    """
+    from pinning.errors import UsageError
+    from pinning.lockfile.export import export_text
+    from pinning.lockfile.io import read_lock
+    from pinning.util.files import atomic_write_bytes, is_stdio
+
+    lock = read_lock(Path(path))
+    text = export_text(lock, "pylock" if fmt == "pylock" else "requirements", label=path)
+    try:
+        atomic_write_bytes(cli_path(output), text.encode("utf-8"))
+    except OSError as exc:
+        raise UsageError(printable(f"{output}: cannot write the export "
+                                   f"({exc.strerror or exc}).", newlines=False)) from exc
+    if not is_stdio(output):
+        count = len(lock.wheels or [])
+        click.echo(printable(f"Wrote {output} ({fmt}, {count} wheel(s))", newlines=False),
+                   err=True)
