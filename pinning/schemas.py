@@ -7,7 +7,7 @@ from pathlib import Path
 
 SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope",
            "audit-report", "accept-config", "accept-result", "prices", "cost-report",
-           "fleet-report")
+           "fleet-report", "project")
 
 
 def generate() -> dict[str, str]:
@@ -24,6 +24,7 @@ def generate() -> dict[str, str]:
     from pinning.lockfile.models import Lockfile
     from pinning.matrix.models import MatrixFile
     from pinning.probe.models import HostFacts
+    from pinning.project.model import ProjectFile
     from pinning.util.envelope import Envelope
     from pinning.verify.report import VerifyReport
 
@@ -33,6 +34,7 @@ def generate() -> dict[str, str]:
         ("envelope", Envelope), ("audit-report", AuditReport),
         ("accept-config", AcceptConfig), ("accept-result", AcceptanceResult),
         ("prices", PriceFile), ("cost-report", CostReport), ("fleet-report", FleetReport),
+        ("project", ProjectFile),
     )
     out: dict[str, str] = {}
     for name, model in models:

@@ -65,6 +65,7 @@ def _fail(err: PinError, debug: bool, ctx: click.Context | None = None) -> NoRet
 #: ``pin --help`` lists commands under these headings, in workflow order; a command named in
 #: none is listed under "Other commands".
 WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Describe the trial", ("init", "config")),
     ("Audit what runs today", ("probe", "doctor", "audit")),
     ("Resolve a validated stack", ("matrix", "resolve")),
     ("Freeze, build and sign", ("freeze", "login", "base", "build", "rebuild", "keygen",
@@ -84,6 +85,7 @@ COMMANDS: dict[str, str] = {
     "resolve": "pinning.cli.resolve:resolve",
     "matrix": "pinning.cli.matrix:matrix",
     "lock": "pinning.cli.lock:lock",
+    "lock export": "pinning.cli.lockexport:lock_export",
     "lock model": "pinning.cli.lockmodel:lock_model",
     "lock packages": "pinning.cli.lockpackages:lock_packages",
     "lock push": "pinning.cli.lockremote:lock_push",
@@ -108,19 +110,25 @@ COMMANDS: dict[str, str] = {
     "cost": "pinning.cli.cost:cost",
     "report": "pinning.cli.report:report",
     "completion": "pinning.cli.completion:completion",
+    "init": "pinning.cli.init:init",
+    "config": "pinning.cli.config:config",
+    "config show": "pinning.cli.config:config_show",
 }
 
 
 def _prepare(cmd: click.Command) -> None:
     """What every command gets once loaded: the value completers of ``--gpu`` /
     ``--framework`` / ``--os`` and the guard that refuses ``-o`` naming an input (exit 2,
-    before any work: :func:`~pinning.cli.options.guard_outputs`).
+    before any work: :func:`~pinning.cli.options.guard_outputs`), and for the commands the
+    project file sets, its values as defaults (:func:`~pinning.cli.project.attach_project`).
     """
     from pinning.cli.completers import attach_value_completion
     from pinning.cli.options import guard_outputs
+    from pinning.cli.project import attach_project
 
     attach_value_completion(cmd)
     guard_outputs(cmd)
+    attach_project(cmd)
 
 
 class PinGroup(LazyGroup):
@@ -208,7 +216,10 @@ class PinGroup(LazyGroup):
               envvar="PIN_COLOR", show_envvar=True,
               help="Colour and tables: auto (on a terminal, unless NO_COLOR is set), always, "
                    "never.")
-def main(debug: bool, color: str | None) -> None:
+@click.option("--project", metavar="DIR", envvar="PIN_PROJECT", show_envvar=True,
+              help="The folder of the project file (pin.toml, or pyproject.toml with "
+                   "[tool.pin]); default: the nearest one from the working folder up.")
+def main(debug: bool, color: str | None, project: str | None) -> None:
     """pin: lock a validated GPU stack (firmware, driver, ROCm/CUDA, frameworks) and keep
     hosts and images on it.
 

@@ -34,6 +34,7 @@ NEEDS_VENDOR = None  # a result needs a vendor mirror: tests/unit/matrix/test_up
 CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "resolve": (["--gpu", "h200", "--framework", "pytorch==2.13.0", "-o", "-"],
                 ["--gpu", "h200", "--framework", "pytorch==0.0.1", "-o", "-"]),
+    "config show": ([], ["no-such-command"]),
     "matrix list": ([], ["--matrix", MISSING]),
     "matrix gpus": ([], ["--matrix", MISSING]),
     "matrix show": (["mi300x"], ["no-such-release"]),

@@ -50,6 +50,7 @@ ROWS: dict[str, list[str]] = {
              "{lock_mi250x}"],
     "freeze": ["{lock}", "--host", "{snap}", "--root", "{folder_a}", "--replay",
                "{commands}", "--site-packages", "{folder_b}", "--matrix", "{overlay}"],
+    "lock export": ["{lock}", "--format", "pylock"],
     "lock model": ["{lock}", "--cache", "{folder_a}", "--path", "{folder_b}"],
     "lock packages": ["{lock}", "-r", "{requirements}"],
     "lock pull": ["sha256:" + "ab" * 32, "--from", "https://pin.invalid", "--token-file",
@@ -71,7 +72,7 @@ ROWS: dict[str, list[str]] = {
 }
 
 #: Commands with an output option and no input at all: nothing to write over.
-NO_INPUTS = {"accept init", "keygen"}
+NO_INPUTS = {"accept init", "init", "keygen"}
 
 #: Commands that rewrite their LOCK in place by design: -o naming LOCK's own path is that.
 AMENDS = {"freeze", "build", "lock model", "lock packages", "lock upgrade"}
@@ -80,6 +81,8 @@ AMENDS = {"freeze", "build", "lock model", "lock packages", "lock upgrade"}
 NOT_READ = {
     ("accept run", "python"): "an interpreter pin runs (in --image mode a path in the image)",
     ("resolve", "model"): "a Hugging Face reference or a model folder, never a file -o names",
+    ("init", "model"): "written into pin.toml as given; pin init reads nothing",
+    ("init", "prices"): "a path written into pin.toml as given; pin init reads nothing",
 }
 
 
