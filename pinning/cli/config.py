@@ -60,6 +60,7 @@ def _effective(ctx: click.Context, name: str, args: list[str]) -> dict[str, Any]
     ctx.meta.pop(f"pin.sources.{name}", None)
     ctx.meta.pop("pin.project-error", None)
     saved = dict(ctx.meta)  # the command's own --format must not replace config show's
+    _check_args(cmd, name, list(args), root)
     sub = cmd.make_context(name, list(args), parent=root, resilient_parsing=True)
     ctx.meta.update(saved)
     error = ctx.meta.get("pin.project-error")
@@ -75,6 +76,21 @@ def _effective(ctx: click.Context, name: str, args: list[str]) -> dict[str, Any]
             rows.append({"option": max(param.opts, key=len), "value": _plain(sub.params[
                 param.name]), "source": source})
     return {"command": name, "args": list(args), "values": rows}
+
+
+def _check_args(cmd: click.Command, name: str, args: list[str], root: click.Context) -> None:
+    """Parse ``pin NAME ARGS`` strictly, as the command itself would: a flag it does not
+    take or a value it refuses raises ``UsageError`` (exit 2) with click's words; an
+    argument left out is not an error here (config show shows what is set).
+    """
+    try:
+        cmd.make_context(name, list(args), parent=root)
+    except click.MissingParameter:
+        return
+    except click.ClickException as exc:
+        shown = printable(" ".join(["pin", name, *args]), newlines=False)
+        raise UsageError(f"{shown}: {exc.format_message()}",
+                         hint=f"See `pin {name} --help` for its options.") from exc
 
 
 def _runs(ctx: click.Context, words: tuple[str, ...]) -> list[tuple[str, list[str]]]:

@@ -146,8 +146,8 @@ def _write_all(hosts: Generator[FleetHost, None, None], tally: FleetTally, out: 
     summary = tally.summary()
     if summary.total == 0:
         raise UsageError(f"{where}: no snapshot in it.",
-                         hint="Write one per line with `pin probe --format json | jq -c "
-                              ".result >> FILE.jsonl` on each host.")
+                         hint="Write one per line with `pin probe --format json | jq -c . "
+                              ">> FILE.jsonl` on each host.")
     error = _exit_error(head["lock"], summary)
     out.end(head, summary, error)
     if error is not None:

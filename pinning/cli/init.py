@@ -85,6 +85,11 @@ def init(name: str | None, model: str | None, frameworks: tuple[str, ...], gpu: 
     from pinning.util.files import atomic_write_bytes
 
     dest = Path(output)
+    given = [f for f, v in (("--os", os_), ("--rocm", rocm), ("--cuda", cuda)) if v]
+    if given and gpu is None:
+        raise UsageError(f"pin init {' '.join(given)}: these set the candidate target, which "
+                         "needs --gpu.", hint="Add --gpu GPU (e.g. --gpu mi300x), or leave "
+                         "them out and edit [targets.NAME] in the file.")
     if output == "-":
         raise UsageError("pin init writes a file; name one with -o FILE.")
     if dest.exists() and not force:
@@ -102,7 +107,9 @@ def init(name: str | None, model: str | None, frameworks: tuple[str, ...], gpu: 
         atomic_write_bytes(dest, text.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"cannot write {printable(output, newlines=False)}: "
-                         f"{exc.strerror or exc}.") from exc
+                         f"{exc.strerror or exc}.",
+                         hint="Check that -o names a file in a folder that exists and is "
+                              "writable.") from exc
     project = read_project(dest.resolve())  # what was written reads back
     targets = ", ".join(sorted(project.model.targets)) or "none yet"
     click.echo(f"Wrote {printable(output, newlines=False)} (project "

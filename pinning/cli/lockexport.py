@@ -45,7 +45,9 @@ def lock_export(path: str, fmt: str, output: str) -> None:
         atomic_write_bytes(cli_path(output), text.encode("utf-8"))
     except OSError as exc:
         raise UsageError(printable(f"{output}: cannot write the export "
-                                   f"({exc.strerror or exc}).", newlines=False)) from exc
+                                   f"({exc.strerror or exc}).", newlines=False),
+                         hint="Check that -o names a file in a folder that exists and is "
+                              "writable.") from exc
     if not is_stdio(output):
         count = len(lock.wheels or [])
         click.echo(printable(f"Wrote {output} ({fmt}, {count} wheel(s))", newlines=False),

@@ -104,13 +104,28 @@ def serve_migrate(db: str | None, config: str | None, check: bool, wait_s: float
     newer pin migrated is refused (exit 2). Safe to repeat: at the newest revision it
     changes nothing.
     """
-    from pinning.serve.storage.engine import default_url
+    from pathlib import Path
+
+    from pinning.serve.storage.engine import default_url, parse_url
     from pinning.serve.storage.migrate import head, upgrade
 
+    if wait_s and not check:
+        raise UsageError("--wait waits for someone else's migration: it goes with --check.",
+                         hint="pin serve migrate --check --wait SECONDS, or leave --wait out "
+                              "to migrate now.")
     url = _settings(config, db=db).db or default_url()
+    parsed = parse_url(url)  # a malformed URL is refused before any wait (exit 2)
+    if check and parsed.drivername.startswith("sqlite") and \
+            not Path(parsed.database or "").exists():
+        _wait_for(url, head(), 0.0, missing=True)  # --check creates no file
+        return
     if not check:
+        was = _revision(url) if not parsed.drivername.startswith("sqlite") or \
+            Path(parsed.database or "").exists() else "not migrated"
         upgrade(url)
-        click.echo(f"pin: database migrated to {_revision(url)}")
+        now = _revision(url)
+        click.echo(f"pin: database already at {now}; nothing to do" if was == now
+                   else f"pin: database migrated to {now}")
         return
     _wait_for(url, head(), wait_s)
 
@@ -126,9 +141,10 @@ def _revision(url: str) -> str:
         store.close()
 
 
-def _wait_for(url: str, want: str, wait_s: float) -> None:
+def _wait_for(url: str, want: str, wait_s: float, *, missing: bool = False) -> None:
     """Return once the database at ``url`` is at revision ``want``; check every 5 s for
-    ``wait_s`` seconds, then raise ``UsageError`` (exit 2) saying where it is.
+    ``wait_s`` seconds, then raise ``UsageError`` (exit 2) saying where it is. ``missing``:
+    a SQLite file that does not exist (not migrated; not created by looking).
     """
     import time
 
@@ -137,9 +153,9 @@ def _wait_for(url: str, want: str, wait_s: float) -> None:
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            at = _revision(url)
+            at = "not migrated" if missing else _revision(url)
         except PinError as exc:
-            at = f"unreachable ({exc.message})"
+            at = f"unreachable ({exc.message.rstrip('.')})"
         if at == want:
             click.echo(f"pin: database at {want}")
             return
@@ -149,7 +165,9 @@ def _wait_for(url: str, want: str, wait_s: float) -> None:
                 f"The database is {state}; this pin needs schema revision {want}.",
                 hint="Run `pin serve migrate` with this --db once (on Kubernetes: the Job "
                      "pin-serve-migrate), then start pin serve.")
-        click.echo(f"pin: database {at}; waiting for the migration to {want}", err=True)
+        left = max(0.0, deadline - time.monotonic())
+        click.echo(f"pin: database {at}; waiting for the migration to {want} ({left:.0f} s "
+                   "left)", err=True)
         time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 

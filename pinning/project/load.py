@@ -32,8 +32,9 @@ __all__ = ["PIN_TOML", "LoadedProject", "discover", "key_lines", "load_project",
            "read_project"]
 
 PIN_TOML = "pin.toml"
-_HINT = ("Fix the named key; `pin init --force` rewrites a commented file, and "
-         "schemas/project.schema.json lists every key.")
+_HINT = ("Fix the named key or value (an unknown key's message lists the keys allowed "
+         "there; the project file page of pin's docs describes each).")
+_SYNTAX_HINT = "Fix the TOML at the line and column named."
 
 
 @dataclass(frozen=True)
@@ -117,13 +118,14 @@ def read_project(path: Path) -> LoadedProject:
     column), an unknown key (its path and the nearest known key) or a bad value.
     """
     label = f"Project file {printable(str(path), newlines=False)}"
-    raw, data = read_toml(path, UsageError, label=label, syntax_hint=_HINT)
+    raw, data = read_toml(path, UsageError, label=label, syntax_hint=_SYNTAX_HINT)
     prefix: tuple[str, ...] = ()
     if path.name == "pyproject.toml":
         prefix = ("tool", "pin")
         table = data.get("tool", {}).get("pin") if isinstance(data.get("tool"), dict) else None
         if not isinstance(table, dict):
-            raise UsageError(f"{label}: no [tool.pin] table.", hint=_HINT)
+            raise UsageError(f"{label}: no [tool.pin] table.",
+                             hint="Add a [tool.pin] table, or write a pin.toml (pin init).")
         data = table
     try:
         model = ProjectFile.model_validate(data)

@@ -54,8 +54,19 @@ def _spec(flag: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+def _framework(value: str) -> str:
+    """``value`` when ``pin resolve --framework`` accepts its form (``pytorch==2.13.0``;
+    the name is checked against the matrix when resolving).
+    """
+    from pinning.resolve.constraints import parse_framework
+
+    _as_value_error(parse_framework, value)
+    return value
+
+
 OsName = Annotated[str, AfterValidator(_os)]
 NonBlank = Annotated[str, Field(min_length=1)]
+FrameworkRequest = Annotated[str, Field(min_length=1), AfterValidator(_framework)]
 
 
 class Project(Strict):
@@ -66,7 +77,7 @@ class Project(Strict):
 
     name: NonBlank
     model: NonBlank | None = None
-    frameworks: tuple[NonBlank, ...] = ()
+    frameworks: tuple[FrameworkRequest, ...] = ()
     requirements: NonBlank | None = None
     pyproject: NonBlank | None = None
 
@@ -90,7 +101,7 @@ class Target(Strict):
     os: OsName | None = None
     rocm: Annotated[str, _spec("--rocm")] | None = None
     cuda: Annotated[str, _spec("--cuda")] | None = None
-    frameworks: tuple[NonBlank, ...] | None = None
+    frameworks: tuple[FrameworkRequest, ...] | None = None
     as_of: dt.date | None = None
     matrix: tuple[NonBlank, ...] = ()
     build_steps: tuple[NonBlank, ...] = ()

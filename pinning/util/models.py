@@ -136,10 +136,12 @@ def error_location(loc: Sequence[int | str], data: Any) -> str:
 
 def validation_summary(exc: ValidationError, data: Any, *, limit: int = 5) -> str:
     """``field: problem; field: problem (and N more)`` for a file's validation errors,
-    unknown fields first (they are the typos an author needs to see).
+    unknown fields first (they are the typos an author needs to see); a validator's own
+    message without pydantic's ``Value error,`` prefix.
     """
     errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    parts = [f"{error_location(e['loc'], data) or '(top level)'}: {e['msg']}"
+    parts = [f"{error_location(e['loc'], data) or '(top level)'}: "
+             f"{e['msg'].removeprefix('Value error, ')}"
              for e in errors[:limit]]
     more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
     return "; ".join(parts) + more

@@ -165,3 +165,24 @@ def test_config_show_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert r.exit_code == 2 and "--target NAME" in r.output
     r = pin(tmp_path, "config", "show", "probe", monkeypatch=monkeypatch)
     assert r.exit_code == 2
+
+
+def test_config_show_checks_the_commands_flags_as_the_command_would(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pin.toml").write_text(ONE_TARGET)
+    bad = pin(tmp_path, "config", "show", "resolve", "--", "--bogus", monkeypatch=monkeypatch)
+    assert bad.exit_code == 2 and "pin resolve --bogus: No such option '--bogus'" in bad.stderr
+    value = pin(tmp_path, "config", "show", "cost", "--", "--utilisation", "abc",
+                monkeypatch=monkeypatch)
+    assert value.exit_code == 2 and "Invalid value for '--utilisation'" in value.stderr
+
+
+def test_init_refuses_what_it_would_drop_or_a_malformed_framework(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    no_gpu = pin(tmp_path, "init", "--os", "ubuntu-24.04", monkeypatch=monkeypatch)
+    assert no_gpu.exit_code == 2 and "pin init --os: these set the candidate target, which " \
+        "needs --gpu." in no_gpu.stderr
+    spec = pin(tmp_path, "init", "--framework", "pytorch=>>2", monkeypatch=monkeypatch)
+    assert spec.exit_code == 2 and "project.frameworks[0]: --framework 'pytorch=>>2'" \
+        in spec.stderr and "Value error" not in spec.stderr
+    assert not (tmp_path / "pin.toml").exists()

@@ -158,7 +158,7 @@ def test_the_pods_wait_for_the_job_that_migrates(db_url: str) -> None:
     finally:
         store.close()
     again = _run("migrate-job.yaml", "migrate", db_url)  # a second run changes nothing
-    assert again.returncode == 0 and again.stdout == job.stdout
+    assert (again.returncode, again.stdout) == (0, f"pin: database already at {want}; nothing to do\n")
 
 
 def test_the_job_fails_with_pins_message_on_a_bad_url() -> None:
@@ -205,3 +205,14 @@ def test_the_build_writes_its_reference_into_both_kustomizations(tmp_path: Path)
                 images |= {c["image"] for c in [*spec.get("initContainers", []),
                                                 *spec["containers"]]}
         assert images == {ref}
+
+
+def test_migrate_check_creates_no_file_and_wait_goes_with_check(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'none.db'}"
+    check = _run("deployment.yaml", "wait-for-migration", url, wait="0")
+    assert check.returncode == 2 and "not migrated" in check.stderr
+    assert not (tmp_path / "none.db").exists()
+    assert _run("migrate-job.yaml", "migrate", url).returncode == 0
+    both = subprocess.run([sys.executable, "-m", "pinning", "serve", "migrate", "--db", url,
+                           "--wait", "5"], capture_output=True, text=True, check=False)
+    assert both.returncode == 2 and "it goes with --check" in both.stderr
