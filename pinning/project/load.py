@@ -192,8 +192,10 @@ def _keys_at(model: type[BaseModel], loc: list[str]) -> list[str]:
     return sorted(f.alias or n for n, f in current.model_fields.items())
 
 
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.\s-]+?)\s*=""")
+# Linear patterns (tests/unit/util/test_regex.py): spaces around a name are left in the
+# group and dropped by _split; _KEY matches a line without its indent.
+_HEADER = re.compile(r"^\s*\[\[?([^\]]*)\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"""("[^"]*"|'[^']*')\s*=|([A-Za-z0-9_.-][A-Za-z0-9_.\s-]*)=""")
 
 
 def _split(dotted: str) -> tuple[str, ...]:
@@ -215,7 +217,7 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
             table = _split(header.group(1))
             lines.setdefault(table, n)
             continue
-        key = _KEY.match(line)
+        key = _KEY.match(line.lstrip())
         if key:
-            lines.setdefault(table + _split(key.group(1)), n)
+            lines.setdefault(table + _split(key.group(1) or key.group(2)), n)
     return lines
