@@ -41,8 +41,12 @@ def lock_export(path: str, fmt: str, output: str) -> None:
 
     lock = read_lock(Path(path))
     text = export_text(lock, "pylock" if fmt == "pylock" else "requirements", label=path)
+    data = text.encode("utf-8")
+    if not is_stdio(output) and _holds(Path(output), data):
+        click.echo(printable(f"{output}: unchanged, not rewritten.", newlines=False), err=True)
+        return
     try:
-        atomic_write_bytes(cli_path(output), text.encode("utf-8"))
+        atomic_write_bytes(cli_path(output), data)
     except OSError as exc:
         raise UsageError(printable(f"{output}: cannot write the export "
                                    f"({exc.strerror or exc}).", newlines=False),
@@ -52,3 +56,13 @@ def lock_export(path: str, fmt: str, output: str) -> None:
         count = len(lock.wheels or [])
         click.echo(printable(f"Wrote {output} ({fmt}, {count} wheel(s))", newlines=False),
                    err=True)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """True when ``path`` is a regular file holding exactly ``data`` (then it is not
+    rewritten; its time stamp stays, as ``make`` and rsync expect).
+    """
+    try:
+        return path.is_file() and not path.is_symlink() and path.read_bytes() == data
+    except OSError:
+        return False

@@ -106,8 +106,13 @@ def load_project(project_dir: str | None, cwd: Path) -> LoadedProject | None:
     for cand in (given / PIN_TOML, given / "pyproject.toml"):
         if cand.is_file() and (cand.name == PIN_TOML or _has_tool_pin(cand)):
             return read_project(cand)
-    raise UsageError(f"--project {printable(project_dir, newlines=False)}: no pin.toml, and no "
-                     "pyproject.toml with [tool.pin], in that folder.",
+    shown = printable(project_dir, newlines=False)
+    if not given.exists():
+        raise UsageError(f"The project folder {shown} (--project or PIN_PROJECT) does not exist.",
+                         hint="Name the folder that holds pin.toml, or unset PIN_PROJECT to "
+                              "find it from the working folder.")
+    raise UsageError(f"The project folder {shown} (--project or PIN_PROJECT) has no pin.toml, "
+                     "and no pyproject.toml with [tool.pin].",
                      hint="Name the project's folder, or write one with `pin init`.")
 
 

@@ -55,6 +55,10 @@ def test_stdout_and_output_file(lock: Path, tmp_path: Path) -> None:
     assert "torch==2.13.0+rocm7.2 \\\n    --hash=sha256:" in text
     again = pin("lock", "export", str(lock), "--format", "requirements", "-o", "-")
     assert again.returncode == 0 and again.stdout == text
+    mtime = out.stat().st_mtime_ns
+    same = pin("lock", "export", str(lock), "--format", "requirements", "-o", str(out))
+    assert same.returncode == 0 and same.stderr.strip() == f"{out}: unchanged, not rewritten."
+    assert out.stat().st_mtime_ns == mtime and out.read_text() == text
 
 
 def test_a_lock_without_wheels_is_refused(tmp_path: Path) -> None:

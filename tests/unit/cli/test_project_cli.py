@@ -186,3 +186,13 @@ def test_init_refuses_what_it_would_drop_or_a_malformed_framework(
     assert spec.exit_code == 2 and "project.frameworks[0]: --framework 'pytorch=>>2'" \
         in spec.stderr and "Value error" not in spec.stderr
     assert not (tmp_path / "pin.toml").exists()
+
+
+def test_a_project_folder_that_is_missing_or_empty_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gone = pin(tmp_path, "--project", "nope", "resolve", monkeypatch=monkeypatch)
+    assert gone.exit_code == 2 and "The project folder nope (--project or PIN_PROJECT) does " \
+        "not exist." in gone.stderr
+    empty = pin(tmp_path, "--project", ".", "resolve", monkeypatch=monkeypatch)
+    assert empty.exit_code == 2 and "has no pin.toml, and no pyproject.toml with [tool.pin]." \
+        in empty.stderr

@@ -67,7 +67,7 @@ def test_project_dir_overrides_discovery(tmp_path: Path) -> None:
     (other / "pin.toml").write_text('[project]\nname = "other"\n')
     found = load_project(str(other), tmp_path)
     assert found is not None and found.model.project.name == "other"
-    with pytest.raises(UsageError, match="no pin.toml"):
+    with pytest.raises(UsageError, match="does not exist"):
         load_project(str(tmp_path / "missing"), tmp_path)
 
 
