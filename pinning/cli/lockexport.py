@@ -42,7 +42,7 @@ def lock_export(path: str, fmt: str, output: str) -> None:
     lock = read_lock(Path(path))
     text = export_text(lock, "pylock" if fmt == "pylock" else "requirements", label=path)
     data = text.encode("utf-8")
-    if not is_stdio(output) and _holds(Path(output), data):
+    if not is_stdio(output) and _unchanged(Path(output), data):
         click.echo(printable(f"{output}: unchanged, not rewritten.", newlines=False), err=True)
         return
     try:
@@ -58,11 +58,11 @@ def lock_export(path: str, fmt: str, output: str) -> None:
                    err=True)
 
 
-def _holds(path: Path, data: bytes) -> bool:
-    """True when ``path`` is a regular file holding exactly ``data`` (then it is not
-    rewritten; its time stamp stays, as ``make`` and rsync expect).
-    """
+def _unchanged(path: Path, data: bytes) -> bool:
+    """True when ``path`` already holds exactly ``data`` (then it is not rewritten)."""
+    from pinning.util.files import holds_bytes
+
     try:
-        return path.is_file() and not path.is_symlink() and path.read_bytes() == data
+        return holds_bytes(path, data)
     except OSError:
-        return False
+        return False  # the write says what is wrong with the path

@@ -76,7 +76,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, if_unchanged: bytes | None = 
         return
     with target_lock(target, wait=wait):
         mode = _writable_mode(target, new_mode)
-        if if_unchanged is not None and not _holds(target, if_unchanged):
+        if if_unchanged is not None and not holds_bytes(target, if_unchanged):
             raise TargetChanged(f"{path} changed since it was read")
         remove_orphans(target)
         _replace(target, data, mode)
@@ -200,9 +200,10 @@ def _replace(target: Path, data: bytes, mode: int) -> None:
             os.close(dfd)
 
 
-def _holds(path: Path, expected: bytes) -> bool:
+def holds_bytes(path: Path, expected: bytes) -> bool:
     """True when ``path`` is a regular file whose bytes are exactly ``expected`` (reads at
-    most ``len(expected) + 1`` bytes; never blocks on a FIFO).
+    most ``len(expected) + 1`` bytes; never blocks on a FIFO). Raises ``OSError`` other
+    than a missing file.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
