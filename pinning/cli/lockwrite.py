@@ -75,7 +75,7 @@ def dry_run_report(lock: Lockfile, output: str, *, force: bool) -> bool:
     when it would be refused (the caller exits 5, as the write would).
     """
     from pinning.errors import LockfileError
-    from pinning.lockfile.io import guard_frozen
+    from pinning.lockfile.frozen import guard_frozen
 
     click.echo(summary_text(lock, output, changes_json(lock, output)), err=True, nl=False)
     refused = False
@@ -99,7 +99,8 @@ def write_with_summary(lock: Lockfile, path: Path, *, force: bool, command: str,
     ``path`` that holds frozen host values is refused (``LockfileError``, exit 5) unless
     ``force``; raises what :func:`~pinning.lockfile.io.write_lock` raises.
     """
-    from pinning.lockfile.io import guard_frozen, write_lock
+    from pinning.lockfile.frozen import guard_frozen
+    from pinning.lockfile.io import write_lock
 
     if replacing is None:
         replacing = guard_frozen(path, force=force, command=command)

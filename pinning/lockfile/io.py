@@ -7,7 +7,7 @@ pydantic model; every problem is a ``LockfileError`` (exit 5) naming the file an
 
 from __future__ import annotations
 
-import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,23 @@ from pydantic import BaseModel
 
 from pinning.errors import InternalError, LockfileError, UsageError
 from pinning.lockfile.models import LOCK_VERSION, Lockfile
+from pinning.lockfile.multi import (
+    MULTI_VERSION,
+    READABLE_VERSIONS,
+    MultiLock,
+    multi_hash,
+    pick,
+    render_multi,
+    replace_target,
+    view_data,
+)
+from pinning.lockfile.tomlout import schema_hint, toml_item
 from pinning.util.digests import canonical_digest
-from pinning.util.files import TargetChanged, atomic_write_bytes, read_toml
+from pinning.util.files import TargetChanged, atomic_write_bytes, parse_toml, read_toml
 from pinning.util.locks import WriteConflict
 from pinning.util.models import validation_summary
 from pinning.util.text import printable
 
-SCHEMA_NAME = "lockfile.schema.json"
 DAMAGED_HINT = ("Restore the file (from version control); to change a lock on purpose run "
                 "`pin lock upgrade FILE`, which re-resolves it and keeps frozen host values.")
 
@@ -79,21 +89,6 @@ def _json_form(value: object) -> object:
     return value
 
 
-def _schema_hint(dest: Path | None) -> str | None:
-    """Relative path from ``dest``'s folder to a ``schemas/lockfile.schema.json`` above it."""
-    if dest is None:
-        return None
-    try:
-        folder = dest.resolve().parent
-    except (OSError, RuntimeError):  # a loop of links: the write itself refuses it (exit 2)
-        return None
-    for parent in [folder, *folder.parents]:
-        cand = parent / "schemas" / SCHEMA_NAME
-        if cand.is_file():
-            return os.path.relpath(cand, folder).replace(os.sep, "/")
-    return None
-
-
 def render(lock: Lockfile, *, dest: Path | None = None) -> str:
     """Render ``lock`` as TOML text: a ``#:schema`` hint (when a schemas folder is found
     above ``dest``), a header saying how to regenerate it (``pin lock upgrade``, which keeps
@@ -103,7 +98,7 @@ def render(lock: Lockfile, *, dest: Path | None = None) -> str:
     import tomlkit
 
     doc = tomlkit.document()
-    hint = _schema_hint(dest)
+    hint = schema_hint(dest)
     if hint:
         doc.add(tomlkit.comment(f"schema {hint}"))
     # The header repeats text from the command line: escaped, so `cat` of a lock acts on nothing.
@@ -118,53 +113,11 @@ def render(lock: Lockfile, *, dest: Path | None = None) -> str:
                             "Show: pin lock show FILE"))
     data = lock_json(lock)
     for key, value in data.items():
-        doc.add(key, _item(value))
+        doc.add(key, toml_item(value))
     text = tomlkit.dumps(doc)
     if hint:
         text = text.replace("# schema ", "#:schema ", 1)
     return text
-
-
-def _is_aot(value: Any) -> bool:
-    """True for a non-empty list of tables (rendered as ``[[name]]`` blocks)."""
-    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
-
-
-def _item(value: Any) -> Any:
-    """``value`` (lock JSON) as a tomlkit item: a table, an array of tables, an array or a
-    scalar. Linear in the size of ``value``.
-
-    tomlkit, when it adds a key to a table it builds, scans the whole table for where the
-    first sub-table starts (so that plain keys stay above ``[sub]`` headers): n keys cost
-    O(n**2), 72 s for the 20,000 packages of a frozen host. A table whose values are all
-    plain (no sub-table, no array of tables) has no sub-table to keep keys above, so it is
-    filled in tomlkit's parser mode, which appends without that scan and gives the same
-    bytes (``tests/unit/lockfile/test_render_one_pass.py`` checks it against plain tomlkit).
-    """
-    import tomlkit
-
-    if isinstance(value, dict):
-        t = tomlkit.table()
-        plain = not any(isinstance(v, dict) or _is_aot(v) for v in value.values())
-        if plain:
-            t.value.parsing(True)
-        for k, v in value.items():
-            t.add(k, _item(v))
-        if plain:
-            t.value.parsing(False)
-        return t
-    if _is_aot(value):
-        aot = tomlkit.aot()
-        for v in value:
-            aot.append(_item(v))
-        return aot
-    if isinstance(value, list):
-        arr = tomlkit.array()
-        arr.extend(value)
-        if sum(len(str(v)) + 4 for v in value) > 80:
-            arr.multiline(True)
-        return arr
-    return value
 
 
 #: Keys of a lock whose values are versions, and those holding specifiers (``request``).
@@ -193,9 +146,25 @@ class LockWriteError(UsageError, LockfileError):
     default_hint = "Choose a writable path with -o FILE."
 
 
-def write_lock(lock: Lockfile, path: Path, *, if_unchanged: bytes | None = None) -> bytes:
+@dataclass(frozen=True)
+class LockRead:
+    """A lock as read: the file's exact ``raw`` bytes, the ``lock`` (in a multi-target file,
+    the chosen target's view), and for such a file the ``target`` name and the whole
+    ``multi`` lock, which :func:`write_lock` writes back with that target replaced.
+    """
+
+    raw: bytes
+    lock: Lockfile
+    target: str | None = None
+    multi: MultiLock | None = None
+
+
+def write_lock(lock: Lockfile, path: Path, *, if_unchanged: bytes | None = None,
+               into: LockRead | None = None) -> bytes:
     """Write ``lock`` to ``path`` atomically (temp file + rename) under the path's advisory
     write lock (:func:`~pinning.util.files.atomic_write_bytes`); return the bytes written.
+    With ``into`` from a multi-target file, the whole file is written with ``into.target``'s
+    section replaced by ``lock`` (the other targets as they were).
 
     ``if_unchanged`` is the exact bytes of ``path`` the caller read (``pin freeze`` reads a
     lock, probes, then replaces it): the write happens only if the file still holds them.
@@ -203,7 +172,15 @@ def write_lock(lock: Lockfile, path: Path, *, if_unchanged: bytes | None = None)
     the lock too long, nothing written; :class:`LockWriteError` (exit 2) when the file
     cannot be written.
     """
-    data = render(lock, dest=path).encode()
+    if into is not None and into.multi is not None and into.target is not None:
+        multi = replace_target(into.multi, into.target, lock)
+        return write_bytes(render_multi(multi, dest=path).encode(), path,
+                           if_unchanged=if_unchanged)
+    return write_bytes(render(lock, dest=path).encode(), path, if_unchanged=if_unchanged)
+
+
+def write_bytes(data: bytes, path: Path, *, if_unchanged: bytes | None = None) -> bytes:
+    """Write rendered lock ``data`` to ``path`` as :func:`write_lock` does; return it."""
     try:
         atomic_write_bytes(path, data, if_unchanged=if_unchanged)
     except TargetChanged as exc:
@@ -222,63 +199,114 @@ def write_lock(lock: Lockfile, path: Path, *, if_unchanged: bytes | None = None)
     return data
 
 
-def read_lock(path: Path) -> Lockfile:
-    """Read and validate a lockfile, checking its version and content hash.
+def read_lock(path: Path, target: str | None = None) -> Lockfile:
+    """Read and validate a lockfile, checking its version and content hash; in a
+    multi-target file, the view of ``target`` (or of its only target).
 
     Raises ``LockfileError`` (exit 5) naming the file and, for schema errors, the field path
     (``frameworks[0].version.origin``); for a hand edit, the hash mismatch; for a path that
-    is missing, a directory or not readable, why.
+    is missing, a directory or not readable, why. ``UsageError`` (exit 2) as
+    :func:`pinning.lockfile.multi.pick` for a target it does not have (or none named of
+    several), and for ``target`` given with a single-target lock.
     """
-    return read_lock_bytes(path)[1]
+    return read_lock_at(path, target).lock
 
 
-def read_lock_bytes(path: Path) -> tuple[bytes, Lockfile]:
+def read_lock_bytes(path: Path, target: str | None = None) -> tuple[bytes, Lockfile]:
     """:func:`read_lock`, with the exact bytes read (what ``write_lock(if_unchanged=...)``
-    compares with, and attestations hash). Raises ``LockfileError`` (exit 5) as it does.
+    compares with, and attestations hash). Raises as it does.
+    """
+    read = read_lock_at(path, target)
+    return read.raw, read.lock
+
+
+def read_lock_at(path: Path, target: str | None = None) -> LockRead:
+    """:func:`read_lock`, keeping what :func:`write_lock` needs to write the lock back."""
+    raw, multi, locks = read_locks(path)
+    return _chosen(raw, multi, locks, target, str(path))
+
+
+def read_locks(path: Path) -> tuple[bytes, MultiLock | None, dict[str, Lockfile]]:
+    """Every lock of the file at ``path``: its bytes, the multi-target lock (``None`` for a
+    single-target file) and each target's lock by name (``""`` for a single-target file).
+    Raises ``LockfileError`` (exit 5) as :func:`read_lock`.
     """
     path = Path(path)
     raw, data = read_toml(
         path, LockfileError, label=str(path),
         unreadable_hint="Check the path; `pin resolve ... -o FILE` writes a lockfile.",
     )
-    return raw, _lock_of(data, str(path))
+    return (raw, *_locks_of(data, str(path)))
 
 
-def parse_lock_bytes(raw: bytes, *, label: str) -> Lockfile:
+def parse_lock_bytes(raw: bytes, *, label: str, target: str | None = None) -> Lockfile:
     """Validate the exact bytes of a lockfile received other than from a file (an upload),
     as :func:`read_lock` validates a file: version, schema (strict) and content hash.
 
     ``label`` starts every message (``"uploaded lock"``). Raises ``LockfileError`` (exit 5)
-    when the bytes are not UTF-8 TOML or not a valid lock.
+    when the bytes are not UTF-8 TOML or not a valid lock; ``UsageError`` (exit 2) as
+    :func:`read_lock` for the target.
     """
-    import tomllib
-
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise LockfileError(f"{label}: not valid TOML: {exc}.") from exc
-    except (RecursionError, ValueError) as exc:
-        raise LockfileError(f"{label}: not valid TOML: nested too deeply or a number too "
-                            "long to read.") from exc
-    return _lock_of(data, label)
+    data = parse_toml(raw, LockfileError, label=label)
+    return _chosen(raw, *_locks_of(data, label), target, label).lock
 
 
-def _lock_of(data: dict[str, Any], label: str) -> Lockfile:
-    """The validated lock of a parsed TOML table; ``LockfileError`` naming ``label``."""
+def _chosen(raw: bytes, multi: MultiLock | None, locks: dict[str, Lockfile],
+            target: str | None, label: str) -> LockRead:
+    """The :class:`LockRead` of ``target`` among ``locks``."""
+    if multi is None:
+        if target is not None:
+            raise UsageError(
+                f"--target {target!r}: {label} is a single-target lock (lock-version 1); "
+                "--target chooses a section of a multi-target lock.",
+                hint=f"Leave out --target, or convert it: pin lock migrate {label}.")
+        return LockRead(raw, locks[""])
+    name = pick(multi, target, label=label)
+    return LockRead(raw, locks[name], name, multi)
+
+
+def _locks_of(data: dict[str, Any], label: str) -> tuple[MultiLock | None, dict[str, Lockfile]]:
+    """The multi-target lock (or ``None``) and each lock of a parsed TOML table."""
     version = data.get("lock-version")
     if version is None:
         raise LockfileError(
             f"{label}: not a pin lockfile (no `lock-version`"
             + (", the file is empty)." if not data else ")."),
-            hint="Pass a file written by `pin resolve` / `pin freeze`.",
+            hint="Pass a file written by `pin resolve`, `pin lock` or `pin freeze`.",
         )
-    if version != LOCK_VERSION:
+    if version == LOCK_VERSION:
+        return None, {"": _lock_of(data, label)}
+    if version != MULTI_VERSION or isinstance(version, bool):
         raise LockfileError(
             f"{label}: lock-version {version!r} is not supported (this pin reads "
-            f"lock-version {LOCK_VERSION}).",
-            hint="Upgrade pin to read a newer lock, or re-resolve it with the `Resolved by:` "
-            "command in its header comment.",
+            f"lock-version {' and '.join(map(str, READABLE_VERSIONS))}).",
+            hint="A newer pin wrote it: upgrade pin (docs/concepts/lock-versions.md), or "
+            "re-resolve it with the `Resolved by:` command in its header comment.",
         )
+    multi = _multi_of(data, label)
+    return multi, {name: _lock_of(view_data(multi, name, label=label), f"{label} [targets."
+                                  f"{name}]") for name in multi.targets}
+
+
+def _multi_of(data: dict[str, Any], label: str) -> MultiLock:
+    """The validated :class:`MultiLock` of a parsed ``lock-version = 2`` table."""
+    from pydantic import ValidationError
+
+    try:
+        multi = MultiLock.model_validate(data, strict=True)
+    except ValidationError as exc:
+        raise LockfileError(f"{label}: invalid lockfile: {validation_summary(exc, data)}.",
+                            hint=DAMAGED_HINT) from exc
+    expected = multi_hash(data)
+    if multi.content_hash != expected:
+        raise LockfileError(
+            f"{label}: content-hash {multi.content_hash} does not match the file's content "
+            f"({expected}); the file was edited by hand or damaged.", hint=DAMAGED_HINT)
+    return multi
+
+
+def _lock_of(data: dict[str, Any], label: str) -> Lockfile:
+    """The validated single-target lock of ``data``; ``LockfileError`` naming ``label``."""
     _check_versions(label, data)
     from pydantic import ValidationError
 
@@ -288,7 +316,9 @@ def _lock_of(data: dict[str, Any], label: str) -> Lockfile:
         raise LockfileError(
             f"{label}: invalid lockfile: {validation_summary(exc, data)}.",
             hint=DAMAGED_HINT) from exc
-    expected = content_hash(lock_json(lock))
+    # Over the data as read, not the model re-dumped: a field a later pin added with a
+    # default (`[]`) is not in an older lock's bytes, nor in the hash its writer computed.
+    expected = content_hash(data)
     if lock.content_hash != expected:
         raise LockfileError(
             f"{label}: content-hash {lock.content_hash} does not match the lock's content "
@@ -296,70 +326,3 @@ def _lock_of(data: dict[str, Any], label: str) -> Lockfile:
             hint=DAMAGED_HINT,
         )
     return lock
-
-
-def frozen_fields(lock: Lockfile) -> list[str]:
-    """Dotted names of the values a ``pin freeze`` set (``origin = "host"``, the firmware
-    blocks, ``packages``, the frozen ``environment``): what writing a fresh resolve over
-    ``lock`` would drop. Empty for a lock no host was frozen into.
-    """
-    out: list[str] = []
-
-    def walk(path: str, value: Any) -> None:
-        if is_pinned(value):
-            if value.get("origin") == "host":
-                out.append(path)
-            return
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{path}.{k}" if path else k, v)
-        elif isinstance(value, list) and path == "frameworks":
-            for fw in value:
-                walk(f"frameworks.{fw.get('name')}", fw)
-
-    data = lock_json(lock)
-    for key in ("target", "firmware", "kernel-driver", "os", "kernel", "runtime", "frameworks"):
-        walk(key, data.get(key))
-    if lock.firmware.blocks is not None:
-        out.append("firmware.blocks")
-    if lock.packages is not None:
-        out.append("packages")
-    if lock.frozen is not None and lock.environment:
-        out.append("environment")
-    return out
-
-
-def is_pinned(value: Any) -> bool:
-    """True for the JSON form of a :class:`~pinning.lockfile.models.Pinned` value."""
-    return isinstance(value, dict) and "origin" in value
-
-
-def guard_frozen(path: Path, *, force: bool, command: str = "pin resolve") -> bytes | None:
-    """Refuse to replace a lock that holds frozen host values at ``path``, unless ``force``.
-
-    Returns the bytes now at ``path`` when it is a regular file (pass them to
-    :func:`write_lock` as ``if_unchanged`` so a write made meanwhile is not lost), else
-    ``None``. A file that is not a valid lock is not judged here. Raises ``LockfileError``
-    (exit 5), nothing written, naming the frozen values, when ``path`` holds any
-    (:func:`frozen_fields`) and ``force`` is false.
-    """
-    path = Path(path)
-    if not path.is_file():
-        return None
-    try:
-        raw, old = read_lock_bytes(path)
-    except LockfileError:
-        try:
-            return path.read_bytes()
-        except OSError:
-            return None
-    frozen = frozen_fields(old)
-    if frozen and not force:
-        shown = ", ".join(frozen[:6]) + (f" and {len(frozen) - 6} more" if len(frozen) > 6 else "")
-        raise LockfileError(
-            f"{path} holds {len(frozen)} value(s) frozen from a host ({shown}); {command} "
-            "would replace them with a fresh resolve and lose them. Nothing was written.",
-            hint=f"Run `pin lock upgrade {path}` to re-resolve and keep the frozen values, "
-                 "write elsewhere with -o FILE, or pass --force to replace the lock.",
-        )
-    return raw

@@ -6,14 +6,14 @@ what the model accepts; :func:`render_project` validates it on the way out.
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 from typing import Any
 
+from pinning.lockfile.tomlout import schema_hint
 from pinning.project.model import SCHEMA_NAME, ProjectFile
 
-__all__ = ["render_project", "schema_hint"]
+__all__ = ["render_project"]
 
 _HEADER = (
     "pin project file: the trial described once. Every pin command run in this folder (or "
@@ -33,18 +33,6 @@ _COMMENTS = {
 }
 
 
-def schema_hint(dest: Path) -> str | None:
-    """Relative path from ``dest``'s folder to a ``schemas/project.schema.json`` in it or
-    a parent folder (as locks are hinted); ``None`` when there is none.
-    """
-    folder = dest.resolve().parent
-    for parent in (folder, *folder.parents):
-        cand = parent / "schemas" / SCHEMA_NAME
-        if cand.is_file():
-            return os.path.relpath(cand, folder)
-    return None
-
-
 def render_project(data: dict[str, Any], *, dest: Path) -> str:
     """``data`` (the file's tables, kebab-case keys) validated as a
     :class:`~pinning.project.model.ProjectFile` and rendered as commented TOML, with a
@@ -55,7 +43,7 @@ def render_project(data: dict[str, Any], *, dest: Path) -> str:
 
     ProjectFile.model_validate(data)
     doc = tomlkit.document()
-    hint = schema_hint(dest)
+    hint = schema_hint(dest, SCHEMA_NAME)
     if hint:
         doc.add(tomlkit.comment(f"schema {hint}"))
     for para in _HEADER:

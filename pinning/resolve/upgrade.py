@@ -23,7 +23,8 @@ from typing import Any
 
 from pinning import __version__
 from pinning.lockfile.diff import Change, diff_locks, stack_changes
-from pinning.lockfile.io import amend, frozen_fields, lock_json
+from pinning.lockfile.frozen import frozen_fields
+from pinning.lockfile.io import amend, lock_json
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
 from pinning.matrix.names import OS_ID_VERSION, os_matches

@@ -21,7 +21,8 @@ from pinning.lockfile.diff import (
     stack_changes,
     summary_lines,
 )
-from pinning.lockfile.io import amend, frozen_fields, guard_frozen, render, write_lock
+from pinning.lockfile.frozen import frozen_fields, guard_frozen
+from pinning.lockfile.io import amend, render, write_lock
 from pinning.lockfile.models import Lockfile
 from pinning.matrix.load import Matrix
 from pinning.resolve.constraints import Constraints, parse_framework, parse_runtime_spec

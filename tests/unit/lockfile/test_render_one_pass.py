@@ -11,7 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pinning.lockfile.io import _item, amend, lock_json, read_lock, render
+from pinning.lockfile.io import amend, lock_json, read_lock, render
+from pinning.lockfile.tomlout import toml_item
 from tests.support.paths import ROOT
 
 LOCK = ROOT / "lockfiles" / "mi300x-pytorch-2.13.0.lock"
@@ -26,7 +27,7 @@ def _plain_tomlkit(value: Any) -> Any:
         for k, v in value.items():
             t.add(k, _plain_tomlkit(v))
         return t
-    return _item(value)
+    return toml_item(value)
 
 
 def _dumped(table: Any) -> str:
@@ -47,7 +48,7 @@ scalars = st.one_of(st.text(max_size=20), st.integers(-10**6, 10**6), st.boolean
 @given(st.dictionaries(keys, scalars, max_size=30))
 @settings(max_examples=200)
 def test_plain_tables_give_the_bytes_plain_tomlkit_gives(table: dict[str, Any]) -> None:
-    assert _dumped(_item(table)) == _dumped(_plain_tomlkit(table))
+    assert _dumped(toml_item(table)) == _dumped(_plain_tomlkit(table))
 
 
 def test_frozen_lock_with_many_packages_renders_and_reads_back(tmp_path: Path) -> None:
