@@ -16,8 +16,9 @@ import click
 from pinning.errors import UsageError
 
 __all__ = ["FORMAT", "amend_output_option", "amends", "ca_cert_option", "cli_path",
-           "file_params", "format_option", "guard_outputs", "host_options", "one_stdin",
-           "own_folder_rule", "parse_date", "path_given", "refuse_stdout_twice"]
+           "file_params", "format_option", "guard_outputs", "host_options",
+           "lock_target_option", "one_stdin", "own_folder_rule", "parse_date", "path_given",
+           "refuse_stdout_twice"]
 
 FORMAT = click.Choice(["text", "json"])
 """The ``--format`` choice of every command that can print JSON: ``text`` or ``json``."""
@@ -43,6 +44,16 @@ def amend_output_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("-o", "--output", callback=output_path, metavar="FILE",
                         help="Write here instead of replacing LOCK ('-': standard output, "
                              "messages then go to stderr).")(func)
+
+
+def lock_target_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--target NAME``, passed as ``target``: the section of a multi-target lock
+    (``pin lock``'s ``pin.lock``) the command acts on, needed when the lock has several;
+    a single-target lock refuses it (:func:`pinning.lockfile.io.read_lock`, exit 2).
+    """
+    return click.option("--target", "target", metavar="NAME",
+                        help="The target of a multi-target lock (pin lock writes one); needed "
+                             "when it has several.")(func)
 
 
 def parse_date(flag: str, text: str | None) -> dt.date | None:
