@@ -53,7 +53,7 @@ def _data(name: str, model: str | None, frameworks: tuple[str, ...], gpu: str | 
 
 @click.command(short_help="Write a commented pin.toml (the project file) from flags.")
 @click.option("--name", metavar="NAME",
-              help="The project's name (default: the folder's name).")
+              help="The project's name (default: the name of the folder the file is in).")
 @click.option("--model", metavar="ORG/NAME@REVISION|PATH",
               help="The model, as pin resolve --model takes it.")
 @click.option("--framework", "frameworks", multiple=True, metavar="NAME[SPEC]",
@@ -95,8 +95,8 @@ def init(name: str | None, model: str | None, frameworks: tuple[str, ...], gpu: 
     if dest.exists() and not force:
         raise UsageError(f"{printable(output, newlines=False)} exists; pin init does not "
                          "replace it.", hint="Pass --force to replace it.")
-    data = _data(name or Path.cwd().name or "project", model, frameworks, gpu, current_gpu,
-                 {"os": os_, "rocm": rocm, "cuda": cuda}, prices)
+    data = _data(name or dest.resolve().parent.name or "project", model, frameworks, gpu,
+                 current_gpu, {"os": os_, "rocm": rocm, "cuda": cuda}, prices)
     try:
         text = render_project(data, dest=dest)
     except ValidationError as exc:

@@ -196,3 +196,15 @@ def test_a_project_folder_that_is_missing_or_empty_is_named(
     empty = pin(tmp_path, "--project", ".", "resolve", monkeypatch=monkeypatch)
     assert empty.exit_code == 2 and "has no pin.toml, and no pyproject.toml with [tool.pin]." \
         in empty.stderr
+
+
+def test_init_names_the_project_after_the_folder_the_file_is_written_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pin init -o sub/pin.toml` from a parent folder names the project `sub`, the folder
+    the file describes, not the working folder.
+    """
+    (tmp_path / "work" / "sub").mkdir(parents=True)
+    result = pin(tmp_path / "work", "init", "-o", "sub/pin.toml", "--gpu", "mi300x",
+                 monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert 'name = "sub"' in (tmp_path / "work" / "sub" / "pin.toml").read_text()
