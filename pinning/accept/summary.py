@@ -51,9 +51,13 @@ class ServeSummary(Strict):
     ``None`` when the file does not say. Latencies in milliseconds, durations in seconds.
     ``detailed``: the run has per-request data; ``computed`` names each latency statistic
     pin computed from it because the file lacks it (``"e2el p99"``), the rest are the file's.
+    ``source-sha256`` is ``sha256:<hex>`` of the results file's bytes as pin read them
+    (judged files; ``None`` for pin's own runs and in results of an older pin): two results
+    judged from the same file are one measurement, not two.
     """
 
     source: str
+    source_sha256: str | None = None
     index: int = 0
     harness: Harness
     harness_version: str | None = None

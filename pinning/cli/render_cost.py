@@ -1,6 +1,6 @@
 """The text of ``pin cost``: each platform's R, Q and cost per million tokens, the ratio
 rule, payback with the migration (blocked items priced and waived), the verdict with its
-reasons and binding problems, and the caveats.
+reasons (a result's unverified GPU stack and binding problems first) and the caveats.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ def _platform_lines(p: PlatformCost) -> list[str]:
     r = p.rate
     accepted = p.passed if p.accepted is None else p.accepted
     lines = [f"{p.role.capitalize()}: {printable(p.result, newlines=False)}"
+             + ("  (NOT EVIDENCE about its stack: see below)" if p.unverified
+                or p.binding_problems else "")
              + ("" if accepted else "  (acceptance FAILED: "
                 + printable("; ".join(p.not_accepted or p.failed), newlines=False) + ")")]
     if p.sweep is not None:
@@ -52,6 +54,8 @@ def _platform_lines(p: PlatformCost) -> list[str]:
     basis = BASIS_TEXT[p.basis] if p.basis else "tokens"
     lines.append(f"  cost per million {basis}: {usd(p.usd_per_million_tokens)}"
                  + (f" ({printable(p.unknown, newlines=False)})" if p.unknown else ""))
+    lines += [f"  GPU stack not verified: {printable(x, newlines=False)}"
+              for x in p.unverified]
     lines += [f"  not bound to its lock: {printable(x, newlines=False)}"
               for x in p.binding_problems]
     return lines

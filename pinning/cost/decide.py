@@ -5,12 +5,14 @@ supported ROCm build passes your acceptance run and measured savings repay migra
 the workload's remaining life ... require a working pinned environment and a positive
 payback calculation before committing the workload to AMD." A blocked audit item is a
 reason to stay until the team prices or waives it (:mod:`pinning.cost.blocked`); a result
-that is not bound to its lock (:mod:`pinning.cost.binding`) never supports ``port``.
+that is not bound to its lock, whose GPU stack pin did not verify, or that is the same
+measurement as the other (:mod:`pinning.cost.binding`) never supports ``port``: a result is
+evidence about one stack.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from pinning.cost.model import (
@@ -24,11 +26,16 @@ from pinning.cost.model import (
 )
 from pinning.cost.payback import pays_back_within
 
-__all__ = ["decide"]
+__all__ = ["decide", "evidence_reasons"]
 
 _StayCode = Literal["acceptance-failed", "audit-blocked", "no-savings", "payback-too-long",
                     "cost-unknown", "input-missing"]
 _Add = Callable[[_StayCode, str], None]
+
+#: Reasons to stay that come from the measured figures: from results that are not evidence
+#: about the stacks priced they decide nothing (the verdict is then inconclusive).
+_MEASURED: frozenset[_StayCode] = frozenset({"acceptance-failed", "no-savings",
+                                             "payback-too-long"})
 
 
 def _shown(items: list[str], limit: int = 5) -> str:
@@ -37,29 +44,54 @@ def _shown(items: list[str], limit: int = 5) -> str:
                                        if len(items) > limit else "")
 
 
-def decide(current: PlatformCost, candidate: PlatformCost, ratio: RatioRule | None,
-           pay: Payback | None, migration: Migration | None) -> Verdict:
-    """``port`` when both results are accepted (``accepted``, else ``passed`` for a
-    platform priced before pin recorded it; see :func:`pinning.cost.verdict.acceptance`)
-    and bound (no ``binding-problems``), every blocked item of the audit is priced or
-    waived, the ratio rule finds the candidate cheaper and payback is shorter than the
-    remaining life. ``stay`` with every reason that applies when a condition other than
-    binding fails (codes in :data:`~pinning.cost.model.VerdictCode`; binding problems are
-    then reasons too); ``inconclusive`` when only binding keeps it from ``port``. Without
-    an audit (``migration.audit`` None) the port text says blocked items were not checked.
+def evidence_reasons(current: PlatformCost, candidate: PlatformCost,
+                     same: Sequence[str] = ()) -> list[VerdictReason]:
+    """Why the two results are not evidence about the stacks priced, unknown first:
+    ``unverified`` per GPU stack pin did not verify, ``unbound`` per binding problem,
+    ``same-measurement`` per sentence of ``same`` (both judged from the same files).
     Raises nothing.
     """
-    reasons: list[VerdictReason] = []
+    out = [VerdictReason(code="unverified", text=(
+        f"the {p.role} result {p.result}: {x}: not evidence about the GPU stack it is priced "
+        f"for ({p.rate.gpu or 'GPU unknown'})")) for p in (current, candidate)
+        for x in p.unverified]
+    out += [VerdictReason(code="unbound", text=f"the {p.role} ({p.result}): {x}: the result "
+                          "is not evidence about the stack it is priced for")
+            for p in (current, candidate) for x in p.binding_problems]
+    out += [VerdictReason(code="same-measurement", text=x) for x in same]
+    return out
 
-    def add(code: _StayCode, text: str) -> None:
+
+def decide(current: PlatformCost, candidate: PlatformCost, ratio: RatioRule | None,
+           pay: Payback | None, migration: Migration | None,
+           same: Sequence[str] = ()) -> Verdict:
+    """``port`` when both results are accepted (``accepted``, else ``passed`` for a
+    platform priced before pin recorded it; see :func:`pinning.cost.verdict.acceptance`),
+    bound (no ``binding-problems``) with their GPU stack verified (no ``unverified``) and two
+    measurements (``same`` empty: see :func:`pinning.cost.binding.same_measurement`), every
+    blocked item of the audit is priced or waived, the ratio rule finds the candidate
+    cheaper and payback is shorter than the remaining life. Otherwise the evidence
+    problems (:func:`evidence_reasons`) come first, then every reason to stay (codes in
+    :data:`~pinning.cost.model.VerdictCode`): ``inconclusive`` when there are evidence
+    problems and the figures say port or only measured figures say stay (:data:`_MEASURED`,
+    or a cost unknown because of the measurement), else ``stay``. Without an audit
+    (``migration.audit`` None) the port text says blocked items were not checked. Raises
+    nothing.
+    """
+    reasons: list[VerdictReason] = []
+    measured: list[bool] = []
+
+    def add(code: _StayCode, text: str, from_measurement: bool | None = None) -> None:
         reasons.append(VerdictReason(code=code, text=text))
+        measured.append(code in _MEASURED if from_measurement is None else from_measurement)
 
     _acceptance_reasons(current, candidate, add)
     _blocked_reasons(migration, add)
-    unknown_costs = [f"{p.role} ({p.result}): {p.unknown}" for p in (current, candidate)
-                     if p.usd_per_million_tokens is None and p.unknown]
-    if unknown_costs:
-        add("cost-unknown", "cost per million tokens unknown for " + "; ".join(unknown_costs))
+    unknown = [p for p in (current, candidate) if p.usd_per_million_tokens is None and p.unknown]
+    if unknown:
+        add("cost-unknown", "cost per million tokens unknown for " + "; ".join(
+            f"{p.role} ({p.result}): {p.unknown}" for p in unknown),
+            from_measurement=all(p.rate.unknown is None for p in unknown))
     if ratio is not None and ratio.candidate_cheaper is False:
         add("no-savings", "the ratio rule: " + ratio.statement)
     elif pay is not None and pay.net_savings_positive is False:
@@ -69,17 +101,19 @@ def decide(current: PlatformCost, candidate: PlatformCost, ratio: RatioRule | No
             "and repeat validation (<= 0): the port never pays back")
     if pay is not None:
         _payback_reasons(pay, migration, add)
-    problems = [f"{p.role} ({p.result}): {x}" for p in (current, candidate)
-                for x in p.binding_problems]
-    unbound = [VerdictReason(code="unbound", text=f"the {x}: the result is not evidence about "
-                             "the stack it is priced for") for x in problems]
+    evidence = evidence_reasons(current, candidate, same)
     extra = {"blocked_priced": migration.blocked_priced if migration else [],
              "blocked_waived": migration.blocked_waived if migration else [],
-             "binding_problems": problems}
+             "binding_problems": [f"{p.role} ({p.result}): {x}" for p in (current, candidate)
+                                  for x in p.binding_problems]}
     if reasons:
-        return Verdict(decision="stay", reasons=reasons + unbound, **extra)
+        decision = "inconclusive" if evidence and all(measured) else "stay"
+        return Verdict(decision=decision, reasons=evidence + reasons, **extra)
     pays = _pays_back(current, candidate, ratio, pay, migration)
-    return Verdict(decision="inconclusive" if unbound else "port", reasons=[*unbound, pays],
+    if evidence:
+        pays = pays.model_copy(update={"text": "the figures alone would say port, but they "
+                                       "are not evidence about these stacks: " + pays.text})
+    return Verdict(decision="inconclusive" if evidence else "port", reasons=[*evidence, pays],
                    **extra)
 
 

@@ -144,7 +144,10 @@ class PlatformCost(Strict):
     ``unknown``) and every sweep point in ``points``. ``binding-problems`` lists why the
     result cannot count as evidence for its lock (it names no lock, its binding was not
     checked, the stack it ran on differs from the lock's; [] when bound): such a result
-    never supports a ``port`` verdict.
+    never supports a ``port`` verdict. ``unverified`` lists the layers of its GPU stack
+    (gpu, kernel-driver, runtime) pin did not verify although nothing differs (a judged file
+    records none of them), one sentence per reason: such a result never supports ``port``
+    either (:func:`pinning.accept.result.unverified_stack`).
     """
 
     role: Literal["current", "candidate"]
@@ -164,6 +167,7 @@ class PlatformCost(Strict):
     unknown: Reason | None = None
     points: list[PointCost] = Field(default_factory=list)
     binding_problems: list[str] = Field(default_factory=list)
+    unverified: list[str] = Field(default_factory=list)
 
 
 class RatioRule(Strict):
@@ -289,7 +293,9 @@ VerdictCode = Literal[
     "payback-too-long",    # payback >= remaining life
     "cost-unknown",        # a price, a rate or the migration cost is unknown
     "input-missing",       # --tokens-per-month or --life-months not given
+    "unverified",          # pin did not verify a result's GPU stack (gpu, driver, runtime)
     "unbound",             # a result cannot count as evidence for its lock (binding)
+    "same-measurement",    # both results were judged from the same files: one measurement
     "pays-back",           # the figures pay back: accepted, every blocked item priced or
                            # waived (or no audit given), payback < life
 ]
@@ -308,8 +314,13 @@ class Verdict(Strict):
     was) is priced or waived, and payback is shown to be under the remaining life;
     otherwise ``stay``, with every reason that applies (the article: "require ... a
     positive payback calculation before committing the workload"). ``inconclusive`` when
-    the figures would say port but a result has binding problems (reasons ``unbound``,
-    then the ``pays-back`` the figures give): the evidence is not about the stack priced.
+    the evidence is not about the stacks priced: a result whose GPU stack pin did not
+    verify (``unverified``), one with binding problems (``unbound``), or two results that
+    are one measurement (``same-measurement``), these reasons first, and either the figures
+    would say port (then the ``pays-back`` they give) or every reason to stay comes from the
+    measured figures (acceptance, savings, payback, a cost the measurement left unknown);
+    a reason to stay that holds whatever was measured (a blocked item, a missing price or
+    input) still gives ``stay``, with those reasons first.
 
     ``blocked-priced`` and ``blocked-waived`` repeat the migration's priced and waived
     blocked items, and ``binding-problems`` every result's binding problems (``role

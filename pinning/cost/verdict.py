@@ -20,7 +20,7 @@ from typing import Literal
 
 from pinning.accept.judge import load_text
 from pinning.accept.result import AcceptanceResult
-from pinning.cost.binding import binding_problems, check_lock
+from pinning.cost.binding import binding_problems, check_lock, same_measurement, unverified
 from pinning.cost.compare import Load, common_loads, differences
 from pinning.cost.decide import decide
 from pinning.cost.model import (
@@ -189,7 +189,8 @@ def _platform(p: Platform, role: Literal["current", "candidate"], prices: PriceF
                         basis=basis, usd_per_million_tokens=cost,
                         unknown=unknown if cost is None else None,
                         points=point_costs(p.result, basis, rate.usd_per_hour),
-                        binding_problems=binding_problems(p.result))
+                        binding_problems=binding_problems(p.result),
+                        unverified=unverified(p.result))
 
 
 def cost_report(platforms: Sequence[Platform], prices: PriceFile, *, prices_name: str,
@@ -243,7 +244,8 @@ def cost_report(platforms: Sequence[Platform], prices: PriceFile, *, prices_name
             life_months=inputs.life_months)
     return CostReport(pin_version=pin_version, prices=prices_name,
                       prices_sha256=prices_sha256, platforms=[a, b], ratio=ratio,
-                      payback=pay, verdict=decide(a, b, ratio, pay, inputs.migration),
+                      payback=pay, verdict=decide(a, b, ratio, pay, inputs.migration,
+                                                  same_measurement(cur.result, cand.result)),
                       caveats=caveats)
 
 

@@ -6,13 +6,19 @@ The page must never contradict itself (issue 30 §5): a green "port" above a red
 porting bill, or a lock of one GPU above an acceptance result measured on another, is a
 report a manager would act on wrongly. So the inputs are checked against each other here
 (lock vs results, lock vs audit GPU, lock vs cost platforms, cost platforms vs results,
-the cost verdict vs the porting bill's blocked items, acceptance binding vs a port verdict);
+the cost verdict vs the porting bill's blocked items, acceptance binding and unverified GPU
+stacks vs a port verdict);
 any disagreement makes the verdict ``inconclusive`` and each one is a sentence of ``why``.
 """
 
 from __future__ import annotations
 
-from pinning.accept.result import AcceptanceResult, binding_problems, unverified_layers
+from pinning.accept.result import (
+    AcceptanceResult,
+    binding_problems,
+    unverified_layers,
+    unverified_stack,
+)
 from pinning.audit.model import Verdict as AuditVerdict
 from pinning.cost.blocked import finding_id
 from pinning.cost.model import CostReport, Migration
@@ -27,6 +33,9 @@ __all__ = ["INCONCLUSIVE", "build_headline", "gpu_of_lock", "problems_of",
 
 #: The verdict when the inputs disagree.
 INCONCLUSIVE = "inconclusive"
+
+#: The cost verdict's reasons that say its results are not evidence about the stacks priced.
+_EVIDENCE = ("unverified", "unbound", "same-measurement")
 
 
 def problems_of(result: AcceptanceResult) -> list[str]:
@@ -181,15 +190,18 @@ def _status_caveats(inputs: ReportInputs, plats: list[Platform]) -> list[str]:
 
 def _caveats(inputs: ReportInputs, plats: list[Platform]) -> list[str]:
     """Every caveat and binding problem: the lock's status (:func:`_status_caveats`), per
-    result, the cost report's, the porting bill's, the host verification's.
+    result the layers pin did not verify and its binding problems, the cost report's (two
+    results that are one measurement first), the porting bill's, the host verification's.
     """
     out = _status_caveats(inputs, plats)
-    out += [f"{file_name(p.accept.path)}: not bound to its stack: {why}"
-            for p in plats for why in problems_of(p.accept.result)]
     out += [f"{file_name(p.accept.path)}: {what}"
             for p in plats for what in unverified_layers(p.accept.result)]
+    out += [f"{file_name(p.accept.path)}: not bound to its stack: {why}"
+            for p in plats for why in problems_of(p.accept.result)]
     if inputs.cost is not None:
         cost = inputs.cost.value
+        if cost.verdict is not None:
+            out += [r.text for r in cost.verdict.reasons if r.code == "same-measurement"]
         out += list(cost.caveats)
         mig = _migration(cost)
         if mig is not None and mig.unknown:
@@ -226,20 +238,22 @@ def build_headline(inputs: ReportInputs, plats: list[Platform]) -> Headline:
     decision = verdict.decision if verdict is not None else "no verdict"
     if verdict is not None and decision == INCONCLUSIVE:
         why += [f"the cost report is inconclusive: {r.text}" for r in verdict.reasons
-                if r.code == "unbound"] or ["the cost report is inconclusive"]
+                if r.code in _EVIDENCE] or ["the cost report is inconclusive"]
     if decision == "port":
         blocked = uncovered_blocked(inputs)
         if blocked:
             why.append(f"the cost verdict is port, but the porting bill has {len(blocked)} "
                        "blocked item(s) it neither priced nor waived: "
                        + "; ".join(blocked[:5]) + ("; ..." if len(blocked) > 5 else ""))
-        unbound = [file_name(p.accept.path) for p in plats if problems_of(p.accept.result)]
         assert inputs.cost is not None  # a port verdict comes from a cost report
-        unbound += [file_name(c.result) for c in inputs.cost.value.platforms
-                    if c.binding_problems and file_name(c.result) not in unbound]
-        if unbound:
-            why.append("the cost verdict is port, but it rests on acceptance results not "
-                       "bound to their stack (" + ", ".join(unbound) + "): they cannot "
-                       "support a port")
+        for what, bad in (("not bound to their stack", problems_of),
+                          ("whose GPU stack pin did not verify", unverified_stack)):
+            names = [file_name(p.accept.path) for p in plats if bad(p.accept.result)]
+            names += [file_name(c.result) for c in inputs.cost.value.platforms
+                      if (c.binding_problems if bad is problems_of else c.unverified)
+                      and file_name(c.result) not in names]
+            if names:
+                why.append(f"the cost verdict is port, but it rests on acceptance results "
+                           f"{what} ({', '.join(names)}): they cannot support a port")
     return Headline(INCONCLUSIVE if why else decision, _stack(inputs), tuple(why),
                     tuple(_caveats(inputs, plats)))

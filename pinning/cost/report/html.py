@@ -28,7 +28,7 @@ _GOOD = frozenset({"port", "match", "passed", "SLOs met", "no blocked items",
                    "candidate cheaper"})
 _BAD = frozenset({"stay", "drift", "failed", "blocked", "no payback", "no operating point",
                   "candidate not cheaper"})
-_WARN = frozenset({"inconclusive", "passed, not bound"})
+_WARN = frozenset({"inconclusive", "passed, not bound", "passed, not verified"})
 #: Table cells up to this many characters never wrap (numbers, names, hashes, GPU models:
 #: "H10 0" must not happen); longer ones wrap between words only, never inside one.
 NOWRAP_CHARS = 72

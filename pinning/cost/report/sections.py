@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pinning.accept.result import AcceptanceResult
+from pinning.accept.result import AcceptanceResult, unverified_stack
 from pinning.audit.bill import AuditReport
 from pinning.audit.model import VERDICTS_SHOWN, Verdict
 from pinning.cost.report.headline import problems_of
@@ -144,8 +144,9 @@ def gates_section(results: tuple[AcceptInput, ...], plats: list[Platform],
     """Each result's gates (import, train, serve) with their verdict, failed checks and
     binding (whether the result is evidence about the stack it names, and for the last
     result, about the lock shown: ``shown_lock``, its content hash). The badge is
-    ``passed`` only when every result passed and is bound; ``passed, not bound`` when
-    every one passed but some are not bound.
+    ``passed`` only when every result passed, is bound and had its GPU stack verified;
+    ``passed, not bound`` when every one passed but some are not bound; ``passed, not
+    verified`` when all are bound but pin did not verify some one's GPU stack.
     """
     if not results:
         return Section("gates", "Acceptance gates", False, None,
@@ -163,12 +164,16 @@ def gates_section(results: tuple[AcceptInput, ...], plats: list[Platform],
                 ("lock", subject.lock_content_hash or subject.lock or "-"),
                 ("image digest", subject.image_digest or "-"),
                 ("finished", r.finished_at or "-"),
-                ("bound to its stack", "; ".join(["no", *why]) if why else "yes")]
+                ("bound to its stack", "; ".join(["no", *why]) if why else (
+                    "not verified: " + "; ".join(unverified_stack(r)) if unverified_stack(r)
+                    else "yes"))]
         tables.append(Table(f"{p.label} ({p.accept.path})", ("Gate", "Result"), tuple(rows)))
         items += [f"{p.label}: {line}" for line in r.failed[:LIST_LIMIT]]
     every = all(p.accept.result.passed for p in plats)
     bound = not any(unbound)
-    status = ("passed" if bound else "passed, not bound") if every else "failed"
+    verified = not any(unverified_stack(p.accept.result) for p in plats)
+    status = (("passed" if verified else "passed, not verified") if bound
+              else "passed, not bound") if every else "failed"
     return Section("gates", "Acceptance gates", True, status,
                    () if items else ("Every gate that ran passed.",), tuple(items),
                    tuple(tables))

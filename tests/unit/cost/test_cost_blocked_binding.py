@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from pinning.accept.runner import judge_files
 from pinning.cli import main
+from tests.support.judged_evidence import as_verified
 from tests.unit.cost.test_cost_cli import DATA, H200_LOCK, MI300X_LOCK, PRICES, TEMPLATE, faster
 
 ROOT = Path(__file__).parents[3]
@@ -33,8 +34,10 @@ def run(*args: str | Path) -> Any:
 
 @pytest.fixture
 def bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As if both results were bound to their lock (helper B's binding, once recorded)."""
+    """As if both results were bound to their lock and pin had verified their GPU stack
+    (the judged CPU files are neither): for the tests of the money."""
     monkeypatch.setattr("pinning.cost.verdict.binding_problems", lambda result: [])
+    monkeypatch.setattr("pinning.cost.verdict.unverified", lambda result: [])
 
 
 @pytest.fixture
@@ -210,6 +213,8 @@ def _unbound(path: Path, difference: str | None) -> None:
 
 def test_unbound_results_never_give_port(pair: tuple[Path, Path]) -> None:
     cur, cand = pair
+    # The judged CPU runs are unbound to the H200 lock; as if pin had verified them: port.
+    as_verified(cur), as_verified(cand)
     assert _cost(cur, cand, "--migration-usd", "100")["verdict"]["decision"] == "port"
     _unbound(cur, None)  # binding not checked: written before pin recorded one
     _unbound(cand, "gpu: ran on the CPU (no GPU found), the lock pins H200")

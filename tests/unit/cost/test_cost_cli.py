@@ -79,9 +79,12 @@ def run(*args: str | Path) -> Any:
 @pytest.fixture
 def bound(monkeypatch: pytest.MonkeyPatch) -> None:
     """Price as if every result were bound to the stack it is priced for (no binding
-    problems): for the tests of the money; binding has its own tests (test_cost_binding.py).
+    problems) and pin had verified its GPU stack (judged CPU files are neither): for the
+    tests of the money; binding has its own tests (test_cost_blocked_binding.py,
+    test_cost_unverified.py).
     """
     monkeypatch.setattr("pinning.cost.verdict.binding_problems", lambda result: [])
+    monkeypatch.setattr("pinning.cost.verdict.unverified", lambda result: [])
 
 
 def test_hand_computation_port(bound: None, pair: tuple[Path, Path, float, float], tmp_path: Path) -> None:
@@ -283,11 +286,13 @@ def test_failed_quality_is_a_reason_to_stay(tmp_path: Path) -> None:
     assert b["accepted"] is False
     assert b["not-accepted"] == ["serve quality: exact-match-min: 0.5 is below 1.0"]
     reasons = report["verdict"]["reasons"]
-    assert report["verdict"]["decision"] == "stay"
-    assert reasons[0]["code"] == "acceptance-failed"
+    # Results that name no lock are not evidence about the stacks priced: a failure they
+    # measured decides nothing (inconclusive), and why comes first.
+    assert report["verdict"]["decision"] == "inconclusive"
+    assert [r["code"] for r in reasons] == ["unbound", "unbound", "acceptance-failed"]
     # Names the real failure, not the sweep point that missed an SLO past the knee.
-    assert "serve quality: exact-match-min" in reasons[0]["text"]
-    assert "tpot-p99-ms" not in reasons[0]["text"]
+    assert "serve quality: exact-match-min" in reasons[-1]["text"]
+    assert "tpot-p99-ms" not in reasons[-1]["text"]
 
 
 def test_failed_gate_with_no_common_load_is_refused(tmp_path: Path) -> None:

@@ -93,7 +93,8 @@ def test_full_report_is_one_self_contained_page(inputs: dict[str, Path], tmp_pat
     # The SLO lines and the real measurements are on the page.
     assert "SLO ttft-p99-ms &lt;= 2000 ms" in html and "SLO tpot-p99-ms &lt;= 200 ms" in html
     assert "153.8" in html and "61.83" in html  # output tokens/s at c=4 and c=1
-    assert "Decision: STAY" in html and "no-savings" in html
+    # Results that name no lock: the savings they measured decide nothing (inconclusive).
+    assert "Decision: INCONCLUSIVE" in html and "no-savings" in html
     assert "H200 (9.0)" in html and "CUDA 13.0.2" in html  # the lock's stack
     assert "kernel.inline-ptx" in html  # the blocked item of the porting bill
     assert "USD 4.68 per million output tokens" in html  # 2.59 x 1e6 / (3600 x 153.766)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pinning.cost.report.plots import LatencySeries, SloLine, latency_svg
 from pinning.cost.report.view import num, usd
+from tests.support.judged_evidence import as_verified
 from tests.unit.cost.test_report import DATA, LOCK, PRICES, REPO, TEMPLATE, run
 
 MI300X_LOCK = REPO / "lockfiles" / "mi300x-pytorch-2.13.0.lock"
@@ -68,6 +69,7 @@ def port_cost(tmp: Path, *extra: str | Path) -> Path:
     r = run("accept", "judge", TEMPLATE, "--from", tmp / "fast.json", "--lock", LOCK,
             "--unbound-ok", "-o", cand)
     assert r.exit_code == 0, r.output
+    as_verified(cur), as_verified(cand)  # judged CPU runs: as if pin had verified them
     out = tmp / "port-cost.json"
     r = run("cost", cur, cand, "--prices", PRICES, "--lock", LOCK, "--lock", LOCK,
             "--tokens-per-month", "1e9", "--life-months", "12", *extra, "-o", out)
