@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 SCHEMAS = ("matrix", "lockfile", "host", "verify-report", "doctor-report", "guards", "envelope",
            "audit-report", "accept-config", "accept-result", "prices", "cost-report",
-           "fleet-report", "project")
+           "fleet-report", "project", "lockfile-v2")
 
 
 def generate() -> dict[str, str]:
@@ -42,7 +43,48 @@ def generate() -> dict[str, str]:
         schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
         schema["$id"] = f"https://pin.dev/schemas/{name}.schema.json"
         out[f"{name}.schema.json"] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    schema = multilock_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://pin.dev/schemas/lockfile-v2.schema.json"
+    out["lockfile-v2.schema.json"] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
     return out
+
+
+def multilock_schema() -> dict[str, Any]:
+    """The JSON Schema of a ``lock-version = 2`` file (:class:`~pinning.lockfile.multi.
+    MultiLock`), its ``[shared]`` and ``[targets.NAME]`` tables described with the
+    single-target lock's own definitions: a section holds any key of a lock but
+    ``lock-version`` (``content-hash`` required), ``[shared]`` the keys written once.
+    """
+    from pinning.lockfile.models import Lockfile
+    from pinning.lockfile.multi import (
+        SHARED_KEYS,
+        SHARED_REQUEST_KEYS,
+        TARGET_NAME_PATTERN,
+        MultiLock,
+    )
+
+    schema = MultiLock.model_json_schema(by_alias=True, mode="validation")
+    lock = Lockfile.model_json_schema(by_alias=True, mode="validation")
+    defs = lock.pop("$defs", {})
+    schema.setdefault("$defs", {}).update(defs)
+    props = lock["properties"]
+    request = defs["Request"]["properties"]
+    own: dict[str, Any] = {k: v for k, v in props.items() if k != "lock-version"}
+    own["request"] = {"type": "object", "additionalProperties": False, "properties": request}
+    section = {"type": "object", "additionalProperties": False, "required": ["content-hash"],
+               "properties": own}
+    targets = schema["properties"]["targets"]
+    targets["patternProperties"] = {TARGET_NAME_PATTERN: section}
+    targets["additionalProperties"] = False
+    schema["properties"]["shared"] = {
+        "type": "object", "additionalProperties": False,
+        "description": "Values every target has the same, written once.",
+        "properties": {**{k: props[k] for k in SHARED_KEYS},
+                       "request": {"type": "object", "additionalProperties": False,
+                                   "properties": {k: request[k]
+                                                  for k in SHARED_REQUEST_KEYS}}}}
+    return schema
 
 
 def write(folder: Path) -> list[Path]:

@@ -17,6 +17,7 @@ from pinning.cli.options import (
     cli_path,
     format_option,
     host_options,
+    lock_target_option,
     one_stdin,
 )
 from pinning.errors import UsageError
@@ -37,10 +38,11 @@ __all__ = ["freeze"]
               help="Freeze even when the host is outside what the lock validated; the "
                    "deviations are recorded in the lock.")
 @amend_output_option
+@lock_target_option
 @format_option
 def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str | None,
            site_packages: tuple[str, ...], overlays: tuple[str, ...], force: bool,
-           output: str | None, fmt: str) -> None:
+           output: str | None, target: str | None, fmt: str) -> None:
     """Write the host's exact values into LOCK: firmware, driver, OS, kernel, ROCm,
     framework builds, every Python distribution and the lock's model files (size, sha256),
     marked as frozen from that host with the snapshot's hash.
@@ -52,8 +54,12 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
 
     -o may not name an input (the snapshot, a recording, an overlay: exit 2, nothing
     written); -o naming LOCK itself (links followed) is the same in-place update as no -o.
+
+    A multi-target lock (lock-version 2) takes the host's values into one target: --target
+    NAME (exit 2 naming the targets when it has several and none is named); the other
+    targets are written back as they were, and -o (or '-') gets the whole file.
     """
-    from pinning.lockfile.io import read_lock_bytes, write_lock
+    from pinning.lockfile.io import read_lock_at, write_lock
     from pinning.matrix.load import load_matrix
     from pinning.verify.freeze import freeze as do_freeze
 
@@ -63,7 +69,8 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
     if to_stdout and fmt == "json":
         raise UsageError("The frozen lock goes to standard output ('-') and so would "
                          "--format json; choose one.")
-    raw, lock = read_lock_bytes(cli_path(lock_path))
+    read = read_lock_at(cli_path(lock_path), target)
+    lock = read.lock
     matrix = load_matrix(overlays)
     facts, label = host_facts(host_file, root, replay, site_packages, matrix, lock.model,
                                lock_path)
@@ -71,14 +78,15 @@ def freeze(lock_path: str, host_file: str | None, root: str | None, replay: str 
     # Replacing the lock read above: only if nobody wrote it meanwhile (exit 5 otherwise).
     in_place = not to_stdout and (
         output is None or dest.resolve() == cli_path(lock_path).resolve())
-    write_lock(frozen, dest, if_unchanged=raw if in_place else None)
-    _freeze_summary(frozen, found, unfrozen, label=label, dest=dest, fmt=fmt)
+    write_lock(frozen, dest, if_unchanged=read.raw if in_place else None, into=read)
+    _freeze_summary(frozen, found, unfrozen, label=label, dest=dest, fmt=fmt,
+                    target=read.target)
 
 
 def _freeze_summary(frozen: Lockfile, found: list[Finding], unfrozen: list[str], *, label: str,
-                    dest: Path, fmt: str) -> None:
-    """What ``pin freeze`` did: JSON, or text lines (on stderr when the lock went to
-    standard output).
+                    dest: Path, fmt: str, target: str | None) -> None:
+    """What ``pin freeze`` did: JSON (with ``target`` for a multi-target lock's target), or
+    text lines (on stderr when the lock went to standard output).
     """
     from pinning.lockfile.io import lock_json
 
@@ -86,7 +94,7 @@ def _freeze_summary(frozen: Lockfile, found: list[Finding], unfrozen: list[str],
     if fmt == "json":
         emit({"lockfile": str(dest), "lock": lock_json(frozen),
               "deviations": [f.model_dump(mode="json") for f in found],
-              "not-frozen": unfrozen})
+              "not-frozen": unfrozen, **({"target": target} if target else {})})
         return
     for f in found:
         click.echo(printable(f"Recorded deviation (--force): {f.fact}: {f.message}",
@@ -102,5 +110,7 @@ def _freeze_summary(frozen: Lockfile, found: list[Finding], unfrozen: list[str],
         click.echo(printable(model_line(frozen.model), newlines=False), err=err)
     assert frozen.frozen is not None
     where = "standard output" if err else str(dest)
+    if target:
+        where += f" [targets.{target}]"
     click.echo(printable(f"Froze {label} into {where} (snapshot {frozen.frozen.snapshot}).",
                          newlines=False), err=err)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pinning.cli.options import cli_path, output_path, path_given
+from pinning.cli.options import cli_path, lock_target_option, output_path, path_given
 from pinning.util.text import printable
 
 __all__ = ["lock_export"]
@@ -22,7 +22,8 @@ __all__ = ["lock_export"]
                    "--require-hashes --no-deps -r, uv pip sync).")
 @click.option("-o", "--output", default="-", show_default=True, callback=output_path,
               metavar="FILE", help="Write here, atomically ('-': standard output).")
-def lock_export(path: str, fmt: str, output: str) -> None:
+@lock_target_option
+def lock_export(path: str, fmt: str, output: str, target: str | None) -> None:
     """Write LOCK's Python environment for a node that installs without containers: every
     wheel `pin lock packages` recorded, with its sha256, for the lock's Python version and
     platform ([python]).
@@ -33,14 +34,20 @@ def lock_export(path: str, fmt: str, output: str) -> None:
     --extra-index-url). A package is never written without its hash: exit 2, naming it, for
     a lock with no [[wheels]] or a [packages] entry no wheel covers (run `pin lock packages
     LOCK` first), and, for pylock, a wheel with no URL; 5 for an invalid LOCK.
+
+    A multi-target lock (lock-version 2) exports one target: --target NAME (exit 2 naming
+    the targets when it has several and none is named; exit 2 for --target with a
+    single-target lock).
     """
     from pinning.errors import UsageError
     from pinning.lockfile.export import export_text
-    from pinning.lockfile.io import read_lock
+    from pinning.lockfile.io import read_lock_at
     from pinning.util.files import atomic_write_bytes, is_stdio
 
-    lock = read_lock(Path(path))
-    text = export_text(lock, "pylock" if fmt == "pylock" else "requirements", label=path)
+    read = read_lock_at(Path(path), target)
+    lock = read.lock
+    text = export_text(lock, "pylock" if fmt == "pylock" else "requirements", label=path,
+                       target=read.target)
     data = text.encode("utf-8")
     if not is_stdio(output) and _unchanged(Path(output), data):
         click.echo(printable(f"{output}: unchanged, not rewritten.", newlines=False), err=True)

@@ -5,7 +5,7 @@ offline from the Hugging Face cache or the model folder (:mod:`pinning.cli.model
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -15,37 +15,43 @@ from pinning.cli.options import (
     amends,
     cli_path,
     format_option,
+    lock_target_option,
     path_given,
 )
 from pinning.util.startup import loading
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
+    from pinning.lockfile.io import LockRead
     from pinning.lockfile.models import Model
     from pinning.probe.modelfiles import ModelTree
 
 __all__ = ["lock_model"]
 
 
-def _lock_with_model(path: str, cache: str | None, folder: str | None) -> tuple[bytes, Any]:
-    """LOCK's bytes and lock, once its ``[model]`` can be read as the flags say: exit 2
-    for --cache with --path or --cache for a folder model, 5 without a ``[model]``.
+def _lock_with_model(path: str, cache: str | None, folder: str | None,
+                     target: str | None) -> LockRead:
+    """LOCK as read (``target``'s view in a multi-target lock), once its ``[model]`` can be
+    read as the flags say: exit 2 for --cache with --path or --cache for a folder model,
+    or as :func:`~pinning.lockfile.io.read_lock` for the target; 5 without a ``[model]``.
     """
+    from pinning.cli.locktargets import where
     from pinning.errors import LockfileError, UsageError
-    from pinning.lockfile.io import read_lock_bytes
+    from pinning.lockfile.io import read_lock_at
 
     if cache and folder:
         raise UsageError("--cache and --path exclude each other: the files come from the "
                          "Hugging Face cache or from a folder.")
-    raw, old = read_lock_bytes(Path(path))
+    read = read_lock_at(Path(path), target)
+    old = read.lock
     if old.model is None:
-        raise LockfileError(f"{path} has no [model] to pin.",
+        raise LockfileError(f"{where(path, read.target)} has no [model] to pin.",
                             hint="Record one with `pin resolve ... --model ORG/NAME@REVISION` "
                                  "(or --model PATH for a local folder).")
     if cache and old.model.path is not None:
         raise UsageError(f"--cache reads a Hugging Face model; {path}'s model is the folder "
                          f"{old.model.path} (use --path DIR to read it elsewhere).")
-    return raw, old
+    return read
 
 
 def _refuse_model_output(output: str | None, model: Model, cache: str | None,
@@ -73,10 +79,11 @@ def _refuse_model_output(output: str | None, model: Model, cache: str | None,
               help="Read the model's files from this folder instead (a local model, or a "
                    "Hugging Face model downloaded to a folder).")
 @amend_output_option
+@lock_target_option
 @format_option
 @click.pass_context
 def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | None,
-               output: str | None, fmt: str) -> None:
+               output: str | None, target: str | None, fmt: str) -> None:
     """Pin every file of LOCK's [model] (relative path, size in bytes, sha256) and its
     content hash, read offline from the local Hugging Face cache (the revision's snapshot,
     each blob checked against its name) or from the model folder.
@@ -89,29 +96,29 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
     or one without [model] (or LOCK changed while pin read the files), 2 for a bad flag.
     JSON: {"lockfile", "written", "model", "missing", "problems", "content-hash"}.
     -o naming LOCK itself (links followed) is the same in-place rewrite as no -o.
+
+    A multi-target lock: --target NAME (exit 2 naming them when it has several and none is
+    named); the other targets are written back as they were, -o gets the whole file.
     """
     with loading():  # modules and the lock live to the end: not scanned by each collection
+        from pinning.cli.locktargets import rendered
         from pinning.cli.modelfiles import read_lock_model
-        from pinning.lockfile.io import lock_json, render, write_lock
+        from pinning.lockfile.io import lock_json, write_lock
         from pinning.probe.modelfiles import with_model_files
 
-        raw, old = _lock_with_model(path, cache, folder)
+        read = _lock_with_model(path, cache, folder, target)
+    old = read.lock
     assert old.model is not None
     _refuse_model_output(output, old.model, cache, folder, Path(path))
     tree = read_lock_model(old.model, cache=cache, path=folder, lock_file=Path(path))
     new = with_model_files(old, tree)
     assert new.model is not None
-    dropped = sorted({f.path for f in old.model.files} - {f.path for f in new.model.files})
-    refused = None
-    if not new.model.files:
-        refused = f"no file of {old.model.label} could be read: {new.model.files_unknown}"
-    elif dropped:
-        refused = (f"{len(dropped)} file(s) the lock pinned are not readable here "
-                   f"({', '.join(dropped[:5])}); pinning again would drop them")
+    refused = _refusal(old.model, new.model)
     dest = output or path
     written = refused is None and not (dest == path and new == old)
     if written:
-        write_lock(new, Path(dest), if_unchanged=raw if Path(dest) == Path(path) else None)
+        write_lock(new, Path(dest), if_unchanged=read.raw if Path(dest) == Path(path) else None,
+                   into=read)
     problems = [{"path": p.path, "kind": p.kind, "detail": p.detail} for p in tree.problems]
     err = dest == "-"
     if fmt == "json":
@@ -122,7 +129,7 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
     else:
         _model_text(new.model, tree, err=err)
     if err and written:
-        click.echo(render(new), nl=False)
+        click.echo(rendered(read, new), nl=False)
     hint = _next_step(tree, new.model.missing)
     if refused:
         raise _drift(f"Nothing written to {dest}: {refused}.", hint)
@@ -134,6 +141,19 @@ def lock_model(ctx: click.Context, path: str, cache: str | None, folder: str | N
     if fmt != "json":
         click.echo(printable(f"Wrote {dest}" if written else f"{dest}: unchanged, not "
                              "rewritten", newlines=False), err=err)
+
+
+def _refusal(old: Model, new: Model) -> str | None:
+    """Why ``pin lock model`` writes nothing (no file of the model read, or files the lock
+    pinned before not readable now), or ``None``.
+    """
+    dropped = sorted({f.path for f in old.files} - {f.path for f in new.files})
+    if not new.files:
+        return f"no file of {old.label} could be read: {new.files_unknown}"
+    if dropped:
+        return (f"{len(dropped)} file(s) the lock pinned are not readable here "
+                f"({', '.join(dropped[:5])}); pinning again would drop them")
+    return None
 
 
 def _drift(message: str, hint: str) -> Exception:

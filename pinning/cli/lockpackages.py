@@ -5,14 +5,26 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import amend_output_option, amends, format_option, path_given
+from pinning.cli.options import (
+    amend_output_option,
+    amends,
+    format_option,
+    lock_target_option,
+    path_given,
+)
 from pinning.cli.progress import quiet_option
 from pinning.util.text import printable
+
+if TYPE_CHECKING:
+    from pinning.lockfile.wheels import Wheel
+    from pinning.resolve.uvcompile import PackagesPlan
 
 __all__ = ["lock_packages"]
 
@@ -38,12 +50,13 @@ __all__ = ["lock_packages"]
               help="Ignore the lock's [packages] and recorded requirements (after a "
                    "framework upgrade).")
 @amend_output_option
+@lock_target_option
 @quiet_option
 @format_option
 def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, ...],
                   req_files: tuple[str, ...], python_version: str | None,
-                  python_platform: str | None, fresh: bool, output: str | None, quiet: bool,
-                  fmt: str) -> None:
+                  python_platform: str | None, fresh: bool, output: str | None,
+                  target: str | None, quiet: bool, fmt: str) -> None:
     """Resolve LOCK's whole Python environment with uv and record every wheel: its
     frameworks (PyTorch as its locked build, torch==2.13.0+rocm7.2 from PyTorch's rocm7.2
     index), the requirements given, and the lock's [packages] pins, for the target Python
@@ -56,14 +69,18 @@ def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, 
     times out; 5 for an invalid LOCK, or one changed meanwhile.
     JSON: {"lockfile", "written", "python", "requirements", "notes", "wheels"}. -o naming
     a -r file is exit 2, naming LOCK itself (links followed) the in-place rewrite.
+
+    A multi-target lock: --target NAME (exit 2 naming them when it has several and none is
+    named); the other targets are written back as they were, -o gets the whole file.
     """
-    from pinning.cli.progress import human_bytes, progress_for
-    from pinning.cli.render import table_text, terminal_style
-    from pinning.lockfile.io import lock_json, read_lock_bytes, render, write_lock
+    from pinning.cli.locktargets import rendered
+    from pinning.cli.progress import progress_for
+    from pinning.lockfile.io import lock_json, read_lock_at, write_lock
     from pinning.resolve.pypackages import lock_packages as resolve_packages
     from pinning.resolve.pypackages import plan_packages, read_requirements_file
 
-    raw, old = read_lock_bytes(Path(path))
+    read = read_lock_at(Path(path), target)
+    old = read.lock
     specs = [*requirements, *(s for f in req_files for s in read_requirements_file(Path(f)))]
     plan = plan_packages(old, indexes=indexes, requirements=specs,
                          python_version=python_version, python_platform=python_platform,
@@ -79,23 +96,34 @@ def lock_packages(path: str, indexes: tuple[str, ...], requirements: tuple[str, 
     err = dest == "-"
     written = not (dest == path and new == old)
     if written and not err:
-        write_lock(new, Path(dest), if_unchanged=raw if Path(dest) == Path(path) else None)
+        write_lock(new, Path(dest), if_unchanged=read.raw if Path(dest) == Path(path) else None,
+                   into=read)
     if fmt == "json":
         data = lock_json(new)
         emit({"lockfile": None if err or not written else dest, "written": written,
               "python": data["python"], "requirements": list(plan.requirements),
               "notes": list(plan.notes), "wheels": data["wheels"]}, to_stderr=err)
     else:
-        for note in plan.notes:
-            click.echo(printable(f"  {note}", newlines=False), err=err)
-        rows = [(w.name, w.version, w.filename, human_bytes(w.size) if w.size is not None
-                 else "-") for w in wheels]
-        click.echo(table_text(["name", "version", "file", "size"], rows,
-                              title=f"{len(wheels)} wheel(s) for Python "
-                                    f"{plan.python_version} on {plan.python_platform}",
-                              style=terminal_style(sys.stderr if err else None)), err=err)
+        _wheels_text(plan, wheels, err=err)
     if err:
-        click.echo(render(new), nl=False)
+        click.echo(rendered(read, new), nl=False)
     elif fmt != "json":
         click.echo(printable(f"Wrote {dest}" if written else f"{dest}: unchanged, not "
                              "rewritten", newlines=False))
+
+
+def _wheels_text(plan: PackagesPlan, wheels: Sequence[Wheel], *, err: bool) -> None:
+    """``pin lock packages``'s text: the plan's notes, then a table of the wheels recorded
+    (on standard error when the lock goes to standard output).
+    """
+    from pinning.cli.progress import human_bytes
+    from pinning.cli.render import table_text, terminal_style
+
+    for note in plan.notes:
+        click.echo(printable(f"  {note}", newlines=False), err=err)
+    rows = [(w.name, w.version, w.filename, human_bytes(w.size) if w.size is not None
+             else "-") for w in wheels]
+    click.echo(table_text(["name", "version", "file", "size"], rows,
+                          title=f"{len(wheels)} wheel(s) for Python "
+                                f"{plan.python_version} on {plan.python_platform}",
+                          style=terminal_style(sys.stderr if err else None)), err=err)

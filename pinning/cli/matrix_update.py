@@ -72,7 +72,7 @@ def matrix_update(ctx: click.Context, mirror: str | None, rocm_ref: str, pytorch
         return
     plan = _plan(mirror, rocm_ref, pytorch_ref, parse_date("--published", published),
                  offline, log)
-    lock_rows = [_lock_row(p, plan) for p in locks]
+    lock_rows = [row for p in locks for row in _lock_rows(p, plan)]
     written = None
     if not (check or dry_run):
         from pinning.matrix.update import write_plan
@@ -121,21 +121,25 @@ def _plan(mirror: str | None, rocm_ref: str, pytorch_ref: str, published: dt.dat
                        folder=folder)
 
 
-def _lock_row(path: str, plan: Plan) -> dict[str, Any]:
+def _lock_rows(path: str, plan: Plan) -> list[dict[str, Any]]:
     """Whether the lock at ``path`` resolves differently with the new copy: `pin lock
-    check` against the matrix in effect and against the one with the copy.
+    check` against the matrix in effect and against the one with the copy; a row per
+    target of a multi-target lock (with its ``target`` name).
     """
-    from pinning.lockfile.io import read_lock_bytes
+    from pinning.lockfile.io import read_locks
     from pinning.matrix.load import load_matrix
     from pinning.matrix.update import with_copy
-
-    _, old = read_lock_bytes(Path(path))
     from pinning.resolve.upgrade import recorded_overlays
 
-    before = load_matrix(recorded_overlays(old, Path(path)))
-    after = with_copy(before, [lf for lf, _ in plan.files.values()])
-    was, now = _check(old, before), _check(old, after)
-    return {"lock": path, "differs": was != now, "before": was, "after": now}
+    _, multi, locks = read_locks(Path(path))
+    rows = []
+    for name, old in locks.items():
+        before = load_matrix(recorded_overlays(old, Path(path)))
+        after = with_copy(before, [lf for lf, _ in plan.files.values()])
+        was, now = _check(old, before), _check(old, after)
+        rows.append({"lock": path, **({"target": name} if multi else {}),
+                     "differs": was != now, "before": was, "after": now})
+    return rows
 
 
 def _check(old: Any, m: Matrix) -> list[str]:
@@ -178,7 +182,8 @@ def _render(plan: Plan, lock_rows: list[dict[str, Any]], written: str | None,
             click.echo(printable(f"    {d}", newlines=False))
     for row in lock_rows:
         verdict = "resolves differently" if row["differs"] else "resolves the same"
-        click.echo(printable(f"{row['lock']}: {verdict} with the new data", newlines=False))
+        lock = f"{row['lock']} [targets.{row['target']}]" if "target" in row else row["lock"]
+        click.echo(printable(f"{lock}: {verdict} with the new data", newlines=False))
         for line in row["after"] if row["differs"] else []:
             click.echo(printable(f"    {line}", newlines=False))
     if written:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pinning.resolve.result import Resolution
 
 __all__ = ["considered_json", "explain_text", "lock_notes", "lock_sections", "lock_summary",
-           "pinned_text"]
+           "pinned_text", "shared_section"]
 
 
 def _cell(text: str) -> str:
@@ -246,6 +246,16 @@ def lock_sections(lock: Lockfile, *, full: bool = False) -> list[Section]:
                                 else f"checked {r.checked}") + ")")
                             for r in lock.matrix.rows]))
     return out
+
+
+def shared_section(shared: dict[str, Any], *, full: bool = False) -> Section:
+    """``pin lock show``'s section for a multi-target lock's ``[shared]`` table (JSON data,
+    kebab-case keys): one ``key.path  value`` row a value, cut as :func:`lock_sections`
+    cuts lists unless ``full``; one row saying so when nothing is shared.
+    """
+    rows = _listed(_flat("", shared), full, "values")
+    return ("Shared by every target", rows or [("-", "nothing: each target has its own "
+                                                      "values")])
 
 
 def lock_notes(lock: Lockfile, *, full: bool = False) -> list[str]:

@@ -13,16 +13,14 @@ import click
 
 from pinning.cli.envelope import emit
 from pinning.cli.lockwrite import changes_json, dry_run_report, summary_text, write_with_summary
-from pinning.cli.options import format_option, output_path, parse_date, path_given
+from pinning.cli.options import format_option, output_path, path_given
 from pinning.cli.render import terminal_style
 from pinning.cli.render_lock import considered_json, explain_text, lock_summary
-from pinning.errors import NoValidatedCombination, UsageError
+from pinning.cli.resolvelock import resolve_lock
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.lockfile.models import Lockfile
-    from pinning.matrix.load import Matrix
-    from pinning.resolve.constraints import Constraints, ModelRef
     from pinning.resolve.result import Resolution
 
 __all__ = ["resolve", "serving_options"]
@@ -55,17 +53,6 @@ def serving_options(f: Any) -> Any:
     )):
         f = option(f)
     return f
-
-
-def _with_serving(lock: Lockfile, serving: dict[str, Any]) -> Lockfile:
-    """``lock`` with the serving flags recorded; raises ``UsageError`` (exit 2) naming the
-    flag for a malformed one.
-    """
-    from pinning.guards.serving import serving_from_flags
-    from pinning.resolve.to_lock import with_serving
-
-    table, exts = serving_from_flags(lock.target.vendor, **serving)
-    return with_serving(lock, table, exts)
 
 
 @click.command()
@@ -129,23 +116,11 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
     The first line says the lock's status: validated, or unconfirmed with each thing no
     source confirms and the source that would settle it (--require-validated: exit 4).
     """
-    from pinning.matrix.load import load_matrix, overlay_paths
-    from pinning.resolve.guards import apply_at_resolve
-    from pinning.resolve.resolver import resolve as do_resolve
-    from pinning.resolve.to_lock import lock_from_resolution, with_build_steps
-
-    if rocm and cuda:
-        raise UsageError("--rocm and --cuda exclude each other: a GPU has one vendor.")
-    matrix = load_matrix(overlays)
-    res = do_resolve(matrix, _constraints(matrix, gpu, frameworks, rocm=rocm, cuda=cuda,
-                                          os_=os_, model=model, as_of=as_of, output=output))
-    if require_validated:
-        _refuse_unconfirmed(res)
-    lock = lock_from_resolution(res, matrix,
-                                overlays=[str(p) for p in overlay_paths(overlays)])
-    lock = _with_model_files(lock, skip=no_model_files, output=output)
-    lock = _with_serving(with_build_steps(lock, build_steps), serving)
-    lock, guard_notes = apply_at_resolve(lock)
+    lock, res, guard_notes = resolve_lock(
+        gpu=gpu, frameworks=frameworks, rocm=rocm, cuda=cuda, os_=os_, model=model,
+        as_of=as_of, overlays=overlays, no_model_files=no_model_files,
+        build_steps=build_steps, output=output, require_validated=require_validated,
+        **serving)
     for note in guard_notes:
         click.echo(note, err=True)
     if output == "-" or dry_run:
@@ -161,29 +136,6 @@ def resolve(gpu: str, frameworks: tuple[str, ...], rocm: str | None, cuda: str |
               "changes": changes})
         return
     _print_written(lock, res, output, changes, explain=explain)
-
-
-def _constraints(matrix: Matrix, gpu: str, frameworks: tuple[str, ...], *, rocm: str | None,
-                 cuda: str | None, os_: str | None, model: str | None, as_of: str | None,
-                 output: str) -> Constraints:
-    """The request the flags make; raises ``UsageError`` (exit 2) naming a malformed flag."""
-    from pinning.resolve.constraints import (
-        Constraints,
-        parse_framework,
-        parse_model,
-        parse_os,
-        parse_runtime_spec,
-    )
-
-    return Constraints(
-        gpu=gpu,
-        frameworks=tuple(parse_framework(f, matrix.framework_names()) for f in frameworks),
-        rocm=parse_runtime_spec("--rocm", rocm) if rocm else None,
-        cuda=parse_runtime_spec("--cuda", cuda) if cuda else None,
-        os=parse_os(os_) if os_ else None,
-        model=_anchored(parse_model(model), output) if model else None,
-        as_of=parse_date("--as-of", as_of),
-    )
 
 
 def _print_written(lock: Lockfile, res: Resolution, output: str,
@@ -213,62 +165,6 @@ def _print_written(lock: Lockfile, res: Resolution, output: str,
         return
     click.echo(summary_text(lock, output, changes), nl=False)
     click.echo(f"Wrote {output}")
-
-
-def _refuse_unconfirmed(res: Resolution) -> None:
-    """``--require-validated``: raise :class:`~pinning.errors.NoValidatedCombination` (exit 4)
-    naming each thing no source confirms about the stack ``res`` chose and the source that
-    would settle it; return when its status is validated.
-    """
-    if not res.unconfirmed:
-        return
-    from pinning.lockfile.status import status_lines
-
-    lines = "\n".join(status_lines(res.status)[1:])
-    raise NoValidatedCombination(
-        f"The newest stack for the request ({'ROCm' if res.runtime == 'rocm' else 'CUDA'} "
-        f"{res.runtime_version}) is unconfirmed, and --require-validated asks for a validated "
-        f"one; nothing was written:\n{lines}",
-        hint="Narrow the request to a release the vendor's rows confirm (e.g. --rocm, "
-             "--framework, --os), add a row your team validated with --matrix FILE, or drop "
-             "--require-validated to write the lock with status unconfirmed.")
-
-
-def _with_model_files(lock: Lockfile, *, skip: bool, output: str) -> Lockfile:
-    """``lock`` with its ``--model``'s files read from this machine's Hugging Face cache or
-    the folder (offline; ``files-unknown`` with the reason when they are not there);
-    unchanged without a model or with ``skip`` (``--no-model-files``). A relative folder is
-    read from the folder of the lock ``output``; the lock file itself is left out of it.
-    """
-    if lock.model is None or skip:
-        return lock
-    from pinning.cli.modelfiles import read_lock_model
-    from pinning.probe.modelfiles import with_model_files
-
-    return with_model_files(lock, read_lock_model(
-        lock.model, lock_file=None if output == "-" else Path(output)))
-
-
-def _anchored(ref: ModelRef, output: str) -> ModelRef:
-    """``ref`` with a relative model folder rewritten relative to the folder of the lock
-    ``output`` (``./``-prefixed when it does not start with ``../``), or absolute when the
-    lock goes to standard output (``-``): a relative path in a lock is read from the lock's
-    folder. Absolute and ``~`` paths, and Hugging Face models, are unchanged.
-    """
-    import os
-
-    from pinning.resolve.constraints import ModelRef
-
-    path = ref.path
-    if path is None or path.startswith(("/", "~")):
-        return ref
-    folder = os.path.abspath(path)
-    if output == "-":
-        return ModelRef(path=folder)
-    rel = os.path.relpath(folder, os.path.dirname(os.path.abspath(output)))
-    if rel == ".":
-        return ModelRef(path=".")
-    return ModelRef(path=rel if rel.startswith("../") or rel == ".." else "./" + rel)
 
 
 def _model_lines(lock: Lockfile) -> list[str]:

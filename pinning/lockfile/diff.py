@@ -278,3 +278,56 @@ def diff_text(changes: list[Change]) -> str:
         src = f"  [{c.source}]" if c.source and c.new is not None else ""
         lines.append(f"  {c.path}: {c.old or '(absent)'} -> {c.new or '(absent)'}{src}")
     return "\n".join(lines) + "\n"
+
+
+class TargetsDiff(Strict):
+    """What differs between two multi-target locks (``lock-version = 2``), target by target:
+    the target names only in the new lock (``added``) and only in the old (``removed``), in
+    file order, and for each target in both (the new file's order) its :class:`Change` list
+    (:func:`diff_locks` of the two views; empty when equal).
+    """
+
+    added: list[str]
+    removed: list[str]
+    changes: dict[str, list[Change]]
+
+    @property
+    def equal(self) -> bool:
+        """True when both locks have the same targets, each with the same content."""
+        return not (self.added or self.removed or any(self.changes.values()))
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"equal", "added-targets", "removed-targets", "targets": {name: {"equal",
+        "changes": [{"layer", "path", "old", "new", "source"}]}}}``.
+        """
+        return {"equal": self.equal, "added-targets": self.added,
+                "removed-targets": self.removed,
+                "targets": {name: {"equal": not changes,
+                                   "changes": [c.model_dump(mode="json") for c in changes]}
+                            for name, changes in self.changes.items()}}
+
+
+def diff_targets(old: dict[str, Lockfile], new: dict[str, Lockfile]) -> TargetsDiff:
+    """Every target's changes from ``old`` to ``new`` (each a target name -> its view, as
+    :func:`pinning.lockfile.io.read_locks` returns them), with the targets added and removed.
+    """
+    return TargetsDiff(added=[n for n in new if n not in old],
+                       removed=[n for n in old if n not in new],
+                       changes={n: diff_locks(old[n], lk) for n, lk in new.items() if n in old})
+
+
+def target_heading(name: str) -> str:
+    """The line that starts a target's part of a multi-target lock's text output."""
+    return f"== target {name} =="
+
+
+def targets_diff_text(diff: TargetsDiff) -> str:
+    """``pin lock diff``'s text for two multi-target locks: a line per target added or
+    removed, then a :func:`target_heading` per target in both with its :func:`diff_text`.
+    """
+    lines = [f"target {n}: added (only in NEW)" for n in diff.added]
+    lines += [f"target {n}: removed (only in OLD)" for n in diff.removed]
+    text = "".join(f"{line}\n" for line in lines)
+    for name, changes in diff.changes.items():
+        text += f"{target_heading(name)}\n{diff_text(changes)}"
+    return text

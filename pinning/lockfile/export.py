@@ -41,32 +41,45 @@ def _shown(names: Sequence[str]) -> str:
     return printable(", ".join(names[:8]), newlines=False) + more
 
 
-def exported_wheels(lock: Lockfile, *, label: str) -> tuple[tuple[str, str, tuple[Wheel, ...]],
-                                                            ...]:
+def _names(label: str, target: str | None) -> tuple[str, str]:
+    """How messages name the lock (``pin.lock [targets.NAME]``) and the arguments that
+    choose it on a command line (``pin.lock --target NAME``), escaped.
+    """
+    shown = printable(label, newlines=False)
+    if target is None:
+        return shown, shown
+    name = printable(target, newlines=False)
+    return f"{shown} [targets.{name}]", f"{shown} --target {name}"
+
+
+def exported_wheels(lock: Lockfile, *, label: str, target: str | None = None
+                    ) -> tuple[tuple[str, str, tuple[Wheel, ...]], ...]:
     """The packages an export installs, sorted by name: ``(name, version, wheels)`` with
     every wheel the lock records for that version (at least one, each with its sha256).
-    ``label`` names the lock in messages (its path).
+    ``label`` names the lock in messages (its path); ``target``, when set, the target of a
+    multi-target lock it is (messages then name ``[targets.NAME]`` and ``--target NAME``).
 
     Raises :class:`UsageError` (exit 2) when the lock records no wheels, when a package has
     wheels of two versions, or when a ``[packages]`` entry has no wheel of its version,
     naming each package and saying to run ``pin lock packages``.
     """
-    hint = _HINT.format(label=printable(label, newlines=False))
+    where, args = _names(label, target)
+    hint = _HINT.format(label=args)
     if not lock.wheels:
-        raise UsageError(f"{printable(label, newlines=False)} records no wheels ([[wheels]]): "
+        raise UsageError(f"{where} records no wheels ([[wheels]]): "
                          "there is no hashed Python environment to export.", hint=hint)
     by_name: dict[str, list[Wheel]] = {}
     for wheel in lock.wheels:
         by_name.setdefault(wheel.name, []).append(wheel)
     mixed = sorted(n for n, ws in by_name.items() if len({w.version for w in ws}) > 1)
     if mixed:
-        raise UsageError(f"{printable(label, newlines=False)}: wheels of more than one version "
+        raise UsageError(f"{where}: wheels of more than one version "
                          f"for {_shown(mixed)}; an export installs one version a package.",
                          hint=hint)
     unhashed = sorted(f"{n}=={v}" for n, v in (lock.packages or {}).items()
                       if n not in by_name or by_name[n][0].version != v)
     if unhashed:
-        raise UsageError(f"{printable(label, newlines=False)}: no hashed wheel for "
+        raise UsageError(f"{where}: no hashed wheel for "
                          f"{_shown(unhashed)} ([packages] names it, [[wheels]] does not); "
                          "pin never exports a package without its hash.", hint=hint)
     return tuple((n, ws[0].version, tuple(sorted(ws, key=lambda w: w.filename)))
@@ -83,30 +96,31 @@ def _environment(python: PythonTarget) -> tuple[str, str]:
             f"sys_platform == 'linux' and platform_machine == '{arch}'")
 
 
-def pylock_text(lock: Lockfile, *, label: str) -> str:
+def pylock_text(lock: Lockfile, *, label: str, target: str | None = None) -> str:
     """``lock``'s Python environment as a PEP 751 ``pylock.toml``: ``lock-version = "1.0"``,
     ``environments`` and ``requires-python`` from ``[python]`` (absent without it),
     ``created-by = "pin"``, one ``[[packages]]`` a package (name, version, ``wheels`` with
     file name, URL, size when known and ``hashes.sha256``) and ``[tool.pin]`` with the lock's
-    content hash. ``label`` names the lock in messages and the header comment.
+    content hash. ``label`` names the lock in messages and the header comment, ``target``
+    the target of a multi-target lock (as :func:`exported_wheels`).
 
     Raises :class:`UsageError` (exit 2) as :func:`exported_wheels` does, and naming every
     wheel with no URL (taken from a wheel house: PEP 751 needs where to fetch it from).
     """
     import tomlkit
 
-    packages = exported_wheels(lock, label=label)
+    packages = exported_wheels(lock, label=label, target=target)
+    where, args = _names(label, target)
     no_url = [w.filename for _, _, ws in packages for w in ws if w.url is None]
     if no_url:
-        raise UsageError(f"{printable(label, newlines=False)}: no URL for {_shown(no_url)} "
+        raise UsageError(f"{where}: no URL for {_shown(no_url)} "
                          "(taken from a wheel house); a pylock.toml names where each wheel "
                          "is fetched from.",
-                         hint=_HINT.format(label=printable(label, newlines=False))
+                         hint=_HINT.format(label=args)
                          + " Or export --format requirements, which installs from an index.")
     doc = tomlkit.document()
-    doc.add(tomlkit.comment(printable(f"Generated by pin from {label} ({lock.content_hash}): "
-                                      f"pin lock export {label} --format pylock",
-                                      newlines=False)))
+    doc.add(tomlkit.comment(f"Generated by pin from {where} ({lock.content_hash}): "
+                            f"pin lock export {args} --format pylock"))
     doc["lock-version"] = PYLOCK_VERSION
     if lock.python is not None:
         requires, marker = _environment(lock.python)
@@ -134,18 +148,20 @@ def pylock_text(lock: Lockfile, *, label: str) -> str:
     return tomlkit.dumps(doc)
 
 
-def requirements_text(lock: Lockfile, *, label: str) -> str:
+def requirements_text(lock: Lockfile, *, label: str, target: str | None = None) -> str:
     """``lock``'s Python environment as a requirements file for ``pip install
     --require-hashes --no-deps -r`` and ``uv pip sync``: a header comment, ``--index-url``
     (the first of ``[python].indexes``) and ``--extra-index-url`` (the others), then one
     ``name==version --hash=sha256:...`` a package (a hash per wheel), sorted by name.
-    ``label`` names the lock in messages and the header.
+    ``label`` names the lock in messages and the header, ``target`` the target of a
+    multi-target lock (as :func:`exported_wheels`).
 
     Raises :class:`UsageError` (exit 2) as :func:`exported_wheels` does.
     """
-    packages = exported_wheels(lock, label=label)
-    lines = [printable(f"# Generated by pin from {label} ({lock.content_hash}): "
-                       f"pin lock export {label} --format requirements", newlines=False)]
+    packages = exported_wheels(lock, label=label, target=target)
+    where, args = _names(label, target)
+    lines = [f"# Generated by pin from {where} ({lock.content_hash}): "
+             f"pin lock export {args} --format requirements"]
     if lock.python is not None:
         lines.append(f"# Python {lock.python.version} on {lock.python.platform}")
         first, *others = lock.python.indexes
@@ -156,11 +172,12 @@ def requirements_text(lock: Lockfile, *, label: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_text(lock: Lockfile, fmt: ExportFormat, *, label: str) -> str:
+def export_text(lock: Lockfile, fmt: ExportFormat, *, label: str,
+                target: str | None = None) -> str:
     """``lock``'s Python environment in ``fmt`` (:data:`EXPORT_FORMATS`):
     :func:`pylock_text` or :func:`requirements_text`, with their :class:`UsageError`
-    (exit 2) for a lock that lacks a hashed wheel.
+    (exit 2) for a lock that lacks a hashed wheel; ``target`` as :func:`exported_wheels`.
     """
     if fmt == "pylock":
-        return pylock_text(lock, label=label)
-    return requirements_text(lock, label=label)
+        return pylock_text(lock, label=label, target=target)
+    return requirements_text(lock, label=label, target=target)

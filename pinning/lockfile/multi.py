@@ -33,6 +33,8 @@ MULTI_VERSION: Literal[2] = 2
 #: The lock versions this pin reads; what it writes is 1 (a single-target lock updated in
 #: place) or :data:`MULTI_VERSION`.
 READABLE_VERSIONS = (1, MULTI_VERSION)
+#: The committed JSON Schema of a ``lock-version = 2`` file (``schemas/``).
+MULTI_SCHEMA_NAME = "lockfile-v2.schema.json"
 TARGET_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 TargetName = Annotated[str, Field(pattern=TARGET_NAME_PATTERN)]
 #: Top-level keys of a target's view written once in ``[shared]`` when every target has the
@@ -76,8 +78,13 @@ class MultiLock(Strict):
 
 
 def multi_json(multi: MultiLock) -> dict[str, Any]:
-    """``multi`` as JSON-ready data (kebab-case keys, ``None`` left out), in file order."""
-    return multi.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """``multi`` as JSON-ready data (kebab-case keys, ``None`` and an empty ``shared`` left
+    out), in file order.
+    """
+    data = multi.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if not data.get("shared"):
+        data.pop("shared", None)
+    return data
 
 
 def view_data(multi: MultiLock, name: str, *, label: str) -> dict[str, Any]:
@@ -143,7 +150,7 @@ def seal_multi(data: dict[str, Any]) -> MultiLock:
     """``data`` (without ``content-hash``; ``None`` values dropped) validated, with its
     ``content-hash`` set: the sha256 of the canonical JSON of everything else.
     """
-    body = {k: v for k, v in data.items() if v is not None and k != "content-hash"}
+    body = {k: v for k, v in data.items() if v not in (None, {}) and k != "content-hash"}
     body["lock-version"] = MULTI_VERSION
     body["content-hash"] = canonical_digest(body)
     return MultiLock.model_validate(body)
@@ -196,7 +203,7 @@ def render_multi(multi: MultiLock, *, dest: Path | None = None) -> str:
     import tomlkit
 
     doc = tomlkit.document()
-    hint = schema_hint(dest)
+    hint = schema_hint(dest, MULTI_SCHEMA_NAME)
     if hint:
         doc.add(tomlkit.comment(f"schema {hint}"))
     shown = ", ".join(f"{name} ({printable(str(sec.get('request', {}).get('gpu', '?')))})"

@@ -41,11 +41,9 @@ from pinning.util.versions import allowed_contains, constraint_holds
 
 # A frozen value that only makes sense with another one: it goes when that one goes.
 _DEPENDS: dict[str, str] = {
-    "firmware.vbios": "firmware.version",
-    "firmware.blocks": "firmware.version",
+    "firmware.vbios": "firmware.version", "firmware.blocks": "firmware.version",
     "kernel-driver.flavor": "kernel-driver.version",
-    "runtime.toolkit": "runtime",
-    "target.count": "target",
+    "runtime.toolkit": "runtime", "target.count": "target",
 }
 
 

@@ -1,0 +1,268 @@
+"""What the ``pin lock`` subcommands share for a multi-target lock (``lock-version = 2``,
+:mod:`pinning.lockfile.multi`): reading every target or the one ``--target`` names, how a
+message names a target, the text of ``pin lock show`` / ``validate`` / ``check``, the
+re-resolve behind ``check`` and ``upgrade``, and a target's lock rendered back into its file.
+
+The rule: with ``--target NAME`` a command acts on that target's view exactly as on a
+single-target lock; without it ``show``, ``validate``, ``diff`` and ``check`` act on every
+target in turn, each under a heading naming it, and the commands that write one target
+(``upgrade``, ``model``, ``packages``, ``freeze``, ``export``) take the file's only target
+or exit 2 naming them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from pinning.cli.options import cli_path
+from pinning.errors import PinError, UsageError
+from pinning.util.text import printable
+
+if TYPE_CHECKING:
+    from pinning.cli.render import Style
+    from pinning.lockfile.diff import Change, TargetsDiff
+    from pinning.lockfile.io import LockRead
+    from pinning.lockfile.models import Lockfile
+    from pinning.lockfile.multi import MultiLock
+    from pinning.resolve.upgrade import Upgraded
+
+__all__ = ["again", "carry_lines", "check_json", "check_text", "diff_of", "named",
+           "painted_diff", "rendered", "show_json", "show_multi", "show_one", "targets_of",
+           "upgrade_lock", "validate_json", "validate_lines", "where"]
+
+T = TypeVar("T")
+
+
+def where(path: str, name: str | None) -> str:
+    """How a message names a lock: its ``path``, then ``[targets.NAME]`` for a target."""
+    return f"{path} [targets.{name}]" if name else path
+
+
+def again(path: str, name: str | None) -> str:
+    """The arguments that choose the same lock on a command line: ``path``, then
+    ``--target NAME`` for a target.
+    """
+    return f"{path} --target {name}" if name else path
+
+
+def targets_of(path: str, target: str | None) -> tuple[MultiLock | None, dict[str, Lockfile]]:
+    """The locks a reading command acts on: with ``target``, that target's view alone
+    (``{name: view}``, no multi lock); without, every target of a multi-target file (with
+    the :class:`MultiLock`), or a single-target file's lock (``{"": lock}``, no multi lock).
+    Raises as :func:`pinning.lockfile.io.read_lock` (exit 5 invalid, exit 2 for ``target``).
+    """
+    from pinning.lockfile.io import read_lock_at, read_locks
+
+    if target is not None:
+        read = read_lock_at(cli_path(path), target)
+        return None, {read.target or "": read.lock}
+    _, multi, locks = read_locks(cli_path(path))
+    return multi, locks
+
+
+def named(path: str, name: str | None, run: Callable[[], T]) -> T:
+    """``run()``; a :class:`PinError` it raises names the target first (``pin.lock
+    [targets.NAME]: ...``) when ``name`` is set.
+    """
+    try:
+        return run()
+    except PinError as err:
+        if name:
+            err.message = f"{where(path, name)}: {err.message}"
+        raise
+
+
+def rendered(read: LockRead, lock: Lockfile) -> str:
+    """The text of the file ``read`` came from with its lock replaced by ``lock``: the whole
+    multi-target file with that target's section replaced, or ``lock`` alone.
+    """
+    from pinning.lockfile.io import render
+    from pinning.lockfile.multi import render_multi, replace_target
+
+    if read.multi is not None and read.target is not None:
+        return render_multi(replace_target(read.multi, read.target, lock))
+    return render(lock)
+
+
+def show_json(multi: MultiLock, locks: dict[str, Lockfile]) -> dict[str, Any]:
+    """``pin lock show --format json`` of a whole multi-target lock: ``{"lock-version": 2,
+    "content-hash", "project", "targets": {name: the target's view as a lock's JSON}}``.
+    """
+    from pinning.lockfile.io import lock_json
+
+    return {"lock-version": multi.lock_version, "content-hash": multi.content_hash,
+            "project": multi.project, "targets": {n: lock_json(lk) for n, lk in locks.items()}}
+
+
+def show_one(path: str, name: str, lock: Lockfile, *, full: bool) -> None:
+    """Print one lock as ``pin lock show`` does: status, identity line, generator, sections
+    and notes; ``name`` is the target ("" for a single-target lock).
+    """
+    from pinning.cli.render import sections_text, terminal_style
+    from pinning.cli.render_lock import lock_notes, lock_sections
+    from pinning.lockfile.status import status_lines
+
+    for line in status_lines(lock.status):
+        click.echo(printable(line, newlines=False))
+    ident = (f"{where(path, name)}: a target of a lock-version 2 file, {lock.content_hash}"
+             if name else f"{path}: lock-version {lock.lock_version}, {lock.content_hash}")
+    click.echo(printable(ident, newlines=False))
+    click.echo(printable(f"Generated by pin {lock.generator.version}: "
+                         f"{lock.generator.command}", newlines=False))
+    click.echo(sections_text(lock_sections(lock, full=full), style=terminal_style()))
+    for line in lock_notes(lock, full=full):
+        click.echo(line)
+
+
+def show_multi(path: str, multi: MultiLock, locks: dict[str, Lockfile], *, full: bool) -> None:
+    """Print a whole multi-target lock: its identity and targets, the values ``[shared]``
+    holds (once), then each target under a heading, as ``--target NAME`` shows it.
+    """
+    from pinning.cli.render import sections_text, terminal_style
+    from pinning.cli.render_lock import shared_section
+    from pinning.lockfile.diff import target_heading
+
+    project = f", project {multi.project}" if multi.project else ""
+    click.echo(printable(f"{path}: lock-version {multi.lock_version}, {multi.content_hash}"
+                         f"{project}, {len(locks)} target(s): {', '.join(locks)}",
+                         newlines=False))
+    click.echo(sections_text([shared_section(multi.shared, full=full)], style=terminal_style()))
+    for name, lock in locks.items():
+        click.echo(printable(target_heading(name), newlines=False))
+        show_one(path, name, lock, full=full)
+
+
+def validate_lines(path: str, multi: MultiLock | None, locks: dict[str, Lockfile]) -> list[str]:
+    """``pin lock validate``'s text for one valid file: a line, and for a multi-target
+    lock a line per target (each view's version, schema and content hash were checked).
+    """
+    if multi is None:
+        lock = locks[""]
+        return [f"{path}: valid (lock-version {lock.lock_version}, {lock.content_hash})"]
+    return [f"{path}: valid (lock-version {multi.lock_version}, {multi.content_hash}, "
+            f"{len(locks)} target(s))",
+            *(f"  {name}: valid ({lock.content_hash})" for name, lock in locks.items())]
+
+
+def validate_json(path: str, multi: MultiLock | None,
+                  locks: dict[str, Lockfile]) -> dict[str, Any]:
+    """One valid file in ``pin lock validate --format json``: ``{"path", "valid",
+    "lock-version", "content-hash"}``, with ``"targets": [{"name", "valid",
+    "content-hash"}]`` for a multi-target lock.
+    """
+    if multi is None:
+        lock = locks[""]
+        return {"path": path, "valid": True, "lock-version": lock.lock_version,
+                "content-hash": lock.content_hash}
+    return {"path": path, "valid": True, "lock-version": multi.lock_version,
+            "content-hash": multi.content_hash,
+            "targets": [{"name": n, "valid": True, "content-hash": lk.content_hash}
+                        for n, lk in locks.items()]}
+
+
+def diff_of(old_path: str, new_path: str, target: str | None
+            ) -> tuple[TargetsDiff | None, list[Change]]:
+    """What ``pin lock diff`` compares: two multi-target locks without ``target``, every
+    target (a :class:`TargetsDiff`); otherwise one lock a side, where ``target`` (or a
+    file's only target) chooses the section of each side that is a multi-target lock and a
+    single-target side is taken as it is. Raises ``UsageError`` (exit 2) for ``target``
+    with two single-target locks, or a multi-target side with several targets and none
+    named; ``LockfileError`` (exit 5) for an invalid lock.
+    """
+    from pinning.lockfile.diff import diff_locks, diff_targets
+    from pinning.lockfile.io import read_locks
+    from pinning.lockfile.multi import pick
+
+    _, old_multi, old = read_locks(cli_path(old_path))
+    _, new_multi, new = read_locks(cli_path(new_path))
+    if target is None and old_multi is not None and new_multi is not None:
+        return diff_targets(old, new), []
+    if target is not None and old_multi is None and new_multi is None:
+        raise UsageError(f"--target {target!r}: {old_path} and {new_path} are single-target "
+                         "locks (lock-version 1); --target chooses the section of a "
+                         "multi-target lock.", hint="Leave out --target.")
+    sides = []
+    for label, multi, locks in ((old_path, old_multi, old), (new_path, new_multi, new)):
+        sides.append(locks[""] if multi is None else locks[pick(multi, target, label=label)])
+    return None, diff_locks(sides[0], sides[1])
+
+
+def painted_diff(text: str, style: Style) -> str:
+    """``pin lock diff``'s text with each ``old -> new`` value pair in colour (old red, new
+    green) when ``style`` has colour on; unchanged (byte for byte) otherwise.
+    """
+    from pinning.cli.render import paint
+
+    if not style.color:
+        return text
+    out = []
+    for line in text.split("\n"):
+        head, sep, tail = line.partition(": ")
+        old, arrow, new = tail.partition(" -> ")
+        if line.startswith("  ") and sep and arrow:
+            value, mark, source = new.partition("  [")
+            line = (f"{head}{sep}{paint(old, 'red', style)}{arrow}"
+                    f"{paint(value, 'green', style)}{mark}{source}")
+        out.append(line)
+    return "\n".join(out)
+
+
+def upgrade_lock(old: Lockfile, path: str, *, rocm: str | None = None, cuda: str | None = None,
+                 frameworks: tuple[str, ...] = ()) -> Upgraded:
+    """Re-resolve ``old`` (read from ``path``) from its request with the given changes
+    against today's matrix and its recorded overlays. Raises what
+    :func:`pinning.resolve.upgrade.upgrade` raises (exit 2, 4, 10).
+    """
+    from pinning.matrix.load import load_matrix
+    from pinning.resolve.upgrade import recorded_overlays, request_constraints, upgrade
+
+    matrix = load_matrix(recorded_overlays(old, Path(path)))
+    c = request_constraints(old, matrix, rocm=rocm, cuda=cuda, frameworks=frameworks)
+    recorded = [s.path for s in old.matrix.sources if s.overlay and s.path]
+    return upgrade(old, matrix, c, overlays=recorded)
+
+
+def carry_lines(up: Upgraded) -> list[str]:
+    """What an upgrade kept and dropped of the frozen host values, one line each."""
+    out = []
+    if up.carried:
+        out.append(f"Kept {len(up.carried)} frozen host value(s): {', '.join(up.carried)}")
+    out += [f"Dropped frozen {name}: {why}" for name, why in up.dropped]
+    return out
+
+
+def check_json(up: Upgraded) -> dict[str, Any]:
+    """One lock's ``pin lock check`` JSON: ``{"current", "changes", "dropped",
+    "other-changes"}``.
+    """
+    drift = up.stack_changes
+    return {"current": not drift, "changes": [c.model_dump(mode="json") for c in drift],
+            "dropped": [{"path": p, "why": w} for p, w in up.dropped],
+            "other-changes": len(up.changes) - len(drift)}
+
+
+def check_text(path: str, name: str | None, up: Upgraded) -> None:
+    """Print one lock's ``pin lock check`` result: the stack changes and the verdict (on
+    standard error when out of date), naming the target when ``name`` is set.
+    """
+    from pinning.lockfile.diff import diff_text
+
+    drift = up.stack_changes
+    other = len(up.changes) - len(drift)
+    label = where(path, name)
+    if drift:
+        click.echo(printable(diff_text(drift)), nl=False)
+        for line in carry_lines(up):
+            click.echo(printable(line))
+        click.echo(printable(f"{label}: out of date: today's matrix resolves its request to "
+                             f"another stack. Run `pin lock upgrade {again(path, name)}` to "
+                             "take it."), err=True)
+        return
+    tail = (f" ({other} recorded value(s) outside the stack differ, e.g. matrix "
+            "provenance; `pin lock upgrade` refreshes them)") if other else ""
+    click.echo(printable(f"{label}: current: today's matrix resolves its request to the "
+                         f"same stack{tail}."))
