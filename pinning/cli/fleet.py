@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from pinning.cli.fleet_stream import LINE_DIGITS, JsonOut, TextOut
-from pinning.cli.options import cli_path, format_option, path_given
+from pinning.cli.options import cli_path, format_option, lock_target_option, path_given
 from pinning.cli.progress import progress_for, quiet_option
 from pinning.errors import DriftError, InternalError, PinError, ProbeError, UsageError
 from pinning.util.startup import loading
@@ -23,8 +23,9 @@ from pinning.util.startup import loading
 READ_BUFFER = 1 << 16
 
 if TYPE_CHECKING:
-    from pinning.fleet.batch import FleetTally, SnapshotInput
+    from pinning.fleet.batch import FleetTally, FleetVerifier, SnapshotInput
     from pinning.fleet.models import FleetHost, FleetSummary
+    from pinning.matrix.load import Matrix
     from pinning.util.progress import Progress
 
 
@@ -42,6 +43,7 @@ def fleet() -> None:
               help="Read the snapshots from JSON Lines, one snapshot (or its `pin probe "
                    "--format json` envelope) per line ('-': standard input), instead of "
                    "SNAPSHOT_DIR.")
+@lock_target_option
 @click.option("--strict", is_flag=True,
               help="Warnings are drift too, as with `pin verify --strict`.")
 @click.option("-v", "--verbose", is_flag=True,
@@ -50,8 +52,9 @@ def fleet() -> None:
 @click.option("--matrix", "overlays", multiple=True, metavar="FILE", callback=path_given,
               help="Add a site overlay to the matrix (also PIN_MATRIX).")
 @format_option
-def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, strict: bool,
-           verbose: bool, quiet: bool, overlays: tuple[str, ...], fmt: str) -> None:
+def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None,
+           target: str | None, strict: bool, verbose: bool, quiet: bool,
+           overlays: tuple[str, ...], fmt: str) -> None:
     """Check every host snapshot in SNAPSHOT_DIR (or --from FILE.jsonl) against LOCK, as
     `pin verify LOCK --host SNAPSHOT` does for one host, with the work that depends on
     the lock alone done once.
@@ -60,6 +63,10 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
     envelope) per host, read in name order; a host is named after its file (HOST).
     With --from a host is named FILE:LINE. A snapshot that cannot be read is that host's
     `unreadable` result, naming the file and line; the others are still verified.
+
+    A multi-target lock: each host gets the target its GPU matches (--target NAME: one
+    for all), named in its line. A host no target matches drifts (`pin: target
+    <targets' GPUs>!=<its GPUs>`); several matching is exit 2 (name one with --target).
 
     Output is streamed, each host as it is verified, so memory stays flat. Text: one
     line per drifting or unreadable host (every host with -v), with pin's short reason
@@ -88,15 +95,12 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
         raise UsageError("LOCK and --from both read standard input ('-'); give '-' once and "
                          "a file for the other.")
     with loading():  # what is loaded once lives to the end: not scanned by each collection
-        from pinning.fleet.batch import FleetTally, FleetVerifier
-        from pinning.lockfile.io import read_lock
-        from pinning.matrix.load import load_matrix
+        from pinning.fleet.batch import FleetTally
 
-        lock = read_lock(cli_path(lock_path))
-        matrix = load_matrix(overlays)
-        verifier = FleetVerifier(lock, matrix, lock_name=lock_path, strict=strict)
-    head = {"fleet-version": 1, "lock": lock_path, "lock-hash": lock.content_hash,
-            "strict": strict}
+        matrix = _matrix(overlays)
+        verifier = _verifier(lock_path, target, matrix, strict)
+    head = {"fleet-version": 1, "lock": lock_path, "lock-hash": verifier.lock_hash,
+            "strict": strict, **({"targets": verifier.targets} if verifier.targets else {})}
     write = sys.stdout.write  # before progress starts: rich bars would take sys.stdout
     tally = FleetTally()
     with _progress(fmt, quiet) as progress:
@@ -105,8 +109,40 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None, stri
                                 total=source.total)
         out: TextOut | JsonOut = (
             JsonOut(write, click.get_current_context(), "fleet verify", head)
-            if fmt == "json" else TextOut(write, source.width, verbose=verbose))
+            if fmt == "json" else TextOut(write, source.width, verbose=verbose,
+                                          targets=verifier.targets))
         _write_all(hosts, tally, out, head, source.where)
+
+
+def _matrix(overlays: tuple[str, ...]) -> Matrix:
+    """The matrix with the site ``overlays``; raises as :func:`load_matrix` does."""
+    from pinning.matrix.load import load_matrix
+
+    return load_matrix(overlays)
+
+
+def _verifier(lock_path: str, target: str | None, matrix: Matrix,
+              strict: bool) -> FleetVerifier:
+    """The fleet verifier of LOCK: one lock's, or a multi-target lock's
+    (:class:`~pinning.fleet.targets.TargetFleetVerifier`, ``target`` for every host when
+    given). Raises ``LockfileError`` (exit 5) for a bad lock, ``UsageError`` (exit 2) for
+    ``--target`` with a single-target lock or a target the lock lacks.
+    """
+    from pinning.fleet.batch import FleetVerifier
+    from pinning.lockfile.io import parse_lock_bytes, read_locks
+    from pinning.lockfile.multi import pick
+
+    raw, multi, locks = read_locks(cli_path(lock_path))
+    if multi is None:
+        if target is not None:
+            parse_lock_bytes(raw, label=lock_path, target=target)  # raises: one message
+        return FleetVerifier(locks[""], matrix, lock_name=lock_path, strict=strict)
+    from pinning.fleet.targets import TargetFleetVerifier
+
+    if target is not None:
+        pick(multi, target, label=lock_path)  # an unknown name: exit 2, the nearest named
+    return TargetFleetVerifier(multi, locks, matrix, lock_name=lock_path, target=target,
+                               strict=strict)
 
 
 @contextmanager

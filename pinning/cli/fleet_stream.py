@@ -45,18 +45,25 @@ _MARK = "\x00hosts\x00"
 
 class TextOut:
     """Streamed text output on ``write``: host lines (``verbose``: matching hosts too) in
-    a column ``width`` characters wide at least, then :meth:`end`'s summary.
+    a column ``width`` characters wide at least, then :meth:`end`'s summary. With a
+    multi-target lock's ``targets``, each line names the host's target after its result
+    (``-`` for a host no target matches).
     """
 
-    def __init__(self, write: Write, width: int, *, verbose: bool = False) -> None:
+    def __init__(self, write: Write, width: int, *, verbose: bool = False,
+                 targets: list[str] | None = None) -> None:
         self.write, self.width, self.verbose = write, width, verbose
+        self.target_width = max(map(len, targets), default=0) if targets else None
 
     def host(self, h: FleetHost) -> None:
         """Write ``h``'s line (nothing for a matching host unless verbose)."""
         if h.result == "match" and not self.verbose:
             return
         self.width = max(self.width, len(h.name))
-        line = f"{h.name:<{self.width}}  {h.result.upper():<10}  {h.reason or ''}".rstrip()
+        target = ("" if self.target_width is None
+                  else f"{h.target or '-':<{self.target_width}}  ")
+        line = (f"{h.name:<{self.width}}  {h.result.upper():<10}  {target}"
+                f"{h.reason or ''}").rstrip()
         self.write(printable(line, newlines=False) + "\n")
 
     def end(self, head: dict[str, Any], summary: FleetSummary, error: PinError | None,
@@ -70,8 +77,10 @@ class TextOut:
 
 def summary_lines(head: dict[str, Any], s: FleetSummary) -> list[str]:
     """The text summary: the counts, then the most frequent facts and reasons (five each)."""
+    targets = (f", targets {', '.join(head['targets'])}" if head.get("targets") else "")
     lines = [f"pin fleet verify {printable(head['lock'], newlines=False)} "
-             f"({head['lock-hash'][:19]}): {s.total} host(s): {s.match} match, "
+             f"({head['lock-hash'][:19]}{printable(targets, newlines=False)}): "
+             f"{s.total} host(s): {s.match} match, "
              f"{s.drift} drift, {s.unreadable} unreadable"
              + (" (strict)" if head["strict"] else "") + "."]
     if s.top_facts:

@@ -41,24 +41,34 @@ class VerifyRun:
 
     def check(self, lock_path: str, host_file: str | None, root: str | None,
               replay: str | None, site_packages: tuple[str, ...], overlays: tuple[str, ...],
-              *, strict: bool, verbose: bool, audit_path: str | None
-              ) -> tuple[VerifyReport, str]:
+              *, strict: bool, verbose: bool, audit_path: str | None,
+              target: str | None = None) -> tuple[VerifyReport, str]:
         """Read the lock, probe (or read) the host and verify: the report and the host's
-        label. When the lock or the host cannot be read (``LockfileError``,
-        ``ProbeError``), a feature file saying ``result=unknown`` is written first (best
-        effort) and the error raised.
+        label. In a multi-target lock the target is ``target`` (``--target``), else the
+        one whose GPU the host shows (:mod:`pinning.verify.target`; the report's
+        ``target`` says which). When the lock or the host cannot be read
+        (``LockfileError``, ``ProbeError``) or no target matches the host
+        (:class:`~pinning.verify.target.NoTargetError`, exit 6), a feature file saying
+        ``result=unknown`` is written first (best effort) and the error raised.
         """
-        from pinning.lockfile.io import read_lock
         from pinning.matrix.load import load_matrix
         from pinning.verify.report import audit_device_strings
         from pinning.verify.report import verify as do_verify
+        from pinning.verify.target import NoTargetError, read_host_lock
 
         try:
-            self.lock = lock = read_lock(cli_path(lock_path))
+            held = read_host_lock(cli_path(lock_path), target, label=lock_path)
+            self.lock = held.chosen.lock if held.chosen else None
             matrix = load_matrix(overlays)
             facts, label = host_facts(host_file, root, replay, site_packages, matrix,
-                                      None if self.node_only else lock.model, lock_path)
-        except (LockfileError, ProbeError):
+                                      None if self.node_only else held.probe_model(),
+                                      lock_path)
+            choice = held.choose(facts, matrix)
+            self.lock = lock = choice.lock
+            if not host_file and not self.node_only and held.needs_model(choice):
+                facts, label = host_facts(None, root, replay, site_packages, matrix,
+                                          lock.model, lock_path)
+        except (LockfileError, ProbeError, NoTargetError):
             if self.output is not None:
                 self._unknown_file()
             raise
@@ -66,6 +76,8 @@ class VerifyRun:
         devices = audit_device_strings(Path(audit_path)) if audit_path else None
         report = do_verify(lock, facts, matrix, lock_name=lock_path, host_name=label,
                            strict=strict, verbose=verbose, device_strings=devices)
+        if choice.info is not None:
+            report = report.model_copy(update={"target": choice.info})
         if self.node_only:
             from pinning.verify.report import node_scope
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import format_option, path_given
+from pinning.cli.options import format_option, lock_target_option, path_given
 from pinning.errors import UsageError
 from pinning.util.text import printable
 
@@ -83,7 +83,7 @@ def _show(out: Outcome, fmt: str, *, drained_by_slurm: bool = False) -> None:
                              "\"Prolog error\")", newlines=False), err=True)
 
 
-def _check(check: Check, config: str | None, fmt: str) -> None:
+def _check(check: Check, config: str | None, fmt: str, target: str | None = None) -> None:
     """Run the prolog or the health check with the live runner and this machine's names."""
     import os
     import socket
@@ -116,7 +116,7 @@ def _check(check: Check, config: str | None, fmt: str) -> None:
     out, failed = run_check(check, cfg.slurm, cfg.fleet, os.environ, runner=runner,
                             probe=probe_node(cfg.fleet, matrix), matrix=matrix, hostname=host,
                             deadline=Deadline(cfg.slurm.deadline_s, start=started),
-                            report=cfg.report)
+                            report=cfg.report, target=target)
     _show(out, fmt, drained_by_slurm=check == "prolog" and not cfg.slurm.drain_in_prolog)
     if failed is not None:
         raise failed
@@ -124,8 +124,9 @@ def _check(check: Check, config: str | None, fmt: str) -> None:
 
 @slurm.command()
 @config_option
+@lock_target_option
 @format_option
-def prolog(config: str | None, fmt: str) -> None:
+def prolog(config: str | None, target: str | None, fmt: str) -> None:
     """Slurm Prolog: check this node against the job's lock before the job starts.
 
     The job's feature (sbatch -C pin_<digest12>: the first 12 hex digits of a lock's content
@@ -141,7 +142,11 @@ def prolog(config: str | None, fmt: str) -> None:
     with pin's reason (scontrol update NodeName=N State=DRAIN Reason="pin: pin_<digest12>
     <fact> <want>!=<have>") and the exit is 6: Slurm requeues the job held. A broken setup
     (configuration 2, lock 5, probe or timeout 7, scontrol 2) drains with "pin: error: ..."
-    and exits with that code. When scontrol cannot show the node's state, pin drains
+    and exits with that code. A multi-target lock (pin lock's pin.lock) is checked against
+    --target NAME (a single-target lock ignores it), else the target whose pin_<digest12>
+    the job asked for (each target has its own), else the one whose GPU the node shows; a
+    node no target matches drifts ("pin: pin_<digest12> target <GPUs>!=<node's GPUs>").
+    When scontrol cannot show the node's state, pin drains
     nothing (the node may carry someone else's reason) and says so; the exit stays non-zero,
     so Slurm drains the node with "Prolog error".
 
@@ -158,13 +163,14 @@ def prolog(config: str | None, fmt: str) -> None:
       PrologFlags=Alloc
       PrologEpilogTimeout=60                    # above [slurm] deadline-s
     """
-    _check("prolog", config, fmt)
+    _check("prolog", config, fmt, target)
 
 
 @slurm.command()
 @config_option
+@lock_target_option
 @format_option
-def healthcheck(config: str | None, fmt: str) -> None:
+def healthcheck(config: str | None, target: str | None, fmt: str) -> None:
     """Slurm HealthCheckProgram: check an idle or busy node against [fleet] default-lock.
 
     [fleet] default-lock is the lock every node using this configuration must match: keep
@@ -174,8 +180,9 @@ def healthcheck(config: str | None, fmt: str) -> None:
     (pin_<digest12> of [fleet] default-lock in the reason) or for a setup error ("pin: error:
     ..."), unless [slurm] resume = false. A drain of pin's for another lock (a job's, from
     the prolog) is left for a person: fix the node, then `scontrol update NodeName=N
-    State=RESUME`. A node drained or down for another reason is never touched. A broken
-    setup drains with "pin: error: ..." and exits with its code (2, 5, 7); when scontrol
+    State=RESUME`. A node drained or down for another reason is never touched. A
+    multi-target default-lock is checked as in the prolog (--target NAME, else by GPU). A
+    broken setup drains with "pin: error: ..." and exits with its code (2, 5, 7); when scontrol
     cannot drain or resume, the output says "could not drain: ..." and the exit is 2; when
     it cannot show the node's state, nothing is drained or resumed ("could not read the
     node's state: ...") and the exit is 2. The whole run stays within [slurm] deadline-s
@@ -188,7 +195,7 @@ def healthcheck(config: str | None, fmt: str) -> None:
       HealthCheckProgram=/usr/local/lib/pin/pin-healthcheck   # contrib/slurm/pin-healthcheck
       HealthCheckInterval=300
     """
-    _check("healthcheck", config, fmt)
+    _check("healthcheck", config, fmt, target)
 
 
 @slurm.command()
@@ -198,8 +205,9 @@ def healthcheck(config: str | None, fmt: str) -> None:
 def features(config: str | None, fmt: str, feature: str | None) -> None:
     """Node-features helper: print the features this node offers, one per line.
 
-    pin_<digest12> for every lock in [fleet] locks the node matches (model files are not
-    hashed here), then pin_<gfx target> / pin_sm<compute capability> of its GPUs. Jobs then
+    pin_<digest12> for every lock in [fleet] locks the node matches (a multi-target lock:
+    each of its targets, by its own digest; model files are not hashed here), then
+    pin_<gfx target> / pin_sm<compute capability> of its GPUs. Jobs then
     ask for a lock with sbatch -C pin_<digest12>. Slurm runs the helper with a FEATURE
     argument to switch a feature on at reboot: pin cannot change a node's stack, so that
     is refused (exit 2). Exit 5 for a bad lock, 7 when the probe fails.

@@ -13,13 +13,14 @@ import click
 
 from pinning.cli.envelope import emit, note_format
 from pinning.cli.nodecheck import VerifyRun, verify_npd
-from pinning.cli.options import host_options, one_stdin, output_path
+from pinning.cli.options import host_options, lock_target_option, one_stdin, output_path
 from pinning.cli.render import terminal_style
 from pinning.cli.render_host import verify_text
 from pinning.cli.service import report_options, report_or_note, verify_reporter
 from pinning.errors import DriftError, UsageError
 from pinning.fleet.nfd import DEFAULT_TTL_S
 from pinning.fleet.npd import DEFAULT_MAX_OUTPUT, MIN_OUTPUT
+from pinning.util.text import printable
 
 if TYPE_CHECKING:
     from pinning.remote.reporter import VerifyReporter
@@ -49,6 +50,12 @@ recorded it: a note).
 Exit 0 when the host matches, 6 on drift, 7 when the host could not be probed at all,
 5 for a bad lockfile. JSON: the envelope, its result is schemas/verify-report.schema.json.
 LOCK or --host may be '-' (standard input).
+
+A multi-target lock (pin lock's pin.lock) is checked against one target: --target NAME,
+else the one whose locked vendor and GPU match a GPU this host shows. The first line
+says which and why ("target candidate (mi300x): matches this host's AMD Instinct
+MI300X"; JSON: the result's target). No target matching is exit 6, naming each
+target's GPU and the host's; several matching is exit 2 (name one with --target).
 
 On a Kubernetes node (deploy/kubernetes): --emit nfd -o FILE writes a Node Feature
 Discovery feature file (labels pin.dev/result, pin.dev/drift-count, pin.dev/lock = the
@@ -82,6 +89,7 @@ Examples:
 
 @click.command(help=_HELP)
 @click.argument("lock_path", metavar="LOCK", type=click.Path())
+@lock_target_option
 @host_options
 @click.option("--strict", is_flag=True,
               help="Warnings are drift too: a lock whose status is unconfirmed, a locked "
@@ -132,9 +140,10 @@ Examples:
               help="With --report-to: the host's group, whose lock the service judges by "
                    "when the host has none assigned.")
 @click.pass_context
-def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str | None,
-           replay: str | None, site_packages: tuple[str, ...], overlays: tuple[str, ...],
-           strict: bool, verbose: bool, audit_path: str | None, node_only: bool, fmt: str,
+def verify(ctx: click.Context, lock_path: str, target: str | None, host_file: str | None,
+           root: str | None, replay: str | None, site_packages: tuple[str, ...],
+           overlays: tuple[str, ...], strict: bool, verbose: bool, audit_path: str | None,
+           node_only: bool, fmt: str,
            emit_kind: str | None, output: str | None, nfd_expiry: int,
            max_output: int, report_to: str | None, token_file: str | None,
            ca_cert: str | None, report_host: str | None, report_group: str | None) -> None:
@@ -149,7 +158,8 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
 
     def check() -> tuple[VerifyReport, str]:
         return run.check(lock_path, host_file, root, replay, site_packages, overlays,
-                         strict=strict, verbose=verbose, audit_path=audit_path)
+                         strict=strict, verbose=verbose, audit_path=audit_path,
+                         target=target)
 
     if fmt == "npd":
         verify_npd(ctx, run, max_output, check, after=None if reporter is None else
@@ -161,6 +171,10 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
         emit(report.model_dump(mode="json", by_alias=True, exclude_none=True), ascii_only=False)
     else:
         err = output == "-"
+        if report.target is not None:
+            from pinning.verify.target import describe
+
+            click.echo(printable(describe(report.target), newlines=False), err=err)
         click.echo(verify_text(report, verbose=verbose, style=terminal_style(
             sys.stderr if err else None)), err=err)
         if report.hidden_rules:
@@ -171,7 +185,9 @@ def verify(ctx: click.Context, lock_path: str, host_file: str | None, root: str 
         facts_named = sorted({f.fact + (f"[GPU {f.gpu}]" if f.gpu is not None else "")
                               for f in report.drift})
         raise DriftError(
-            f"{label} has drifted from {lock_path}: {', '.join(facts_named)}.",
+            f"{label} has drifted from {lock_path}"
+            + (f" (target {report.target.name})" if report.target else "")
+            + f": {', '.join(facts_named)}.",
             hint="Bring the host back to the lock, or re-freeze the lock from a validated host "
                  "(pin freeze).",
         )

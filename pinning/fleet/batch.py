@@ -78,7 +78,8 @@ class Outcome:
     ``reason`` line (drift only; its ``(+N more)`` counts facts), the distinct words of the
     drifting findings (``reasons``, first-seen order: a fact that both differs from the
     lock and lies outside what the matrix validated gives one word, not two), the drifting
-    facts' dotted paths (``facts``) and the status counts.
+    facts' dotted paths (``facts``) and the status counts; ``target``: the multi-target
+    lock's target the host was checked against (:mod:`pinning.fleet.targets`).
     """
 
     result: Literal["match", "drift"]
@@ -86,6 +87,7 @@ class Outcome:
     reasons: tuple[str, ...]
     facts: tuple[str, ...]
     counts: tuple[tuple[str, int], ...]
+    target: str | None = None
 
 
 class FleetVerifier:
@@ -99,6 +101,9 @@ class FleetVerifier:
                  strict: bool = False, memo: bool = True, views: bool = True) -> None:
         self.lock, self.matrix, self.lock_name, self.strict = lock, matrix, lock_name, strict
         self.memo, self.views = memo, views
+        #: The report's ``lock-hash`` and (a multi-target lock) ``targets``.
+        self.lock_hash: str = lock.content_hash
+        self.targets: list[str] | None = None
         self.plan = LockPlan(lock)
         self._rules: dict[tuple[Any, ...], tuple[list[Finding], int]] = {}
         self._seen: dict[bytes, Outcome] = {}
@@ -153,6 +158,13 @@ class FleetVerifier:
                        facts=tuple(dict.fromkeys(f.fact for f in drift)),
                        counts=tuple(sorted(counts.items())))
 
+    def host_outcome(self, facts: HostFacts) -> Outcome:
+        """The :class:`Outcome` :meth:`check` remembers for a parsed snapshot: here
+        :meth:`outcome`; a multi-target lock's verifier first chooses the target (from the
+        snapshot's GPUs, which its shape keeps: the choice is remembered with the outcome).
+        """
+        return self.outcome(facts)
+
     def check(self, data: bytes, where: str) -> Outcome:
         """The :class:`Outcome` of the snapshot bytes ``data`` (named ``where`` in errors);
         snapshots of one shape (:func:`~pinning.fleet.shape.shape_key`: equal but for the
@@ -160,7 +172,7 @@ class FleetVerifier:
         :class:`~pinning.errors.ProbeError` (exit 7) when ``data`` is not a valid snapshot.
         """
         if not self.memo:
-            return self.outcome(parse_snapshot(data, where))
+            return self.host_outcome(parse_snapshot(data, where))
         shape = shape_key(data)
         hit = self._seen.get(shape) if shape is not None else None
         if hit is None:
@@ -168,7 +180,7 @@ class FleetVerifier:
             hit = self._seen.get(exact)
             if hit is None:
                 facts = parse_snapshot(data, where)
-                hit = self.outcome(facts)
+                hit = self.host_outcome(facts)
                 if len(self._seen) >= MEMO_LIMIT:
                     self._seen.clear()
                 self._seen[shape if shape is not None and shape_safe(facts) else exact] = hit
@@ -204,8 +216,9 @@ class FleetVerifier:
         """
         tally = FleetTally()
         hosts = list(self.stream(inputs, tally, progress, label=label, total=total))
-        return FleetReport(lock=self.lock_name, lock_hash=self.lock.content_hash,
-                           strict=self.strict, hosts=hosts, summary=tally.summary())
+        return FleetReport(lock=self.lock_name, lock_hash=self.lock_hash,
+                           strict=self.strict, targets=self.targets, hosts=hosts,
+                           summary=tally.summary())
 
     def _host(self, item: SnapshotInput, tally: FleetTally) -> FleetHost:
         """The :class:`FleetHost` of one input, counted in ``tally`` (built without
@@ -223,8 +236,9 @@ class FleetVerifier:
             else:
                 tally.count(out)
                 return FleetHost.model_construct(
-                    name=item.name, file=item.file, line=item.line, result=out.result,
-                    reason=out.reason, reasons=list(out.reasons), counts=dict(out.counts))
+                    name=item.name, file=item.file, line=item.line, target=out.target,
+                    result=out.result, reason=out.reason, reasons=list(out.reasons),
+                    counts=dict(out.counts))
         tally.results["unreadable"] += 1
         return FleetHost.model_construct(
             name=item.name, file=item.file, line=item.line, result="unreadable",

@@ -37,6 +37,10 @@ class FleetHost(Strict):
     name: str
     file: str
     line: int | None = Field(default=None, ge=1)
+    target: str | None = Field(default=None, description="The multi-target lock's target "
+                               "the host was checked against: --target, else the one whose "
+                               "GPU the host shows; absent for a single-target lock and for "
+                               "a host no target matches (a drift, reason `pin: target ...`).")
     result: HostResult
     reason: str | None = None
     reasons: list[str] = Field(default_factory=list)
@@ -82,5 +86,8 @@ class FleetReport(Strict):
     lock: str
     lock_hash: str
     strict: bool = False
+    targets: list[str] | None = Field(default=None, description="A multi-target lock's "
+                                      "targets checked (--target: that one); absent for a "
+                                      "single-target lock.")
     hosts: list[FleetHost] = Field(default_factory=list)
     summary: FleetSummary

@@ -25,8 +25,8 @@ from pinning.fleet.slurm_locks import (
     ProbeFn,
     Verdict,
     index_locks,
+    lock_views,
     node_drift,
-    read_locks,
     select_locks,
     target_features,
     verify_any,
@@ -128,13 +128,17 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
               environ: Mapping[str, str], *, runner: Runner, probe: ProbeFn, matrix: Matrix,
               hostname: str, deadline: Deadline | None = None,
               report: ReportConfig | None = None,
-              notify: Callable[[str], None] | None = None) -> tuple[Outcome, PinError | None]:
+              notify: Callable[[str], None] | None = None,
+              target: str | None = None) -> tuple[Outcome, PinError | None]:
     """One prolog or health-check run, acting on the node through ``runner`` (scontrol).
 
     It selects the locks (the prolog: :func:`select_locks` on the job's constraint; the
     health check: the default lock), reads them, probes and verifies, all within ``[fleet]
     timeout-s`` and what ``deadline`` (the whole run's, ``[slurm] deadline-s`` from now
-    when not given) has left; each scontrol call gets at most what is left then. Then:
+    when not given) has left; each scontrol call gets at most what is left then. A
+    multi-target lock is checked against ``target`` (``--target``), else the target whose
+    feature the job named, else the one whose GPU the node shows
+    (:func:`~pinning.fleet.slurm_locks.verify_any`). Then:
 
     - match: nothing; no scontrol call at all, but in the health check with ``[slurm]
       resume``, which resumes a node pin drained for this lock or a setup error
@@ -166,7 +170,8 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
     deadline = deadline or Deadline(slurm.deadline_s)
     box: list[Verdict] = []
     out, err = _run_check(check, slurm, fleet, environ, runner=runner, probe=probe,
-                          matrix=matrix, hostname=hostname, deadline=deadline, verdict=box)
+                          matrix=matrix, hostname=hostname, deadline=deadline, verdict=box,
+                          target=target)
     if report is not None and report.url and box:
         from pinning.fleet.slurm_report import report_node
 
@@ -178,8 +183,8 @@ def run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
 
 def _run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
                environ: Mapping[str, str], *, runner: Runner, probe: ProbeFn, matrix: Matrix,
-               hostname: str, deadline: Deadline,
-               verdict: list[Verdict]) -> tuple[Outcome, PinError | None]:
+               hostname: str, deadline: Deadline, verdict: list[Verdict],
+               target: str | None = None) -> tuple[Outcome, PinError | None]:
     """:func:`run_check` without the report; the verdict (when the node was probed) is
     appended to ``verdict``.
     """
@@ -200,7 +205,8 @@ def _run_check(check: Check, slurm: SlurmConfig, fleet: FleetConfig,
             "note": sel.note, "locks": tuple(str(p) for p in sel.locks)})
         if not sel.locks:
             return None
-        return verify_any(sel.locks, probe, matrix, host=name,
+        return verify_any(sel.locks, probe, matrix, host=name, target=target,
+                          features=sel.features,
                           probing=lambda: step.__setitem__(0, "probe"))
 
     try:
@@ -272,6 +278,12 @@ def setup_failed(check: Check, slurm: SlurmConfig, environ: Mapping[str, str], e
                 drain=check == "healthcheck" or slurm.drain_in_prolog)
 
 
+def _view(path: Path, feature: str) -> Lockfile:
+    """The lock (a multi-target lock's target) whose ``pin_<digest12>`` is ``feature``."""
+    held = lock_views(path, None, feature)
+    return held.chosen.lock if held.chosen is not None else next(iter(held.locks.values()))
+
+
 def node_features(fleet: FleetConfig, *, probe: ProbeFn, matrix: Matrix,
                   index: Callable[[Path], Mapping[str, Path]] = index_locks
                   ) -> dict[str, Path | None]:
@@ -287,8 +299,7 @@ def node_features(fleet: FleetConfig, *, probe: ProbeFn, matrix: Matrix,
 
     def work() -> tuple[list[tuple[str, Path, Lockfile]], HostFacts]:
         known = index(fleet.locks) if fleet.locks is not None else {}
-        locks = [(f, p, lock) for f, (p, lock) in zip(known, read_locks(list(known.values())),
-                                                      strict=True)]
+        locks = [(f, p, _view(p, f)) for f, p in known.items()]
         step[0] = "probe"
         return sorted(locks, key=lambda t: t[0]), probe(None, None)
 

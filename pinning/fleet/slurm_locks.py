@@ -13,16 +13,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pinning.errors import LockfileError
-from pinning.fleet.slurm import FEATURE_PREFIX, drift_reason, lock_feature, pin_features
+from pinning.fleet.reason import PREFIX
+from pinning.fleet.slurm import (
+    FEATURE_PREFIX,
+    REASON_LIMIT,
+    drift_reason,
+    lock_feature,
+    pin_features,
+)
 from pinning.util.models import Strict
 
 if TYPE_CHECKING:
     from pinning.fleet.config import FleetConfig
     from pinning.guards.view import Finding
-    from pinning.lockfile.models import Lockfile, Model
+    from pinning.lockfile.models import Model
     from pinning.matrix.load import Matrix
     from pinning.probe.models import HostFacts
     from pinning.verify.report import VerifyReport
+    from pinning.verify.target import HostLock
 
 __all__ = ["ProbeFn", "Selection", "Verdict", "index_locks", "node_drift", "read_locks",
            "select_locks", "target_features", "verify_any"]
@@ -33,10 +41,12 @@ ProbeFn = Callable[["Path | None", "Model | None"], "HostFacts"]
 
 def index_locks(folder: Path) -> dict[str, Path]:
     """Map ``pin_<digest12>`` to each ``*.lock`` in ``folder`` (sorted by name; copies of one
-    lock keep the first file). Raises :class:`~pinning.errors.LockfileError` (exit 5) for an
-    unreadable folder or lock, or two different locks sharing a feature.
+    lock keep the first file); a multi-target lock offers one feature per target (its
+    view's content hash, :func:`lock_views`). Raises
+    :class:`~pinning.errors.LockfileError` (exit 5) for an unreadable folder or lock, or two
+    different locks sharing a feature.
     """
-    from pinning.lockfile.io import read_lock
+    from pinning.lockfile.io import read_locks
 
     try:
         files = sorted(p for p in folder.iterdir() if p.suffix == ".lock" and p.is_file())
@@ -46,12 +56,13 @@ def index_locks(folder: Path) -> dict[str, Path]:
                                  "files.") from exc
     found: dict[str, tuple[Path, str]] = {}
     for path in files:
-        h = read_lock(path).content_hash
-        feat = lock_feature(h)
-        if feat in found and found[feat][1] != h:
-            raise LockfileError(f"Locks {found[feat][0]} and {path} share the feature {feat}.",
-                                hint="Keep one of them in the folder.")
-        found.setdefault(feat, (path, h))
+        for lock in read_locks(path)[2].values():
+            h = lock.content_hash
+            feat = lock_feature(h)
+            if feat in found and found[feat][1] != h:
+                raise LockfileError(f"Locks {found[feat][0]} and {path} share the feature "
+                                    f"{feat}.", hint="Keep one of them in the folder.")
+            found.setdefault(feat, (path, h))
     return {feat: path for feat, (path, _) in found.items()}
 
 
@@ -105,13 +116,41 @@ def select_locks(constraints: str, fleet: FleetConfig,
     return sel.model_copy(update={"ignored": ignored, "note": note})
 
 
-def read_locks(paths: Sequence[Path]) -> list[tuple[Path, Lockfile]]:
-    """``(path, lock)`` for each of ``paths``; :class:`~pinning.errors.LockfileError` (5)
-    for one that cannot be read.
+def read_locks(paths: Sequence[Path], target: str | None = None,
+               features: Sequence[str] = ()) -> list[tuple[Path, HostLock]]:
+    """``(path, lock)`` for each of ``paths`` as :func:`lock_views` reads it, ``features``
+    the job's features in the order of ``paths`` (a multi-target lock's target whose view
+    feature the job named); :class:`~pinning.errors.LockfileError` (5) for one that cannot
+    be read, ``UsageError`` (2) for a ``target`` a multi-target lock lacks.
     """
-    from pinning.lockfile.io import read_lock
+    return [(p, lock_views(p, target, features[i] if i < len(features) else None))
+            for i, p in enumerate(paths)]
 
-    return [(p, read_lock(p)) for p in paths]
+
+def lock_views(path: Path, target: str | None = None,
+               feature: str | None = None) -> HostLock:
+    """The lock at ``path`` for checking this node (:class:`~pinning.verify.target.HostLock`):
+    a single-target lock as it is (``target`` applies to multi-target locks only); a
+    multi-target lock's ``target`` (``--target``), else the target whose view's
+    ``pin_<digest12>`` is ``feature`` (the job's), else the only one, else the one whose
+    GPU the node shows (chosen after the probe: :meth:`HostLock.choose`). Raises as
+    :func:`read_locks`.
+    """
+    from pinning.lockfile.io import read_locks as read_file
+    from pinning.verify.target import HostLock, TargetChoice, named_target
+
+    _, multi, locks = read_file(path)
+    label = str(path)
+    if multi is None:
+        return HostLock(label, None, locks, TargetChoice("", locks[""], None))
+    if target is not None or len(locks) == 1:
+        return HostLock(label, multi, locks, named_target(multi, locks, target, label=label))
+    for name, lock in locks.items():
+        if lock_feature(lock.content_hash) == feature:
+            return HostLock(label, multi, locks, named_target(
+                multi, locks, name, label=label, how="feature",
+                why=f"the job's feature {feature}"))
+    return HostLock(label, multi, locks, None)
 
 
 class Verdict(Strict):
@@ -130,32 +169,57 @@ class Verdict(Strict):
 
 
 def verify_any(paths: Sequence[Path], probe: ProbeFn, matrix: Matrix, *, host: str,
-               probing: Callable[[], None] | None = None) -> Verdict:
-    """Read the locks in ``paths``, probe once (``probing()`` is called just before) and
-    verify against each lock; drift as :func:`node_drift` counts it, the reason as
+               probing: Callable[[], None] | None = None, target: str | None = None,
+               features: Sequence[str] = ()) -> Verdict:
+    """Read the locks in ``paths`` (:func:`read_locks` with ``target`` and the job's
+    ``features``), probe once (``probing()`` is called just before) and verify against
+    each lock; in a multi-target lock, the target chosen for this node
+    (:mod:`pinning.verify.target`; one no target matches is that lock's drift, reason
+    ``pin: pin_<digest12> target <targets' GPUs>!=<node's GPUs>``, the feature the
+    file's ``content-hash``'s). Drift as :func:`node_drift` counts it, the reason as
     :func:`~pinning.fleet.slurm.drift_reason` writes it. Not bounded: the caller runs it
-    under :func:`~pinning.fleet.slurm.bounded`. Raises :class:`~pinning.errors.LockfileError`
-    (5) for a bad lock and :class:`~pinning.errors.ProbeError` (7) for a failed probe.
+    under :func:`~pinning.fleet.slurm.bounded`. Raises
+    :class:`~pinning.errors.LockfileError` (5) for a bad lock, ``UsageError`` (2) for a
+    ``target`` a lock lacks or several targets matching the node, and
+    :class:`~pinning.errors.ProbeError` (7) for a failed probe.
     """
     from pinning.probe.snapshot import snapshot_text
     from pinning.verify.report import verify
+    from pinning.verify.target import NoTargetError
 
-    locks = read_locks(paths)
+    locks = read_locks(paths, target, features)
     first_path, first = locks[0]
     if probing is not None:
         probing()
-    facts = probe(first_path, first.model)
+    facts = probe(first_path, first.probe_model())
     snapshot = snapshot_text(facts).encode()
     reasons: list[str] = []
-    for path, lock in locks:
+    hashes: list[str] = []
+    for path, held in locks:
+        try:
+            lock = held.choose(facts, matrix).lock
+        except NoTargetError as err:
+            from pinning.fleet.targets import no_target_outcome
+
+            assert held.multi is not None
+            hashes.append(held.multi.content_hash)
+            word = no_target_outcome(err).reasons[0]
+            reasons.append(_cut(f"{PREFIX}{lock_feature(hashes[-1])} {word}"))
+            continue
         feature = lock_feature(lock.content_hash)
+        hashes.append(lock.content_hash)
         drift = node_drift(verify(lock, facts, matrix, lock_name=str(path), host_name=host))
         if not drift:
             return Verdict(matched=path, feature=feature, lock_hash=lock.content_hash,
                            snapshot=snapshot)
         reasons.append(drift_reason(feature, drift))
-    return Verdict(feature=lock_feature(first.content_hash), reason=reasons[0],
-                   lock_hash=first.content_hash, snapshot=snapshot)
+    return Verdict(feature=lock_feature(hashes[0]), reason=reasons[0], lock_hash=hashes[0],
+                   snapshot=snapshot)
+
+
+def _cut(reason: str) -> str:
+    """``reason`` cut with ``~`` at :data:`~pinning.fleet.slurm.REASON_LIMIT` characters."""
+    return reason if len(reason) <= REASON_LIMIT else reason[:REASON_LIMIT - 1] + "~"
 
 
 def node_drift(report: VerifyReport) -> list[Finding]:

@@ -29,6 +29,7 @@ from pinning.verify.hardware import HardwareFacts
 from pinning.verify.model import ModelGroup
 from pinning.verify.software import SoftwareFacts
 from pinning.verify.status import status_finding
+from pinning.verify.target import LockTarget
 
 REPORT_VERSION: Literal[1] = 1
 
@@ -69,6 +70,10 @@ class VerifyReport(Strict):
         default="all", description="`node` when only what a node provides beneath its "
                                    "containers was judged (pin verify --node-only): GPUs, "
                                    "firmware, kernel driver, kernel and OS.")
+    target: LockTarget | None = Field(
+        default=None, description="For a multi-target lock (lock-version 2): the target "
+                                  "checked and how it was chosen; absent for a "
+                                  "single-target lock.")
 
     @property
     def drift(self) -> list[Finding]:
