@@ -44,7 +44,8 @@ class RunRequest:
     gate the file has), the lock, the image (``None``: this host), the GPU ``vendor`` for
     the image, the ``python`` of the environment under test, a host ``snapshot`` file (else
     this host is probed), the per-process ``timeout_s``, a ``progress`` callback and
-    ``unbound-ok`` (recorded in the binding: the user accepts a result that is unbound).
+    ``unbound-ok`` (recorded in the binding: the user accepts a result that is unbound);
+    ``target`` the target of a multi-target ``lock`` (its view is the lock tested).
     """
 
     config: Path
@@ -58,6 +59,7 @@ class RunRequest:
     timeout_s: float = 600.0
     progress: Callable[[str], None] | None = None
     unbound_ok: bool = False
+    target: str | None = None
 
 
 def _now() -> str:
@@ -253,14 +255,13 @@ def _subject_and_host(request: RunRequest
     the probe failed) and the reason it failed. The model's content hash is only ever the
     one read on this host: pin never records the lock's hash as if it had checked it.
     """
-    from pinning.lockfile.io import read_lock
-
     fields: dict[str, object] = {}
     unknown: dict[str, str] = {}
     lock = None
-    if request.lock is not None:
-        lock = read_lock(Path(request.lock))
-        fields.update(lock=request.lock, lock_content_hash=lock.content_hash)
+    tested = read_tested_lock(request.lock, request.target)
+    if tested is not None:
+        name, lock = tested
+        fields.update(lock=name, lock_content_hash=lock.content_hash)
     else:
         unknown["lock-content-hash"] = "no --lock given"
     if request.image is not None:
@@ -312,12 +313,33 @@ def _host_facts(request: RunRequest, lock: Lockfile | None) -> tuple[HostFacts |
         return None, f"this host could not be probed: {exc.message}"
 
 
+def read_tested_lock(lock: str | None, target: str | None) -> tuple[str, Lockfile] | None:
+    """The lock a result is for, as its ``subject.lock`` names it (the path as given; for a
+    target of a multi-target lock `` [targets.NAME]`` after it), and the lock (that
+    target's view, whose content hash the result records); ``None`` without a lock.
+    Raises ``UsageError`` (exit 2) for ``target`` without ``lock``, and as
+    :func:`pinning.lockfile.io.read_lock`: ``LockfileError`` (exit 5), ``UsageError``
+    (exit 2) for several targets and none named, an unknown one, or ``target`` with a
+    single-target lock.
+    """
+    from pinning.lockfile.io import read_lock_at
+
+    if lock is None:
+        if target is not None:
+            raise UsageError(f"--target {target!r} chooses a target of --lock LOCK; give "
+                             "--lock too.")
+        return None
+    read = read_lock_at(Path(lock), target)
+    return (lock if read.target is None else f"{lock} [targets.{read.target}]"), read.lock
+
+
 def judge_files(config: Path, sources: Sequence[Path], *, lock: str | None,
-                unbound_ok: bool = False) -> AcceptanceResult:
+                unbound_ok: bool = False, target: str | None = None) -> AcceptanceResult:
     """Judge result files another harness wrote against ``[serve.slo]`` of ``config``.
     The result names ``lock`` but never copies its model's content hash: a result file
     names the model, not its files, so a lock that pins them leaves the result unbound
     (:func:`~pinning.accept.binding.judge_binding`; ``unbound_ok`` is recorded there).
+    ``target``: of a multi-target ``lock`` (:func:`read_tested_lock`).
 
     Raises ``UsageError`` (exit 2) for a gates file without ``[serve]`` or SLOs, or a bad
     result file; ``LockError`` (exit 5) for a bad lock.
@@ -338,11 +360,10 @@ def judge_files(config: Path, sources: Sequence[Path], *, lock: str | None,
                "model-content-hash": "not verified: a result file names the model, not its "
                                      "files"}
     subject, lf = Subject(unknown={**unknown, "lock-content-hash": "no --lock given"}), None
-    if lock is not None:
-        from pinning.lockfile.io import read_lock
-
-        lf = read_lock(Path(lock))
-        subject = Subject(lock=lock, lock_content_hash=lf.content_hash, unknown=unknown)
+    tested = read_tested_lock(lock, target)
+    if tested is not None:
+        name, lf = tested
+        subject = Subject(lock=name, lock_content_hash=lf.content_hash, unknown=unknown)
     reads = [r for src in sources for r in read_results(src)]
     points = [judge_point(r, cfg.serve.slo) for r in reads]
     failed = failed_lines(points)
@@ -361,4 +382,5 @@ def judge_files(config: Path, sources: Sequence[Path], *, lock: str | None,
                             config_sha256=sha256_hex(raw), started_at=now, finished_at=now,
                             subject=subject, serve=serve, gates=verdicts,
                             passed=serve.passed, failed=all_failed,
-                            binding=judge_binding(lf, harnesses, allowed_unbound=unbound_ok))
+                            binding=judge_binding(lf, harnesses, allowed_unbound=unbound_ok,
+                                                 runs=[p.summary for p in points]))

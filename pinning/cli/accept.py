@@ -15,6 +15,7 @@ from pinning.cli.envelope import emit
 from pinning.cli.options import (
     cli_path,
     format_option,
+    lock_target_option,
     output_path,
     path_given,
     refuse_stdout_twice,
@@ -91,13 +92,15 @@ def init(output: str, force: bool) -> None:
                    "further files may follow it (--from a.json b.json).")
 @click.option("--lock", "lock_file", metavar="LOCK", callback=path_given,
               help="The lockfile of the stack that was measured: its content hash goes "
-                   "into the result.")
+                   "into the result (of a multi-target lock, --target's).")
+@lock_target_option
 @click.option("-o", "--output", callback=output_path, metavar="FILE",
               help="Write the result JSON (schemas/accept-result.schema.json) here.")
 @_UNBOUND_OK
 @format_option
 def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
-          lock_file: str | None, output: str | None, unbound_ok: bool, fmt: str) -> None:
+          lock_file: str | None, target: str | None, output: str | None, unbound_ok: bool,
+          fmt: str) -> None:
     """Judge serving results you already have against the [serve.slo] of ACCEPT.TOML.
 
     Prints, per run (each concurrency or rate point), every SLO with the measured value,
@@ -119,7 +122,7 @@ def judge(config: str, more_sources: tuple[str, ...], sources: tuple[str, ...],
                          hint="e.g. pin accept judge accept.toml --from result.json")
     refuse_stdout_twice(output, fmt)
     result = judge_files(cli_path(config), [cli_path(s) for s in sources],
-                         lock=lock_file, unbound_ok=unbound_ok)
+                         lock=lock_file, unbound_ok=unbound_ok, target=target)
     _deliver(result, output, fmt)
     _exit_for(result)
 
@@ -146,7 +149,8 @@ def _exit_for(result: AcceptanceResult) -> None:
               help="Run only this gate (repeatable). Default: every gate the file has.")
 @click.option("--lock", "lock_file", metavar="LOCK", callback=path_given,
               help="The lockfile of the stack under test: its content hash (and its model's) "
-                   "goes into the result.")
+                   "goes into the result (of a multi-target lock, --target's).")
+@lock_target_option
 @click.option("--image", "image", metavar="REF",
               help="Run the import and training gates inside this image (Docker): AMD "
                    "gets /dev/kfd and /dev/dri, NVIDIA a GPU device request, per --vendor.")
@@ -179,8 +183,8 @@ def _exit_for(result: AcceptanceResult) -> None:
                 "envelope) to this pin service; the id it stores it under goes to stderr.")
 @_UNBOUND_OK
 @format_option
-def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str | None,
-        on_host: bool, vendor: str, python: str | None, snapshot: str | None,
+def run(config: str, gates: tuple[str, ...], lock_file: str | None, target: str | None,
+        image: str | None, on_host: bool, vendor: str, python: str | None, snapshot: str | None,
         timeout_s: float, output: str | None, sign_key: str | None,
         registry_url: str | None, engine: str | None, report_to: str | None,
         token_file: str | None, ca_cert: str | None, unbound_ok: bool, fmt: str) -> None:
@@ -224,7 +228,7 @@ def run(config: str, gates: tuple[str, ...], lock_file: str | None, image: str |
     request = RunRequest(config=cli_path(config), gates=gates, lock=lock_file,
                          image=image, vendor=vendor, python=python, snapshot=snapshot,
                          engine=engine, timeout_s=timeout_s, progress=_progress,
-                         unbound_ok=unbound_ok)
+                         unbound_ok=unbound_ok, target=target)
     result = run_gates(request)
     envelope = _sign(result, key, image, registry_url) if key is not None else None
     _deliver(result, output, fmt, envelope=envelope)
@@ -343,7 +347,7 @@ def show(result_file: str, pub_path: str | None, fmt: str) -> None:
     result, 9 when --key is given and the signature does not verify.
     """
     from pinning.accept.attest import read_result_file
-    from pinning.cli.accept_report import result_text
+    from pinning.cli.accept_report import is_envelope, result_text
 
     result, verified = read_result_file(cli_path(result_file),
                                         cli_path(pub_path) if pub_path else None)
@@ -354,7 +358,7 @@ def show(result_file: str, pub_path: str | None, fmt: str) -> None:
     click.echo(result_text(result))
     if pub_path is not None:
         click.echo("Signature: verified with " + printable(pub_path, newlines=False) + ".")
-    elif _is_envelope(result_file):
+    elif is_envelope(result_file):
         click.echo("Signature: NOT verified (a signed envelope; give --key PUB to verify it).")
 
 
@@ -383,16 +387,4 @@ def compare(first: str, second: str, pub_path: str | None, fmt: str) -> None:
         emit(table.model_dump(mode="json", by_alias=True))
     else:
         click.echo(compare_text(table))
-
-
-def _is_envelope(name: str) -> bool:
-    """Whether the file ``name`` holds a DSSE envelope (best effort; False when unreadable)."""
-    from pinning.util.jsonread import load_json
-
-    try:
-        doc = load_json(cli_path(name).read_bytes(), UsageError,
-                        label=name) if name != "-" else None
-    except (OSError, UsageError):
-        return False
-    return isinstance(doc, dict) and "payloadType" in doc
 

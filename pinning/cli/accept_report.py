@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from pinning.accept.compare import Comparison
+from pinning.accept.evidence import not_verified_line, verdict_line
 from pinning.accept.judge import Check, load_text
 from pinning.accept.result import LAYERS, AcceptanceResult, binding_problems
 from pinning.accept.train import TrainCheck
 from pinning.cli.render import table_text
 from pinning.util.text import printable
 
-__all__ = ["compare_text", "failure_text", "result_text", "unbound_refusal"]
+__all__ = ["compare_text", "failure_text", "is_envelope", "result_text", "unbound_refusal"]
 
 
 def _num(value: float | None) -> str:
@@ -169,19 +170,15 @@ def _serve_text(result: AcceptanceResult) -> Iterator[str]:
 def result_text(result: AcceptanceResult) -> str:
     """The whole result for people: subject, each gate, the verdict per gate and overall."""
     unbound = _unbound_line(result)
-    parts = ([unbound] if unbound else []) + ["\n".join(_subject_lines(result))]
+    parts = [x for x in (not_verified_line(result), unbound) if x] + [
+        "\n".join(_subject_lines(result))]
     for part in (_import_text(result), _train_text(result)):
         if part is not None:
             parts.append(part)
     parts.extend(_serve_text(result))
     gates = ", ".join(f"{'imports' if g == 'import' else g + 's'}: "
                       f"{'yes' if ok else 'NO'}" for g, ok in result.gates.items())
-    verdict = ("PASS: every gate holds" + (
-        ", on a stack the lock does not describe (UNBOUND, see above)." if unbound
-        and result.binding is not None and result.binding.differences else ".")
-        if result.passed else
-               f"FAIL: {len(result.failed)} check(s) failed:\n" + "\n".join(
-                   "  " + printable(f, newlines=False) for f in result.failed))
+    verdict = verdict_line(result, unbound=unbound is not None)
     return "\n\n".join(parts) + f"\n\n{gates}\n{verdict}"
 
 
@@ -225,3 +222,20 @@ def failure_text(result: AcceptanceResult) -> str:
                                      else "")
     return (f"Acceptance failed: {len(names) or len(result.failed)} check(s): "
             f"{shown or '; '.join(result.failed)}.")
+
+
+def is_envelope(name: str) -> bool:
+    """Whether the file ``name`` holds a DSSE envelope (a signed result; best effort: False
+    when unreadable), for ``pin accept show``.
+    """
+    from pinning.cli.options import cli_path
+    from pinning.errors import UsageError
+    from pinning.util.jsonread import load_json
+
+    try:
+        doc = load_json(cli_path(name).read_bytes(), UsageError,
+                        label=name) if name != "-" else None
+    except (OSError, UsageError):
+        return False
+    return isinstance(doc, dict) and "payloadType" in doc
+

@@ -61,6 +61,10 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
 @click.option("--lock", "locks", multiple=True, metavar="LOCK", callback=path_given,
               help="The lock each result ran on, in the order of the results ('none' for a "
                    "result without one): its GPU and GPU count are priced.")
+@click.option("--target", "targets", multiple=True, metavar="NAME",
+              help="The target of each --lock, in the order of the --lock flags, for a "
+                   "multi-target lock (pin lock's pin.lock; 'none' for a lock without one); "
+                   "the result must name that target's content hash.")
 @click.option("--gpu", "gpu_names", multiple=True, metavar="GPU",
               help="The GPU of each result that has no lock, in the order of the results "
                    "('none' to skip one), as the prices file names it (H100, MI300X).")
@@ -118,10 +122,10 @@ def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -
                    "content hash; default: the last --lock given, the candidate's).")
 @format_option
 def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
-         gpu_names: tuple[str, ...], gpus: int | None, other_usd_per_hour: float,
-         utilisation: float, audit_file: str | None, effort_file: str | None,
-         waivers_file: str | None, unbound_ok: bool, labour_usd_per_hour: float | None,
-         migration_usd: float | None,
+         targets: tuple[str, ...], gpu_names: tuple[str, ...], gpus: int | None,
+         other_usd_per_hour: float, utilisation: float, audit_file: str | None,
+         effort_file: str | None, waivers_file: str | None, unbound_ok: bool,
+         labour_usd_per_hour: float | None, migration_usd: float | None,
          validation_gpu_hours: float, maintenance_usd_per_month: float,
          tokens_per_month: float | None, life_months: float | None, pub_path: str | None,
          output: str | None, report_to: str | None, token_file: str | None,
@@ -152,14 +156,14 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
 
     _check_inputs(results, locks, gpu_names, [
         ("--prices", prices_file), ("--migration", audit_file), ("--effort", effort_file),
-        ("--waivers", waivers_file), ("--key", pub_path)])
+        ("--waivers", waivers_file), ("--key", pub_path)], targets)
     refuse_stdout_twice(output, fmt, what="report")
     client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock,
-                                        "cost verdict")
+                                        "cost verdict", _paired(report_lock, locks, targets))
     migration = _migration(audit_file, effort_file, labour_usd_per_hour, migration_usd,
                            waivers_file)
     prices, sha = read_prices(cli_path(prices_file))
-    platforms = _platforms(results, locks, gpu_names, pub_path)
+    platforms = _platforms(results, locks, gpu_names, pub_path, targets)
     inputs = CostInputs(gpus, other_usd_per_hour, utilisation, migration,
                         validation_gpu_hours, maintenance_usd_per_month, tokens_per_month,
                         life_months, unbound_ok=unbound_ok)
@@ -179,16 +183,22 @@ def cost(results: tuple[str, ...], prices_file: str, locks: tuple[str, ...],
 
 
 def _check_inputs(results: tuple[str, ...], locks: tuple[str, ...],
-                  gpu_names: tuple[str, ...], others: list[tuple[str, str | None]]) -> None:
+                  gpu_names: tuple[str, ...], others: list[tuple[str, str | None]],
+                  targets: tuple[str, ...] = ()) -> None:
     """Raise ``UsageError`` (exit 2) when ``--lock`` or ``--gpu`` is not given once per
-    result, or when more than one input (the results, the locks and ``others``, each
-    ``(what, path)``) is ``-``: standard input can be read once.
+    result, ``--target`` not once per ``--lock``, or when more than one input (the
+    results, the locks and ``others``, each ``(what, path)``) is ``-``: standard input can
+    be read once.
     """
     for flag, values in (("--lock", locks), ("--gpu", gpu_names)):
         if values and len(values) != len(results):
             raise UsageError(f"{flag} was given {len(values)} time(s) for {len(results)} "
                              f"result(s); give it once per result, in the same order "
                              f"('{_NONE}' for a result without one).")
+    if targets and len(targets) != len(locks):
+        raise UsageError(f"--target was given {len(targets)} time(s) for {len(locks)} --lock "
+                         f"flag(s); give it once per --lock, in the same order ('{_NONE}' for "
+                         "a lock that is not multi-target).")
     sources = [("a result", r) for r in results] + others + [("--lock", x) for x in locks]
     dashes = [what for what, value in sources if value == "-"]
     if len(dashes) > 1:
@@ -196,22 +206,42 @@ def _check_inputs(results: tuple[str, ...], locks: tuple[str, ...],
                          "both name it.", hint="Give '-' once and a file for the others.")
 
 
+def _paired(report_lock: str | None, locks: tuple[str, ...],
+            targets: tuple[str, ...]) -> str | None:
+    """The ``--target`` given with the ``--lock`` that ``--report-lock`` names (the first
+    such), else ``None``.
+    """
+    if report_lock is None or not targets or report_lock not in locks:
+        return None
+    target = targets[locks.index(report_lock)]
+    return None if target == _NONE else target
+
+
 def _platforms(results: tuple[str, ...], locks: tuple[str, ...], gpu_names: tuple[str, ...],
-               pub_path: str | None) -> list[Platform]:
-    """One :class:`~pinning.cost.verdict.Platform` per result file, with its lock (read)
-    and GPU from ``--lock`` / ``--gpu`` in the same order (``none``: not given). Raises
-    ``UsageError`` (exit 2) for a file that is not a result, ``SignatureError`` (exit 9)
-    for a bad signature with ``--key``, ``LockError`` (exit 5) for a bad lock.
+               pub_path: str | None, targets: tuple[str, ...] = ()) -> list[Platform]:
+    """One :class:`~pinning.cost.verdict.Platform` per result file, with its lock (read;
+    of a multi-target lock the view of its ``--target``) and GPU from ``--lock`` /
+    ``--target`` / ``--gpu`` in the same order (``none``: not given). Raises
+    ``UsageError`` (exit 2) for a file that is not a result, a multi-target lock with
+    several targets and none named (naming them), ``SignatureError`` (exit 9) for a bad
+    signature with ``--key``, ``LockError`` (exit 5) for a bad lock.
     """
     from pinning.accept.attest import read_result_file
     from pinning.cost.verdict import Platform
-    from pinning.lockfile.io import read_lock
+    from pinning.lockfile.io import read_lock_at
 
     key = cli_path(pub_path) if pub_path else None
     platforms = []
     for i, name in enumerate(results):
         lock_name = locks[i] if locks and locks[i] != _NONE else None
-        lock = read_lock(cli_path(lock_name)) if lock_name is not None else None
+        target = targets[i] if targets and targets[i] != _NONE else None
+        if target is not None and lock_name is None:
+            raise UsageError(f"--target {target} is given for result {name}, whose --lock is "
+                             f"'{_NONE}'; give '{_NONE}' for it too.")
+        read = read_lock_at(cli_path(lock_name), target) if lock_name is not None else None
+        lock = read.lock if read is not None else None
+        if read is not None and read.target is not None:
+            lock_name = f"{lock_name} [targets.{read.target}]"
         gpu = gpu_names[i] if gpu_names and gpu_names[i] != _NONE else None
         result, _ = read_result_file(cli_path(name), key)
         platforms.append(Platform(name=name, result=result, lock=lock, lock_name=lock_name,

@@ -20,6 +20,7 @@ from pinning.cli.options import (
     ca_cert_option,
     cli_path,
     format_option,
+    lock_target_option,
     output_path,
     path_given,
 )
@@ -155,13 +156,14 @@ _WHEELHOUSE_HELP = ("Folder holding the lock's wheels (an air-gapped site's copy
 @click.option("--sign", "sign_key", metavar="KEY", type=click.Path(),
               help="Sign the image and attest the lock and the build with this private key.")
 @click.option("--keep-image", is_flag=True, help=_KEEP_HELP)
+@lock_target_option
 @ca_cert_option
 @quiet_option
 @format_option
 def build(lock_path: str, base: str | None, wheelhouse: str | None,
           registry_url: str | None, repo: str | None, engine: str | None, no_cache: bool,
-          output: str | None, sign_key: str | None, keep_image: bool, ca_cert: str | None,
-          quiet: bool, fmt: str) -> None:
+          output: str | None, sign_key: str | None, keep_image: bool, target: str | None,
+          ca_cert: str | None, quiet: bool, fmt: str) -> None:
     """Build the trial image LOCK describes, normalise it, push it, record its digest.
 
     Steps, each with progress on standard error: fetch the wheels the lock records (by URL,
@@ -182,17 +184,19 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
     registry holds the image, and not when another command changed it meanwhile (exit 5).
     LOCK '-' reads standard input and writes the updated lock to standard output (unless -o).
     -o may not name another input (exit 2); -o naming LOCK itself (links followed) is the
-    same in-place update as no -o.
+    same in-place update as no -o. With a multi-target lock (pin lock's pin.lock) --target
+    NAME builds that target's image and records it in its section, the others unchanged.
     """
     from pinning.image.plan import plan_build
     from pinning.image.record import already_built, base_of, publish
-    from pinning.lockfile.io import read_lock_bytes
+    from pinning.lockfile.io import read_lock_at
     from pinning.sign.policy import sign_and_attest, signing_key
 
     dest = cli_path(output or lock_path)
     to_stdout = str(dest) == "-"
     _check_stdout(to_stdout, fmt, sign_key)
-    raw, lock = read_lock_bytes(cli_path(lock_path))
+    read = read_lock_at(cli_path(lock_path), target)
+    raw, lock = read.raw, read.lock
     key = signing_key(Path(sign_key), ask_passphrase) if sign_key else None  # before building
     base_ref = base_of(lock, base)
     registry, repo = _checked_inputs(lock, base, registry_url, repo, ca_cert, wheelhouse)
@@ -203,7 +207,7 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
         plan = plan_build(lock, base_ref, wheels)
         if not no_cache and already_built(registry, lock, repo, plan.input_hash):
             _answer_unchanged(lock_path, raw, lock.image.digest.value, registry, repo, key,
-                              ca, to_stdout=to_stdout, fmt=fmt)
+                              ca, to_stdout=to_stdout, fmt=fmt, target=read.target)
             return
         in_place = not to_stdout and (
             output is None or dest.resolve() == cli_path(lock_path).resolve())
@@ -211,10 +215,10 @@ def build(lock_path: str, base: str | None, wheelhouse: str | None,
             engine, lock, base_ref, wheels, keep_image=keep_image, no_cache=no_cache, ca=ca,
             publish_to=lambda b: publish(registry, repo, lock, b, dest,
                                          if_unchanged=raw if in_place else None,
-                                         progress=progress),
+                                         into=read, progress=progress),
             log=log_lines(fmt, quiet=quiet), progress=progress)
     if key is not None:
-        sign_and_attest(ref, key, dest, registry.base, ca_cert=ca)
+        sign_and_attest(ref, key, dest, registry.base, ca_cert=ca, target=read.target)
     _answer_built(built, ref, dest, signed=key is not None, fmt=fmt)
 
 
@@ -274,16 +278,19 @@ def _answer_built(built: Built, ref: str, dest: Path, *, signed: bool, fmt: str)
 
 
 def _answer_unchanged(lock_path: str, raw: bytes, digest: str | None, registry: Any, repo: str,
-                      key: Any, ca: Path | None, *, to_stdout: bool, fmt: str) -> None:
+                      key: Any, ca: Path | None, *, to_stdout: bool, fmt: str,
+                      target: str | None = None) -> None:
     """The lock's image ``digest`` is already in ``registry``/``repo`` with the same inputs:
-    sign it when ``key`` is given, pass the lock's bytes ``raw`` through to standard
-    output when that is the destination, and say so (text or JSON).
+    sign it (the lock's ``target``, for a multi-target one) when ``key`` is given, pass the
+    lock's bytes ``raw`` through to standard output when that is the destination, and say
+    so (text or JSON).
     """
     from pinning.sign.policy import sign_and_attest
 
     if key is not None:
         pushed = ImageRef(registry=registry.host, repository=repo, digest=digest)
-        sign_and_attest(str(pushed), key, cli_path(lock_path), registry.base, ca_cert=ca)
+        sign_and_attest(str(pushed), key, cli_path(lock_path), registry.base, ca_cert=ca,
+                        target=target)
     if to_stdout:  # the lock, unchanged, is still what the caller asked to see
         _write_through(raw)
     if fmt == "json":
@@ -308,12 +315,13 @@ def _answer_unchanged(lock_path: str, raw: bytes, digest: str | None, registry: 
 @click.option("--keep-image", is_flag=True,
               help="Leave the last run's image on the engine (tagged pin-build:HASH) and its "
                    "step images, to run or inspect it; by default pin removes each run's.")
+@lock_target_option
 @ca_cert_option
 @quiet_option
 @format_option
 def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | None,
-            registry_url: str | None, keep_image: bool, ca_cert: str | None, quiet: bool,
-            fmt: str) -> None:
+            registry_url: str | None, keep_image: bool, target: str | None,
+            ca_cert: str | None, quiet: bool, fmt: str) -> None:
     """Build LOCK's image again from scratch (no engine cache) and prove the manifest digest
     equals the one the lock records; with --runs N, N times.
 
@@ -324,7 +332,7 @@ def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | Non
     After each run pin removes from the engine the image it built (pin-build:HASH) and the
     intermediate images of its steps, as pin build does; the base and every image that was
     on the engine before stay. --keep-image leaves the last run's (the one that differed or
-    failed, if any).
+    failed, if any). --target NAME: that target of a multi-target lock.
     """
     from pinning.image.build import build_once
     from pinning.image.engine import engine_client
@@ -332,7 +340,7 @@ def rebuild(lock_path: str, wheelhouse: str | None, runs: int, engine: str | Non
     from pinning.image.record import base_of
     from pinning.lockfile.io import read_lock
 
-    lock = read_lock(cli_path(lock_path))
+    lock = read_lock(cli_path(lock_path), target)
     want = lock.image.digest.value
     if not want:
         raise BuildError(f"{lock_path} records no image digest.",

@@ -7,7 +7,13 @@ from __future__ import annotations
 import click
 
 from pinning.cli.envelope import emit
-from pinning.cli.options import cli_path, format_option, output_path, path_given
+from pinning.cli.options import (
+    cli_path,
+    format_option,
+    lock_target_option,
+    output_path,
+    path_given,
+)
 from pinning.cli.service import checked_name, normal_ref, open_service, service_options, warn
 from pinning.errors import ServiceError, UsageError
 from pinning.util.text import printable
@@ -24,25 +30,36 @@ __all__ = ["lock_pull", "lock_push"]
                    "(repeatable).")
 @click.option("--assign-group", "groups", multiple=True, metavar="GROUP",
               help="Also assign the lock to this host group (repeatable).")
+@lock_target_option
 @service_options
 @format_option
 def lock_push(path: str, url: str, hosts: tuple[str, ...], groups: tuple[str, ...],
-              token_file: str | None, ca_cert: str | None, fmt: str) -> None:
+              target: str | None, token_file: str | None, ca_cert: str | None,
+              fmt: str) -> None:
     """Store LOCK in the pin service at URL, content-addressed (its exact bytes), and print
     its content hash on standard output; a lock already stored is not stored twice. With
     --assign-host / --assign-group the service judges those hosts' reports against it.
+
+    A multi-target lock (pin lock's pin.lock) is pushed one target at a time: --target NAME
+    (needed when it has several) uploads that target's lock, its view rendered as the
+    lock-version 1 document it is, whose content hash is the target's, the one hosts that
+    verify against the target report; pin lock pull fetches that document back.
 
     Needs a token with the publish scope. Exit 0 when stored (and assigned), 5 for an
     invalid LOCK (nothing sent), 13 when the service refused or could not be reached (the
     service's own message and hint are quoted), 2 for bad flags or token file.
     """
-    from pinning.lockfile.io import read_lock_bytes
+    from pinning.lockfile.io import read_lock_at, render
 
     for h in hosts:
         checked_name(h, "--assign-host")
     for g in groups:
         checked_name(g, "--assign-group")
-    raw, lock = read_lock_bytes(cli_path(path))
+    read = read_lock_at(cli_path(path), target)
+    raw, lock = read.raw, read.lock
+    if read.multi is not None:  # the service stores single-target locks: the target's view
+        raw = render(lock).encode()
+        path = f"{path} [targets.{read.target}]"
     client = open_service(url, token_file, ca_cert)
     answer = client.upload_lock(raw)
     stored = str(answer["content_hash"])

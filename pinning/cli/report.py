@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from pinning.cli.options import cli_path, output_path, path_given
+from pinning.cli.options import cli_path, lock_target_option, output_path, path_given
 from pinning.cli.results import write_output
 from pinning.errors import UsageError
 from pinning.util.text import printable
@@ -20,6 +20,7 @@ __all__ = ["report"]
 @click.option("--lock", "lock_path", metavar="LOCK", callback=path_given,
               help="The lockfile of the stack (GPU, firmware, driver, runtime, framework, "
                    "image digest).")
+@lock_target_option
 @click.option("--verify", "verify_path", metavar="VERIFY.json", callback=path_given,
               help="A `pin verify LOCK --format json` report: whether a host matched the lock.")
 @click.option("--audit", "audit_path", metavar="AUDIT.json", callback=path_given,
@@ -40,9 +41,9 @@ __all__ = ["report"]
                    "md: Markdown, plots given as their data tables.")
 @click.option("-o", "--output", required=True, callback=output_path, metavar="FILE",
               help="Write the report here ('-': standard output).")
-def report(lock_path: str | None, verify_path: str | None, audit_path: str | None,
-           accept_paths: tuple[str, ...], key_path: str | None, cost_path: str | None,
-           fmt: str, output: str) -> None:
+def report(lock_path: str | None, target: str | None, verify_path: str | None,
+           audit_path: str | None, accept_paths: tuple[str, ...], key_path: str | None,
+           cost_path: str | None, fmt: str, output: str) -> None:
     """Write one page for the decision. It opens with a headline box: the verdict, the
     stack it is for, and every caveat and binding problem; INCONCLUSIVE, with the reason,
     when the inputs disagree (the last result measured on another lock, an audit or cost
@@ -52,6 +53,8 @@ def report(lock_path: str | None, verify_path: str | None, audit_path: str | Non
     platform's throughput-latency curve from the serving sweep (SLO lines, chosen
     operating point), cost per million tokens across the sweep, the payback timeline and
     the verdict. Every input is optional; a section without its input says "not given".
+    With a multi-target lock (pin lock's pin.lock) --target NAME (needed when it has
+    several) is the stack reported: the results must name that target's content hash.
 
     \b
     Example (the shipped vLLM CPU results):
@@ -75,9 +78,11 @@ def report(lock_path: str | None, verify_path: str | None, audit_path: str | Non
     if given.count("-") > 1:
         raise UsageError("More than one input is '-' (standard input); standard input can be "
                          "read once.")
+    if target is not None and lock_path is None:
+        raise UsageError(f"--target {target!r} chooses a target of --lock LOCK; give --lock.")
     key = cli_path(key_path) if key_path is not None else None
     inputs = ReportInputs(
-        lock=read_lock_input(cli_path(lock_path)) if lock_path is not None else None,
+        lock=read_lock_input(cli_path(lock_path), target) if lock_path is not None else None,
         verify=read_verify(cli_path(verify_path)) if verify_path is not None else None,
         audit=read_audit(cli_path(audit_path)) if audit_path is not None else None,
         results=tuple(read_accept(cli_path(p), key) for p in accept_paths),

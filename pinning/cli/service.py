@@ -139,22 +139,29 @@ def stored_line(client: ServiceClient, what: str, answer: dict[str, Any]) -> str
                      + (f" #{ident}" if ident is not None else ""), newlines=False)
 
 
-def lock_ref(value: str | None, flag: str) -> str | None:
+def lock_ref(value: str | None, flag: str, target: str | None = None) -> str | None:
     """A lock for a ``?lock=`` parameter: ``sha256:<hex>`` / a hex prefix of at least 12
-    digits / ``pin_<12 hex>`` as given, or a lock file whose content hash is used. Raises
-    ``UsageError`` (exit 2) naming ``flag``, ``LockfileError`` (5) for a bad lock file.
+    digits / ``pin_<12 hex>`` as given, or a lock file whose content hash is used (of a
+    multi-target lock, the content hash of ``target``, or of its only target). Raises
+    ``UsageError`` (exit 2) naming ``flag``, and as
+    :func:`~pinning.lockfile.io.read_lock` for the target (several and none named, an
+    unknown one, one given with a single-target lock or with a content hash);
+    ``LockfileError`` (5) for a bad lock file.
     """
     if value is None:
         return None
     norm = normal_ref(value)
     if norm is not None:
+        if target is not None:
+            raise UsageError(f"{flag} {value} is a content hash, which names one lock: "
+                             f"--target {target!r} chooses a target of a lock file.")
         return norm
     from pinning.lockfile.io import read_lock
 
     if not Path(value).exists():
         raise UsageError(f"{flag} {value}: neither a lock file nor a content hash "
                          "(sha256:<64 hex>, or at least 12 hex digits).")
-    return read_lock(cli_path(value)).content_hash
+    return read_lock(cli_path(value), target).content_hash
 
 
 def normal_ref(value: str) -> str | None:
@@ -231,19 +238,20 @@ def verify_reporter(report_to: str | None, report_host: str | None, group: str |
 # --- pin accept run / audit / cost --report-to ----------------------------------------------------
 
 def artefact_target(report_to: str | None, token_file: str | None, ca_cert: str | None,
-                    report_lock: str | None = None,
-                    what: str = "report") -> tuple[ServiceClient | None, str | None]:
+                    report_lock: str | None = None, what: str = "report",
+                    target: str | None = None) -> tuple[ServiceClient | None, str | None]:
     """The client for ``--report-to`` (``None`` without it) and the ``--report-lock``'s
-    content hash (see :func:`lock_ref`), set up before the command's work so a bad flag
-    costs nothing. Raises ``UsageError`` (exit 2) for ``--report-lock`` without
-    ``--report-to`` (``what`` names the artefact), and what :func:`open_service` raises.
+    content hash (see :func:`lock_ref`; ``target``: of a multi-target lock), set up before
+    the command's work so a bad flag costs nothing. Raises ``UsageError`` (exit 2) for
+    ``--report-lock`` without ``--report-to`` (``what`` names the artefact), and what
+    :func:`lock_ref` and :func:`open_service` raise.
     """
     if report_to is None:
         if report_lock is not None:
             raise UsageError(f"--report-lock names the lock a reported {what} is for; give "
                              "--report-to URL too.")
         return None, None
-    lock_hash = lock_ref(report_lock, "--report-lock")
+    lock_hash = lock_ref(report_lock, "--report-lock", target)
     return open_service(report_to, token_file, ca_cert), lock_hash
 
 

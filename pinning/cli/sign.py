@@ -8,6 +8,7 @@ commands so ``pin --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,9 +18,14 @@ from pinning.cli.options import (
     ca_cert_option,
     cli_path,
     format_option,
+    lock_target_option,
     output_path,
 )
 from pinning.util.text import printable
+
+if TYPE_CHECKING:
+    from pinning.lockfile.models import Lockfile
+    from pinning.sign.policy import LockEvidence
 
 
 @click.command()
@@ -54,10 +60,11 @@ def keygen(prefix: str) -> None:
 @click.option("--registry", "registry_url", metavar="URL",
               help="Registry URL (default: the reference's host, https, or http on "
                    "loopback when it has no TLS).")
+@lock_target_option
 @ca_cert_option
 @format_option
 def sign(ref: str | None, key_path: str, lock_path: str | None, registry_url: str | None,
-         ca_cert: str | None, fmt: str) -> None:
+         target: str | None, ca_cert: str | None, fmt: str) -> None:
     """Sign an image by digest, cosign-compatibly: the simple-signing payload under the
     sha256-<hex>.sig tag, and a Sigstore bundle (v0.3, the layout of cosign's
     --new-bundle-format, sigstore/cosign specs/BUNDLE_SPEC.md) attached as an OCI referrer
@@ -65,7 +72,10 @@ def sign(ref: str | None, key_path: str, lock_path: str | None, registry_url: st
     DSSE-signed in-toto attestations of the lockfile and of the build, under
     sha256-<hex>.att and as bundles. Signing again appends; nothing is lost.
 
-    REF may be left out with --lock: the lock's image.ref is signed. Exit 2 without REF and
+    REF may be left out with --lock: the lock's image.ref is signed. With a multi-target
+    lock (pin lock's pin.lock) --target NAME chooses the target: its section records the
+    image, and the attestations hold that target's lock (its view, a lock-version 1
+    document with the target's content-hash), not the whole file. Exit 2 without REF and
     --lock, when they name different images, for a tag instead of a digest or for a
     malformed registry address, 8 when the registry fails (unreachable, refused, an error
     answer), 9 when the key cannot be used, the lock records another image digest or the
@@ -75,7 +85,7 @@ def sign(ref: str | None, key_path: str, lock_path: str | None, registry_url: st
 
     out = sign_and_attest(ref, Path(key_path), cli_path(lock_path) if lock_path else None,
                           registry_url, ask=ask_passphrase,
-                          ca_cert=Path(ca_cert) if ca_cert else None)
+                          ca_cert=Path(ca_cert) if ca_cert else None, target=target)
     if fmt == "json":
         emit(out)
     else:
@@ -96,11 +106,12 @@ def sign(ref: str | None, key_path: str, lock_path: str | None, registry_url: st
                    "for exactly this lock (its content hash) and this image digest; needs "
                    "--lock.")
 @click.option("--registry", "registry_url", metavar="URL", help="Registry URL override.")
+@lock_target_option
 @ca_cert_option
 @format_option
 def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
-                 require_acceptance: bool, registry_url: str | None, ca_cert: str | None,
-                 fmt: str) -> None:
+                 require_acceptance: bool, registry_url: str | None, target: str | None,
+                 ca_cert: str | None, fmt: str) -> None:
     """Check offline, with a public key, that the image REF is signed and (with --lock) was
     built from that lockfile. Signatures and attestations are verified over the exact bytes
     fetched; the signed digest must be the image's manifest digest. Every Sigstore bundle
@@ -110,7 +121,8 @@ def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
     REF may be left out with --lock: the lock's image.ref is verified. With
     --require-acceptance (and --lock), one of the image's verified attestations must also
     be a pin acceptance result that passed, run against this lock's content hash and this
-    image's digest.
+    image's digest. With a multi-target lock, --target NAME (needed when it has several)
+    checks against that target: its attested lock, label, image and content hash.
 
     Exit 0 when valid, 9 with the precise reason when not, 8 when the registry fails
     (unreachable, refused, an error answer), 2 for --require-acceptance without --lock,
@@ -118,16 +130,12 @@ def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
     address.
     """
     from pinning.errors import UsageError
-    from pinning.image.plan import expected_label
     from pinning.oci.reference import parse
     from pinning.sign.crypto import load_public
-    from pinning.sign.policy import (
-        LockEvidence,
-        image_from,
-        read_lock_file,
-        verify_signed_image,
-    )
+    from pinning.sign.policy import image_from, verify_signed_image
 
+    if target is not None and lock_path is None:
+        raise UsageError(f"--target {target!r} chooses a target of --lock LOCK; give --lock.")
     if require_acceptance and lock_path is None:
         raise UsageError("--require-acceptance needs --lock LOCK: an acceptance result counts "
                          "only for the lock it was run against.",
@@ -135,10 +143,7 @@ def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
     if ref is not None:
         parse(ref)  # a malformed REF is refused before any file is read
     key = load_public(Path(pub_path))
-    evidence = lock = None
-    if lock_path is not None:
-        raw, lock = read_lock_file(cli_path(lock_path), f"--lock {lock_path}")
-        evidence = LockEvidence(name=lock_path, raw=raw, label=expected_label(lock))
+    evidence, lock = _evidence(lock_path, target) if lock_path is not None else (None, None)
     image = image_from(ref, lock, f"--lock {lock_path}")
     result = verify_signed_image(image, key, lock=evidence, registry_url=registry_url,
                                  ca_cert=Path(ca_cert) if ca_cert else None)
@@ -157,3 +162,18 @@ def verify_image(ref: str | None, pub_path: str, lock_path: str | None,
         click.echo(printable(f"{served}: valid", newlines=False))
         for check in result.checks:
             click.echo(printable(f"  ✓ {check}", newlines=False))
+
+
+def _evidence(lock_path: str, target: str | None) -> tuple[LockEvidence, Lockfile]:
+    """What ``pin verify-image --lock LOCK [--target NAME]`` checks the image against, and
+    the lock (of a multi-target lock, the target's view). Raises as
+    :func:`pinning.sign.policy.read_lock_file`.
+    """
+    from pinning.image.plan import expected_label
+    from pinning.sign.policy import LockEvidence, read_lock_file
+
+    raw, lock, chosen = read_lock_file(cli_path(lock_path), f"--lock {lock_path}", target)
+    return LockEvidence(
+        name=lock_path if chosen is None else f"{lock_path} [targets.{chosen}]", raw=raw,
+        label=expected_label(lock),
+        content_hash=None if chosen is None else lock.content_hash), lock

@@ -19,7 +19,7 @@ from typing import Any
 from pinning.errors import BuildError
 from pinning.image.build import Built
 from pinning.image.layers import compressor_identity
-from pinning.lockfile.io import amend, write_lock
+from pinning.lockfile.io import LockRead, amend, write_lock
 from pinning.lockfile.models import Image, Lockfile, Pinned
 from pinning.oci.documents import LOCK_LABEL, ImageDocs
 from pinning.oci.reference import ImageRef, parse_pinned
@@ -60,12 +60,15 @@ def record(lock: Lockfile, built: Built, ref: str) -> Lockfile:
 
 
 def publish(registry: Registry, repo: str, lock: Lockfile, built: Built, dest: Path,
-            *, if_unchanged: bytes | None = None, progress: Progress = NULL_PROGRESS) -> str:
+            *, if_unchanged: bytes | None = None, into: LockRead | None = None,
+            progress: Progress = NULL_PROGRESS) -> str:
     """Push ``built`` to ``repo`` (tagged with the start of its input hash; ``progress``
     gets the push tasks), check the registry serves it, and write ``lock`` with the image
     recorded to ``dest``; return the image reference ``HOST/REPO@sha256:<digest>``. The lock
     is written only once the registry holds the image, and with ``if_unchanged`` (the bytes
-    ``lock`` was read from) only if ``dest`` still holds them. Raises :class:`BuildError`
+    ``lock`` was read from) only if ``dest`` still holds them. With ``into`` (``lock`` read
+    from a multi-target file) the whole file is written with that target's section
+    recording the image, the other targets as they were. Raises :class:`BuildError`
     (exit 8), ``LockfileError`` (exit 5) when ``dest`` changed meanwhile, exit 2 when it
     cannot be written.
     """
@@ -74,7 +77,7 @@ def publish(registry: Registry, repo: str, lock: Lockfile, built: Built, dest: P
     if registry.manifest_digest(repo, digest) != digest:
         raise BuildError(f"Registry {registry.host} does not serve {repo}@{digest} after the push.")
     ref = str(ImageRef(registry=registry.host, repository=repo, digest=digest))
-    write_lock(record(lock, built, ref), dest, if_unchanged=if_unchanged)
+    write_lock(record(lock, built, ref), dest, if_unchanged=if_unchanged, into=into)
     return ref
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from pinning.errors import LockfileError, SignatureError, UsageError
-from pinning.lockfile.io import read_lock
+from pinning.lockfile.io import read_lock_at, render
 from pinning.lockfile.models import Lockfile
 from pinning.oci.documents import LOCK_LABEL
 from pinning.oci.reference import ImageRef, parse
@@ -81,15 +81,35 @@ def signing_key(path: Path, ask: Ask | None = None) -> ec.EllipticCurvePrivateKe
     return private_key_from(data, password(ask), path)
 
 
-def read_lock_file(path: Path, label: str) -> tuple[bytes, Lockfile]:
-    """The exact bytes (what attestations hash) and the parsed model of the lock ``path``.
+def read_lock_file(path: Path, label: str,
+                   target: str | None = None) -> tuple[bytes, Lockfile, str | None]:
+    """What attestations of the lock ``path`` hash, its parsed model and its target name.
 
+    For a single-target lock: its exact bytes, the lock, ``None``. For a multi-target lock
+    (``pin lock``'s, lock-version 2): the view of ``target`` (or of its only target)
+    rendered as the lock-version 1 document it is (:func:`pinning.lockfile.io.render`,
+    no ``#:schema`` line), that view and the target's name. An attestation so binds the
+    target's content-hash, not the whole file: the other targets may change (be locked,
+    built) without voiding it, and the attested text is a lock that reads on its own.
     ``label`` names the file in messages (``--lock FILE``). Raises
     :class:`~pinning.errors.LockfileError` (exit 5) for a file that is not a readable
-    regular file (missing, a directory, unreadable) and for an invalid lock.
+    regular file (missing, a directory, unreadable) and for an invalid lock;
+    :class:`UsageError` (exit 2) for a target the lock does not have, none named of several,
+    or ``target`` with a single-target lock.
     """
-    raw = read_regular_bytes(path, LockfileError, label=label)
-    return raw, read_lock(path)
+    read_regular_bytes(path, LockfileError, label=label)
+    read = read_lock_at(path, target)
+    if read.multi is None:
+        return read.raw, read.lock, None
+    return render(read.lock).encode(), read.lock, read.target
+
+
+def attested_name(path: Path | str, target: str | None) -> str:
+    """The lock's name in an attestation and messages: the file name, and for a target of a
+    multi-target lock `` [targets.NAME]`` after it.
+    """
+    name = Path(path).name
+    return name if target is None else f"{name} [targets.{target}]"
 
 
 def image_from(ref: str | None, lock: Lockfile | None, lock_label: str = "--lock") -> ImageRef:
@@ -125,7 +145,8 @@ def image_from(ref: str | None, lock: Lockfile | None, lock_label: str = "--lock
 
 def sign_and_attest(ref: str | None, key: Path | ec.EllipticCurvePrivateKey,
                     lock_path: Path | None, registry_url: str | None = None, *,
-                    ask: Ask | None = None, ca_cert: Path | None = None) -> dict[str, Any]:
+                    ask: Ask | None = None, ca_cert: Path | None = None,
+                    target: str | None = None) -> dict[str, Any]:
     """Sign ``ref`` (``HOST/REPO[:TAG]@sha256:<digest>``; ``None`` takes the lock's
     ``image.ref``, see :func:`image_from`) and, with a lock, attest the lock and the build;
     return ``{"image": ref, "signature": <.sig manifest digest>, "bundles": [<referrer
@@ -138,7 +159,9 @@ def sign_and_attest(ref: str | None, key: Path | ec.EllipticCurvePrivateKey,
     ``.att``. ``key`` is a private-key file (decrypted with :func:`password` and ``ask``),
     or an already loaded key. The lock is read and checked (it must record this image
     digest) before anything is pushed. ``registry_url`` overrides the registry the
-    reference names; ``ca_cert`` is a PEM CA file for its TLS. Raises :class:`UsageError`
+    reference names; ``ca_cert`` is a PEM CA file for its TLS. ``target`` chooses the
+    target of a multi-target lock: its view is attested (:func:`read_lock_file`), the
+    predicate adding ``target`` and ``content-hash``. Raises :class:`UsageError`
     for no reference, two different ones or one without a digest, :class:`SignatureError`
     (exit 9) when the lock records another image, the key cannot be used or the image is
     not in the registry, :class:`~pinning.errors.BuildError` (exit 8) when the registry
@@ -146,7 +169,9 @@ def sign_and_attest(ref: str | None, key: Path | ec.EllipticCurvePrivateKey,
     """
     raw = lock = None
     if lock_path is not None:  # read and check the lock before anything is pushed
-        raw, lock = read_lock_file(lock_path, f"--lock {lock_path}")
+        raw, lock, target = read_lock_file(lock_path, f"--lock {lock_path}", target)
+    elif target is not None:
+        raise UsageError(f"--target {target!r} chooses a target of --lock LOCK; give --lock.")
     image = image_from(ref, lock, f"--lock {lock_path}")
     digest = image.digest
     if digest is None:
@@ -163,14 +188,15 @@ def sign_and_attest(ref: str | None, key: Path | ec.EllipticCurvePrivateKey,
     with Registry(registry_url or image.registry_url, ca_cert=ca_cert) as registry:
         return _sign_in(registry, image, digest, private,
                         None if lock is None or raw is None or lock_path is None
-                        else (lock, raw, lock_path))
+                        else (lock, raw, lock_path, target))
 
 
 def _sign_in(registry: Registry, image: ImageRef, digest: str,
              private: ec.EllipticCurvePrivateKey,
-             lock: tuple[Lockfile, bytes, Path] | None) -> dict[str, Any]:
-    """The registry part of :func:`sign_and_attest` (``lock``: the model, its bytes, its
-    path), in the order: image present, referrers listing readable, then every write.
+             lock: tuple[Lockfile, bytes, Path, str | None] | None) -> dict[str, Any]:
+    """The registry part of :func:`sign_and_attest` (``lock``: the model, the bytes
+    attested, its path and target), in the order: image present, referrers listing
+    readable, then every write.
     """
     repo = image.repository
     if registry.manifest_digest(repo, digest) != digest:
@@ -183,13 +209,17 @@ def _sign_in(registry: Registry, image: ImageRef, digest: str,
     bundles = [attach_bundle(registry, repo, digest, private, SIGN_PREDICATE, {},
                              name=image.name)]
     if lock is not None:
-        model, raw, path = lock
+        model, raw, path, target = lock
         base = (f"{model.image.base.value}@{model.image.base_digest.value}"
                 if model.image.base.value and model.image.base_digest.value else None)
         wheels = [w.model_dump(mode="json") for w in model.wheels or []]
+        name = attested_name(path, target)
+        attested = lock_predicate(raw, name)
+        if target is not None:
+            attested["lockfile"].update({"target": target, "content-hash": model.content_hash})
         for predicate_type, predicate in (
-                (LOCK_PREDICATE, lock_predicate(raw, path.name)),
-                (SLSA_PREDICATE, provenance_predicate(raw, path.name, base, wheels))):
+                (LOCK_PREDICATE, attested),
+                (SLSA_PREDICATE, provenance_predicate(raw, name, base, wheels))):
             out["attestation"] = attest_image(registry, repo, digest, private, predicate_type,
                                               predicate, reference=image.name)
             bundles.append(attach_bundle(registry, repo, digest, private, predicate_type,
@@ -204,12 +234,16 @@ class LockEvidence:
     """A lock an image must have been built from: ``name`` as the user gave it (used in
     messages), its exact bytes ``raw``, and ``label``, the value of the image's
     ``dev.pin.lock.content-hash`` label its build inputs give (``None`` when the lock
-    records no build).
+    records no build). ``content_hash`` is set for a target of a multi-target lock: an
+    attested lockfile whose ``content-hash`` is this one counts too (the rendered view's
+    bytes, ``raw``, may differ in comments between pin versions; its content hash does
+    not).
     """
 
     name: str
     raw: bytes
     label: str | None
+    content_hash: str | None = None
 
 
 def image_label(registry: Registry, repo: str, digest: str) -> str | None:
@@ -240,7 +274,8 @@ def _check_lock(registry: Registry, repo: str, result: ImageVerification,
         if isinstance(p, dict) and isinstance(p.get("lockfile"), dict)]
     if not locks:
         raise SignatureError("No lockfile attestation for this image.")
-    if not any(x.get("sha256") == mine for x in locks):
+    if not any(x.get("sha256") == mine or (lock.content_hash is not None and x.get(
+            "content-hash") == lock.content_hash) for x in locks):
         names = ", ".join(f"{x.get('name')} (sha256 {str(x.get('sha256'))[:12]}…)"
                           for x in locks)
         raise SignatureError(f"The attested lockfile ({names}) is not {lock.name}.")

@@ -135,14 +135,17 @@ def read_verify(path: Path) -> Loaded[VerifyReport]:
                          hint="Pass what `pin verify LOCK --format json` printed.")
 
 
-def read_lock_input(path: Path) -> Loaded[Lockfile]:
-    """A lockfile, read and checked by :func:`pinning.lockfile.io.read_lock_bytes`
-    (``LockfileError``, exit 5, when it is not a valid lock).
+def read_lock_input(path: Path, target: str | None = None) -> Loaded[Lockfile]:
+    """A lockfile, read and checked by :func:`pinning.lockfile.io.read_lock_at`
+    (``LockfileError``, exit 5, when it is not a valid lock); of a multi-target lock the
+    view of ``target`` (named `` [targets.NAME]`` after the path; ``UsageError``, exit 2, as
+    ``read_lock`` for the target). The sha256 is the file's.
     """
-    from pinning.lockfile.io import read_lock_bytes
+    from pinning.lockfile.io import read_lock_at
 
-    raw, lock = read_lock_bytes(path)
-    return Loaded(str(path), lock, hashlib.sha256(raw).hexdigest())
+    read = read_lock_at(path, target)
+    name = str(path) if read.target is None else f"{path} [targets.{read.target}]"
+    return Loaded(name, read.lock, hashlib.sha256(read.raw).hexdigest())
 
 
 def read_accept(path: Path, key_path: Path | None = None) -> AcceptInput:

@@ -48,13 +48,16 @@ _LIMIT = 100
 async def post_lock(request: Request) -> Response:
     """Store a lock; 201 when new, 200 when its content hash was already stored (the first
     bytes are kept). 422 with the lockfile error's paragraph when the bytes are not a valid
-    lock. Scope publish.
+    lock, and for a multi-target lock (lock-version 2), naming its targets: the service
+    stores one target's lock at a time (``pin lock push FILE --target NAME``). Scope
+    publish.
     """
     svc = service(request)
     data = await read_body(request, svc.config.max_body_bytes, TOML_TYPES)
     from pinning.lockfile.io import parse_lock_bytes
 
     try:
+        _refuse_multi(data)
         content_hash = parse_lock_bytes(data, label="uploaded lock").content_hash
     except LockfileError as exc:
         raise ApiError.of(422, exc) from exc
@@ -64,6 +67,32 @@ async def post_lock(request: Request) -> Response:
     body = {"content_hash": content_hash, "created": not known,
             "url": f"/api/v1/locks/{content_hash}"}
     return json_response(body, 200 if known else 201)
+
+
+def _refuse_multi(data: bytes) -> None:
+    """Raise :class:`ApiError` 422 when ``data`` is a multi-target lock (lock-version 2),
+    naming its targets (at most 20) and the remedy. Every stored lock is one target's, under
+    its own content hash: what hosts verify against and report, and what ``pin lock pull``
+    writes back. Raises ``LockfileError`` (exit 5) when ``data`` is not TOML.
+    """
+    from pinning.lockfile.multi import MULTI_VERSION
+    from pinning.util.files import parse_toml
+    from pinning.util.text import printable
+
+    doc = parse_toml(data, LockfileError, label="uploaded lock")
+    version = doc.get("lock-version")
+    if version != MULTI_VERSION or isinstance(version, bool):
+        return
+    targets = doc.get("targets")
+    names = [printable(str(n)[:64], newlines=False)
+             for n in (targets if isinstance(targets, dict) else {})]
+    shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    raise ApiError(422, f"uploaded lock: a multi-target lock (lock-version {MULTI_VERSION}; "
+                        f"targets: {shown or 'none'}); the service stores one target's lock, "
+                        "under that target's content hash, which hosts verifying against it "
+                        "report.",
+                   "Push one target at a time: pin lock push FILE --target NAME uploads that "
+                   "target's lock (a lock-version 1 document).")
 
 
 @router.get("/locks", response_model=LockList, tags=["locks"], summary="List stored locks",
