@@ -39,9 +39,12 @@ demo: install
 	@echo "--- the porting bill of a small CUDA project (pin audit exits 11: inline PTX is blocked):"
 	$(BIN)/pin audit examples/cuda-project --gpu mi300x --format sarif -o demo-out/audit.sarif; test $$? -eq 11
 	$(BIN)/pin audit examples/cuda-project --gpu mi300x; test $$? -eq 11
-	@echo "--- acceptance: vLLM's own benchmark results (CPU, SmolLM2-135M) judged against the template's SLOs:"
+	@echo "--- acceptance: vLLM's own benchmark results (CPU, SmolLM2-135M) judged against the template's SLOs;"
+	@echo "    a CPU run is not evidence for the MI300X lock: pin accept judge exits 12 (unbound), --unbound-ok keeps the result, marked"
 	$(BIN)/pin accept init -o demo-out/accept.toml
 	$(BIN)/pin accept judge demo-out/accept.toml --lock demo-out/mi300x.lock -o demo-out/accepted.json \
+	  --from tests/data/acceptance/vllm-bench-serve-smollm2-c1.json tests/data/acceptance/vllm-bench-serve-smollm2-c4.json; test $$? -eq 12
+	$(BIN)/pin accept judge demo-out/accept.toml --lock demo-out/mi300x.lock -o demo-out/accepted.json --unbound-ok \
 	  --from tests/data/acceptance/vllm-bench-serve-smollm2-c1.json tests/data/acceptance/vllm-bench-serve-smollm2-c4.json
 	@echo "--- a result is evidence for the lock it names only: priced against the H200 lock, it is refused (pin cost exits 2):"
 	$(BIN)/pin cost demo-out/accepted.json --lock lockfiles/h200-pytorch-2.13.0.lock \
@@ -50,6 +53,12 @@ demo: install
 	$(BIN)/pin audit examples/cuda-project --gpu mi300x --format json -o demo-out/audit.json >/dev/null; test $$? -eq 11
 	$(BIN)/pin report --lock demo-out/mi300x.lock --audit demo-out/audit.json \
 	  --accept demo-out/accepted.json --format md -o - | grep '^>'
+	@echo "--- the whole method for a project (examples/migration: pin.toml, H100 -> MI300X): pin trial audits, locks both"
+	@echo "    targets into one pin.lock, skips the build (no registry), judges the recorded results, prices and reports:"
+	@rm -rf demo-out/migration && cp -r examples/migration demo-out/migration
+	$(BIN)/pin --project demo-out/migration trial
+	@echo "--- run again: nothing whose inputs did not change is re-done:"
+	$(BIN)/pin --project demo-out/migration trial | grep -E '^[a-z]+: '
 
 # pin's own image (deploy/image/Dockerfile: pin[serve]) built by pin's build path with the network
 # off, pushed to REGISTRY (HOST[:PORT]) with the same digest on every run; the reference is

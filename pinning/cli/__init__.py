@@ -65,7 +65,7 @@ def _fail(err: PinError, debug: bool, ctx: click.Context | None = None) -> NoRet
 #: ``pin --help`` lists commands under these headings, in workflow order; a command named in
 #: none is listed under "Other commands".
 WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Describe the trial", ("init", "config")),
+    ("Describe the trial", ("init", "config", "trial")),
     ("Audit what runs today", ("probe", "doctor", "audit")),
     ("Resolve a validated stack", ("matrix", "resolve")),
     ("Freeze, build and sign", ("freeze", "login", "base", "build", "rebuild", "keygen",
@@ -86,6 +86,7 @@ COMMANDS: dict[str, str] = {
     "matrix": "pinning.cli.matrix:matrix",
     "lock": "pinning.cli.lock:lock",
     "lock export": "pinning.cli.lockexport:lock_export",
+    "lock migrate": "pinning.cli.lockmigrate:lock_migrate",
     "lock model": "pinning.cli.lockmodel:lock_model",
     "lock packages": "pinning.cli.lockpackages:lock_packages",
     "lock push": "pinning.cli.lockremote:lock_push",
@@ -113,6 +114,7 @@ COMMANDS: dict[str, str] = {
     "init": "pinning.cli.init:init",
     "config": "pinning.cli.config:config",
     "config show": "pinning.cli.config:config_show",
+    "trial": "pinning.cli.trial:trial",
 }
 
 

@@ -44,6 +44,10 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "lock validate": ([LOCK], [LOCK, MISSING]),
     "lock diff": ([LOCK, LOCK], [LOCK, MISSING]),
     "lock check": ([LOCK], [MISSING]),
+    # pin lock itself: a result needs a project file (tests/unit/cli/test_lock_project.py
+    # checks its envelope); here, without one, exit 2.
+    "lock": (None, ["--target", "current"]),
+    "lock migrate": (["{lock}"], [MISSING]),
     # A result needs a lock with a [model]: tests/unit/cli/test_lock_model.py covers it.
     "lock model": (NEEDS_MODEL, [MISSING]),
     "lock upgrade": (["{lock}", "--dry-run"], [MISSING]),
@@ -89,6 +93,8 @@ CASES: dict[str, tuple[list[str] | None, list[str]]] = {
     "accept judge": ([str(ROOT / "pinning" / "accept" / "template.toml"), "--from",
                       str(DATA / "acceptance" / "vllm-bench-serve-smollm2-c1.json")],
                      [MISSING, "--from", MISSING]),
+    # A result needs a project folder: tests/unit/cli/test_trial.py covers it (the record).
+    "trial": (None, ["--from", "cost", "--until", "audit"]),
     "cost": ([str(DATA / "acceptance" / "judged-c1.json"), "--gpu", "H100", "--unbound-ok",
               "--prices",
               str(ROOT / "pinning" / "cost" / "data" / "article-prices-2026-09-28.toml")],
@@ -105,6 +111,8 @@ def json_commands(group: click.Group = main, prefix: str = "") -> list[str]:
         assert cmd is not None
         path = f"{prefix}{name}"
         if isinstance(cmd, click.Group):
+            if any("--format" in p.opts for p in cmd.params):  # pin lock runs on its own
+                found.append(path)
             found += json_commands(cmd, f"{path} ")
         elif any("--format" in p.opts and isinstance(p.type, click.Choice)
                  and "json" in p.type.choices for p in cmd.params):
