@@ -143,6 +143,7 @@ bench: install wheelhouse vllmenv sdists
 	$(BIN)/python bench/bench_build.py
 	$(BIN)/python bench/bench_sign.py
 	$(BIN)/python bench/bench_lock_write.py
+	$(BIN)/python bench/bench_project.py
 	$(BIN)/python bench/bench_doctor_blanks.py
 	$(BIN)/python bench/bench_audit_tree.py
 	$(BIN)/python bench/bench_audit_eval.py
