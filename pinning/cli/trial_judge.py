@@ -212,11 +212,15 @@ def verdict(trial: Trial, stages: dict[str, Any]) -> dict[str, Any]:
     """
     not_checked: list[str] = []
     what = {"build": "no image built or signed", "accept": "no acceptance result"}
-    for name in ("build", "accept"):
+    for name in ("lock", "build", "accept"):
         stage = stages.get(name)
         for note in getattr(stage, "notes", []):
             target, _, rest = note.partition(": ")
-            if rest.startswith("skipped: "):
+            if name == "lock":
+                _, sep, packages = rest.partition("; Python packages not locked")
+                if sep:
+                    not_checked.append(f"{target}: Python packages not locked{packages}")
+            elif rest.startswith("skipped: "):
                 not_checked.append(f"{target}: {what[name]} ({rest.removeprefix('skipped: ')})")
             elif name == "accept":
                 not_checked += [f"{target}: {gap}" for gap in

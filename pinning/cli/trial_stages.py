@@ -207,6 +207,9 @@ def _lock_notes(done: Invoked) -> list[str]:
     for name, info in items:
         if isinstance(info, dict):
             what = ", ".join(str(info[k]) for k in ("status", "content-hash") if info.get(k))
+            packages = info.get("packages")
+            if isinstance(packages, dict) and packages.get("locked") is False:
+                what += f"; Python packages not locked (run {packages.get('run')})"
             notes.append(f"{name}: {what or 'locked'}")
     return notes
 
