@@ -51,6 +51,10 @@ def _fail(err: PinError, debug: bool, ctx: click.Context | None = None) -> NoRet
     """
     if err.hint == UsageError.default_hint and ctx is not None:
         err.hint = err.hint.replace("pin COMMAND", _command_path(ctx))
+    if ctx is not None:
+        from pinning.cli.project import blame_project
+
+        blame_project(err, ctx.meta)
     if ctx is not None and wants_json(ctx):
         write_envelope(ctx, err.exit_code, kind=type(err).__name__, message=err.message,
                        hint=err.hint)

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pinning.errors import UsageError
+from pinning.errors import PinError, UsageError
 
 if TYPE_CHECKING:
     from pinning.project.load import LoadedProject
 
-__all__ = ["TARGETED", "WIRED", "Default", "attach_project", "command_defaults", "loaded",
-           "pick_target"]
+__all__ = ["PROJECT_VALUES", "TARGETED", "WIRED", "Default", "attach_project", "blame_project",
+           "command_defaults", "loaded", "pick_target"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,9 @@ TARGETED = frozenset(name for name, params in WIRED.items()
                      if any(d.section == _T for d in params.values()))
 
 _META = "pin.project"
+#: ``ctx.meta`` key: ``{parameter: (value, "pin.toml:LINE", "--flag")}`` the project set for
+#: the running command (what an error names when a value from the file is at fault).
+PROJECT_VALUES = "pin.project-values"
 
 
 def loaded(ctx: click.Context) -> LoadedProject | None:
@@ -149,6 +152,19 @@ def command_defaults(project: LoadedProject, command: str,
     return out
 
 
+def blame_project(err: PinError, meta: dict[str, Any]) -> None:
+    """When ``err``'s message names a value the project file set for the running command
+    (``meta[PROJECT_VALUES]``), make its hint say where that value came from and how to
+    change it, instead of naming the flag nobody gave. Never raises.
+    """
+    for value, where, flag in meta.get(PROJECT_VALUES, {}).values():
+        for one in value if isinstance(value, list | tuple) else (value,):
+            if isinstance(one, str) and len(one) > 2 and one in err.message:
+                err.hint = (f"{one} comes from the project file ({where}): correct it there, "
+                            f"or give {flag} on the command line.")
+                return
+
+
 def _set_defaults(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
     """Eager callback: set ``ctx.default_map`` (and the sources ``pin config show`` reads)
     from the project for this command, before its other options are read. Under resilient
@@ -174,6 +190,8 @@ def _apply(ctx: click.Context, value: str | None) -> None:
     found = command_defaults(project, command, target)
     ctx.default_map = {**(ctx.default_map or {}), **{k: v for k, (v, _) in found.items()}}
     ctx.meta[f"pin.sources.{command}"] = {k: w for k, (_, w) in found.items()}
+    flags = {p.name: p.opts[0] for p in ctx.command.params if p.opts}
+    ctx.meta[PROJECT_VALUES] = {k: (v, w, flags.get(k, k)) for k, (v, w) in found.items()}
 
 
 def attach_project(cmd: click.Command) -> None:

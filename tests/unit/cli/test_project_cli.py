@@ -16,6 +16,7 @@ from pinning.project.load import read_project
 
 ROOT = Path(__file__).parents[3]
 PRICES = ROOT / "pinning" / "cost" / "data" / "article-prices-2026-09-28.toml"
+JUDGED = ROOT / "tests" / "data" / "acceptance" / "judged-c1.json"
 RESULT = ROOT / "tests" / "data" / "acceptance" / "judged-c1.json"
 
 ONE_TARGET = """\
@@ -208,3 +209,16 @@ def test_init_names_the_project_after_the_folder_the_file_is_written_in(
                  monkeypatch=monkeypatch)
     assert result.exit_code == 0, result.output
     assert 'name = "sub"' in (tmp_path / "work" / "sub" / "pin.toml").read_text()
+
+
+def test_an_error_about_a_value_from_the_project_file_names_its_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prices file pin.toml names that is missing: the error says where the value came
+    from (pin.toml:LINE) instead of pointing at a --prices flag nobody gave.
+    """
+    (tmp_path / "pin.toml").write_text('[project]\nname = "x"\n\n[cost]\nprices = "nope.toml"\n')
+    result = pin(tmp_path, "cost", str(JUDGED), monkeypatch=monkeypatch)
+    assert result.exit_code == 2
+    assert ("nope.toml comes from the project file (pin.toml:5): correct it there, or give "
+            "--prices on the command line.") in result.output
+    assert "Check the path given to --prices" not in result.output
