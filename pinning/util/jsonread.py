@@ -88,7 +88,9 @@ def load_json(data: str | bytes, error: type[PinError], *, label: str,
                           parse_constant=parse_constant,
                           parse_int=_bounded_int if long_run else None)
     except json.JSONDecodeError as exc:
-        raise error(f"{label}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
+        # The stdlib's "Invalid control character at" reads on into its own position text.
+        what = exc.msg.removesuffix(" at")
+        raise error(f"{label}: not JSON (line {exc.lineno}, column {exc.colno}: {what}).",
                     hint=hint) from exc
     except _LongNumber as exc:
         raise error(f"{label}: a number too long to read ({exc.args[0]} digits; at most "

@@ -144,3 +144,13 @@ def test_every_other_json_reader_goes_through_the_bounded_parse() -> None:
     found = {str(p.relative_to(ROOT)) for p in (ROOT / "pinning").rglob("*.py")
              if call.search(p.read_text(encoding="utf-8"))}
     assert found <= set(_OWN_PARSE), sorted(found - set(_OWN_PARSE))
+
+
+def test_a_control_character_is_named_without_a_dangling_at() -> None:
+    """The stdlib's message "Invalid control character at" is cut before its position: the
+    paragraph says what and where once.
+    """
+    with pytest.raises(PinError) as info:
+        load_json(b'{"a": "x\x01y"}', PinError, label="n1.json")
+    assert info.value.message == ("n1.json: not JSON (line 1, column 9: Invalid control "
+                                  "character).")
