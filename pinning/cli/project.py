@@ -96,15 +96,12 @@ def pick_target(project: LoadedProject, name: str | None) -> str | None:
     none. Raises ``UsageError`` (exit 2) for an unknown name (with the nearest) or, with
     several targets and no ``--target``, naming them.
     """
-    import difflib
+    from pinning.lockfile.multi import no_such_target
 
     targets = sorted(project.model.targets)
     if name is not None:
         if name not in targets:
-            close = difflib.get_close_matches(name, targets, n=1)
-            mean = f" Did you mean {close[0]!r}?" if close else ""
-            raise UsageError(f"--target {name!r}: {project.path.name} has no such target "
-                             f"(targets: {', '.join(targets) or 'none'}).{mean}")
+            raise no_such_target(name, targets, project.path.name)
         return name
     if len(targets) > 1:
         raise UsageError(f"{project.path} has {len(targets)} targets ({', '.join(targets)}); "

@@ -161,6 +161,16 @@ def multi_hash(data: dict[str, Any]) -> str:
     return canonical_digest({k: v for k, v in data.items() if k != "content-hash"})
 
 
+def no_such_target(name: str, names: list[str], label: str) -> UsageError:
+    """The ``UsageError`` (exit 2) for ``--target NAME`` that ``label`` (a lock or project
+    file) does not have among ``names``, with the nearest name when one is close.
+    """
+    close = difflib.get_close_matches(name, names, n=1)
+    mean = f" Did you mean {close[0]!r}?" if close else ""
+    return UsageError(f"--target {name!r}: {label} has no such target (targets: "
+                      f"{', '.join(names) or 'none'}).{mean}")
+
+
 def pick(multi: MultiLock, name: str | None, *, label: str) -> str:
     """The target ``name`` names, else the only one. Raises ``UsageError`` (exit 2) for an
     unknown name (with the nearest) or, with several targets and none named, naming them.
@@ -168,10 +178,7 @@ def pick(multi: MultiLock, name: str | None, *, label: str) -> str:
     names = multi.names
     if name is not None:
         if name not in multi.targets:
-            close = difflib.get_close_matches(name, names, n=1)
-            mean = f" Did you mean {close[0]!r}?" if close else ""
-            raise UsageError(f"--target {name!r}: {label} has no such target (targets: "
-                             f"{', '.join(names)}).{mean}")
+            raise no_such_target(name, names, label)
         return name
     if len(names) > 1:
         raise UsageError(f"{label} locks {len(names)} targets ({', '.join(names)}); name "
