@@ -70,10 +70,9 @@ def verify(lock_path: str, snapshot_dir: str | None, from_file: str | None,
 
     Output is streamed, each host as it is verified, so memory stays flat. Text: one
     line per drifting or unreadable host (every host with -v), with pin's short reason
-    (`pin: <fact> <want>!=<have> (+N more)`: the first fact that differs and how many
-    more do, the reason a Slurm drain shows; JSON `reasons` has each), then a
-    summary: how many hosts match, drift and are unreadable, and the most frequent
-    reasons, by fact and by exact value. JSON: the envelope, its result is
+    (`pin: <fact> <want>!=<have> (+N more)`: the first differing fact, N how many more;
+    a Slurm drain shows it), then a summary: how many hosts match, drift and are
+    unreadable, the most frequent reasons, by fact and by value. JSON: the envelope, its result is
     schemas/fleet-report.schema.json, one host a line, with ok, exit-code and error
     written last. Progress goes to standard error (not with --format json or -q).
 

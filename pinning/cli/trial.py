@@ -105,7 +105,7 @@ def trial(ctx: click.Context, until: str | None, start: str | None, force: bool,
     kept = _kept(old, first, trial_run.folder)
     say = _printer(fmt)
     done, code = _run_stages(trial_run, old, kept, STAGES[first:last + 1], force, say)
-    doc = _finish(trial_run, done, code, output)
+    doc = _finish(trial_run, done, code, output, _carried(old, last, code))
     _say_verdict(doc, say, trial_run.folder)
     if fmt == "json":
         emit(doc)
@@ -188,6 +188,16 @@ def _kept(old: dict[str, StageRecord], first: int, folder: Path) -> list[StageRe
     return kept
 
 
+def _carried(old: dict[str, StageRecord], last: int, code: int) -> list[StageRecord]:
+    """The recorded stages after ``--until``, kept as the last run that reached them
+    recorded them, so that a later run (or ``--from``) finds them; none after a failure.
+    Their inputs hashes still decide whether a later run repeats them.
+    """
+    if code:
+        return []
+    return [old[name] for name in STAGES[last + 1:] if name in old]
+
+
 def _run_stages(trial_run: Any, old: dict[str, StageRecord], kept: list[StageRecord],
                 names: tuple[str, ...], force: bool,
                 say: Callable[[str], None]) -> tuple[list[StageRecord], int]:
@@ -243,14 +253,17 @@ def _stage_lines(stage: StageRecord) -> list[str]:
     return lines
 
 
-def _finish(trial_run: Any, done: list[StageRecord], code: int,
-            output: str | None) -> dict[str, Any]:
-    """The record of the run, written to ``.pin/trial/record.json`` (and ``-o``)."""
+def _finish(trial_run: Any, done: list[StageRecord], code: int, output: str | None,
+            carried: list[StageRecord]) -> dict[str, Any]:
+    """The record of the run, written to ``.pin/trial/record.json`` (and ``-o``): the
+    stages ``done`` then those ``carried`` past ``--until``; the verdict is this run's.
+    """
     from pinning.cli.trial_judge import verdict
 
     project = trial_run.project
     about = {"name": project.model.project.name, "file": project.path.name}
-    doc = record_document(about, done, verdict(trial_run, {s.name: s for s in done}), code)
+    found = verdict(trial_run, {s.name: s for s in done})
+    doc = record_document(about, done + carried, found, code)
     write_record(trial_run.folder, doc, cli_path(output) if output else None)
     return doc
 

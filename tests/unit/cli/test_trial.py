@@ -173,6 +173,25 @@ def test_until_and_from(tmp_path: Path) -> None:
     assert trial(folder, "--from", "cost", "--until", "audit").exit_code == 2
 
 
+def test_until_keeps_the_later_stages_of_the_record(tmp_path: Path) -> None:
+    folder = trial_project(tmp_path / "p")
+    assert trial(folder).exit_code == 0
+    before = {s["name"]: s for s in record(folder)["stages"]}
+    r = trial(folder, "--until", "lock")
+    assert r.exit_code == 0, r.output
+    assert "Verdict: none" in r.output and record(folder)["verdict"]["decision"] is None
+    after = {s["name"]: s for s in record(folder)["stages"]}
+    assert list(after) == ["audit", "lock", "build", "accept", "cost", "report"]
+    assert all(after[n] == before[n] for n in ("build", "accept", "cost", "report"))
+    r = trial(folder, "--from", "accept")
+    assert r.exit_code == 0, r.output
+    assert statuses(folder)["accept"] == "unchanged"
+    assert trial(folder, "--until", "audit").exit_code == 0
+    r = trial(folder)
+    assert r.exit_code == 0, r.output
+    assert set(statuses(folder).values()) == {"unchanged", "skipped"}
+
+
 def test_the_record_is_one_json_document(done: Path) -> None:
     r = CliRunner().invoke(main, ["--project", str(done), "trial", "--format", "json"],
                            catch_exceptions=False)
