@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pinning.cli.envelope import emit
-from pinning.errors import PinError, UsageError
+from pinning.errors import LockfileError, PinError, UsageError
 from pinning.util.text import printable
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def lock_project(ctx: click.Context, **options: Any) -> None:
                          command="pin lock", folders=False)
     dest = output or os.path.relpath(project.folder / "pin.lock")
     names = _names(project, options["targets"])
-    raw, multi, old = _existing(dest, force=options["force"])
+    raw, multi, old = _existing(dest, force=options["force"], every=not options["targets"])
     stale = [n for n in old if n not in project.model.targets]
     if stale and not options["force"]:
         raise UsageError(
@@ -151,18 +151,24 @@ def _names(project: LoadedProject, targets: tuple[str, ...]) -> list[str]:
     return [n for n in project.model.targets if not targets or n in named]
 
 
-def _existing(dest: str, *, force: bool
+def _existing(dest: str, *, force: bool, every: bool
               ) -> tuple[bytes | None, MultiLock | None, dict[str, Lockfile]]:
     """The lock at ``dest`` now: its bytes (``None`` when there is no file), the
     multi-target lock and its views by target. A single-target lock there is refused
     (``UsageError``, exit 2) unless ``force`` (then replaced: no views). Raises
-    ``LockfileError`` (exit 5) for a file that is not a valid lock.
+    ``LockfileError`` (exit 5) for a file that is not a valid lock, unless ``force`` and
+    ``every`` target is re-resolved (then it is replaced).
     """
     from pinning.lockfile.io import read_locks
 
     if dest == "-" or not Path(dest).exists():
         return None, None, {}
-    raw, multi, views = read_locks(Path(dest))
+    try:
+        raw, multi, views = read_locks(Path(dest))
+    except LockfileError:
+        if not (force and every and Path(dest).is_file()):
+            raise
+        return Path(dest).read_bytes(), None, {}  # damaged: every target re-resolved
     if multi is None:
         if not force:
             raise UsageError(

@@ -32,6 +32,9 @@ from pinning.util.locks import WriteConflict
 from pinning.util.models import validation_summary
 from pinning.util.text import printable
 
+DAMAGED_MULTI_HINT = ("Restore the file (from version control), or write it anew from the "
+                      "project file: `pin lock --force` re-resolves every target (values "
+                      "frozen from a host are lost).")
 DAMAGED_HINT = ("Restore the file (from version control); to change a lock on purpose run "
                 "`pin lock upgrade FILE`, which re-resolves it and keeps frozen host values.")
 
@@ -284,8 +287,14 @@ def _locks_of(data: dict[str, Any], label: str) -> tuple[MultiLock | None, dict[
             "re-resolve it with the `Resolved by:` command in its header comment.",
         )
     multi = _multi_of(data, label)
-    return multi, {name: _lock_of(view_data(multi, name, label=label), f"{label} [targets."
-                                  f"{name}]") for name in multi.targets}
+    try:  # each target first: a hand edit is named by its section
+        views = {name: _lock_of(view_data(multi, name, label=label),
+                                f"{label} [targets.{name}]") for name in multi.targets}
+    except LockfileError as err:
+        err.hint = DAMAGED_MULTI_HINT
+        raise
+    _check_multi_hash(multi, data, label)
+    return multi, views
 
 
 def _multi_of(data: dict[str, Any], label: str) -> MultiLock:
@@ -296,13 +305,17 @@ def _multi_of(data: dict[str, Any], label: str) -> MultiLock:
         multi = MultiLock.model_validate(data, strict=True)
     except ValidationError as exc:
         raise LockfileError(f"{label}: invalid lockfile: {validation_summary(exc, data)}.",
-                            hint=DAMAGED_HINT) from exc
+                            hint=DAMAGED_MULTI_HINT) from exc
+    return multi
+
+
+def _check_multi_hash(multi: MultiLock, data: dict[str, Any], label: str) -> None:
+    """``LockfileError`` (exit 5) when the file's own ``content-hash`` is not its content's."""
     expected = multi_hash(data)
     if multi.content_hash != expected:
         raise LockfileError(
             f"{label}: content-hash {multi.content_hash} does not match the file's content "
-            f"({expected}); the file was edited by hand or damaged.", hint=DAMAGED_HINT)
-    return multi
+            f"({expected}); the file was edited by hand or damaged.", hint=DAMAGED_MULTI_HINT)
 
 
 def _lock_of(data: dict[str, Any], label: str) -> Lockfile:

@@ -171,3 +171,26 @@ def test_json_and_packages_not_locked(project: Path, monkeypatch: pytest.MonkeyP
     err = pin(project, "lock", "--target", "nope", "--format", "json", monkeypatch=monkeypatch)
     env = json.loads(err.stdout)
     assert err.exit_code == 2 and env["ok"] is False and env["command"] == "lock"
+
+
+def test_a_hand_edited_section_is_named_and_pin_lock_force_writes_the_file_anew(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value edited by hand in one target's section: every command names that section
+    (exit 5) and says how to recover; `pin lock --target NAME --force` still refuses (it
+    would keep the other, unreadable sections), `pin lock --force` re-resolves every
+    target and the file reads again.
+    """
+    assert pin(project, "lock", monkeypatch=monkeypatch).exit_code == 0
+    lock = project / "pin.lock"
+    text = lock.read_text()
+    start = text.index("[targets.candidate]")
+    edited = text[start:].replace('gpu = "mi300x"', 'gpu = "mi325x"', 1)
+    lock.write_text(text[:start] + edited)
+    shown = pin(project, "lock", "show", "pin.lock", monkeypatch=monkeypatch)
+    assert shown.exit_code == 5
+    assert "pin.lock [targets.candidate]: content-hash" in shown.output
+    assert "`pin lock --force` re-resolves every target" in shown.output
+    one = pin(project, "lock", "--target", "candidate", "--force", monkeypatch=monkeypatch)
+    assert one.exit_code == 5
+    assert pin(project, "lock", "--force", monkeypatch=monkeypatch).exit_code == 0
+    assert pin(project, "lock", "validate", "pin.lock", monkeypatch=monkeypatch).exit_code == 0
