@@ -13,6 +13,7 @@ a key in an inline table or a dotted key maps to the line of the key that holds 
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import types
 import typing
@@ -132,8 +133,9 @@ def read_project(path: Path) -> LoadedProject:
             raise UsageError(f"{label}: no [tool.pin] table.",
                              hint="Add a [tool.pin] table, or write a pin.toml (pin init).")
         data = table
-    try:
-        model = ProjectFile.model_validate(data)
+    try:  # strict, as the file's JSON: `"yes"` is no bool, `require_validated` no key
+        model = ProjectFile.model_validate_json(json.dumps(data, default=str), strict=True,
+                                                by_name=False)
     except ValidationError as exc:
         raise UsageError(f"{label}: {_summary(exc, data, prefix)}", hint=_HINT) from exc
     return LoadedProject(path=path, model=model, prefix=prefix,
@@ -154,7 +156,7 @@ def _summary(exc: ValidationError, data: Any, prefix: tuple[str, ...]) -> str:
             mean = f"; did you mean {close[0]!r}?" if close else ""
             parts.append(f"{where}: unknown key{mean} (known here: {', '.join(known)})")
         else:
-            parts.append(f"{where}: {err['msg']}")
+            parts.append(f"{where}: {err['msg'].removeprefix('Value error, ')}")
     more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
     return "; ".join(parts) + more
 

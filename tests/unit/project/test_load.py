@@ -119,3 +119,31 @@ def test_committed_schema_is_the_models() -> None:
         by_alias=True, mode="validation") | {"$schema": schema["$schema"],
                                             "$id": schema["$id"]}))
     assert {"project", "targets", "accept", "cost", "results"} <= set(schema["properties"])
+
+
+@pytest.mark.parametrize(("table", "wrong", "said"), [
+    ("targets.current", "require_validated = true",
+     "targets.current.require_validated: unknown key; did you mean 'require-validated'?"),
+    ("targets.current", 'require-validated = "yes"',
+     "targets.current.require-validated: Input should be a valid boolean"),
+    ("cost", 'gpus = "8"', "cost.gpus: Input should be a valid integer"),
+])
+def test_a_key_or_value_the_schema_refuses_is_refused(tmp_path: Path, table: str,
+                                                      wrong: str, said: str) -> None:
+    """The file is read as strictly as its JSON Schema says: a key in its Python spelling
+    (`require_validated`) and a string where a bool or number belongs are errors.
+    """
+    path = tmp_path / "pin.toml"
+    text = PIN_TOML.replace(f"[{table}]\n", f"[{table}]\n{wrong}\n", 1)
+    path.write_text(text)
+    with pytest.raises(UsageError) as info:
+        read_project(path)
+    assert said in info.value.message
+
+
+def test_a_validator_message_has_no_pydantic_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "pin.toml"
+    path.write_text(PIN_TOML + '\n[results.candidat]\nfiles = ["r.json"]\n')
+    with pytest.raises(UsageError) as info:
+        read_project(path)
+    assert "Value error" not in info.value.message
