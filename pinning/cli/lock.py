@@ -79,10 +79,10 @@ def lock_validate(paths: tuple[str, ...], fmt: str) -> None:
     also for a path that is missing, a directory or unreadable); a multi-target lock
     (lock-version 2) is checked whole and target by target, a line per target.
 
-    With ``--format json`` every file is checked and reported (``{"valid": bool, "locks":
+    With `--format json` every file is checked and reported (`{"valid": bool, "locks":
     [{"path", "valid", "lock-version", "content-hash"} (and "targets": [{"name", "valid",
     "content-hash"}] for a multi-target lock) or {"path", "valid", "error", "hint",
-    "exit-code"}]}``), then exit 5 when any is invalid.
+    "exit-code"}]}`), then exit 5 when any is invalid.
     """
     from pinning.cli.locktargets import targets_of, validate_json, validate_lines
     from pinning.errors import LockfileError

@@ -264,5 +264,5 @@ def check_text(path: str, name: str | None, up: Upgraded) -> None:
         return
     tail = (f" ({other} recorded value(s) outside the stack differ, e.g. matrix "
             "provenance; `pin lock upgrade` refreshes them)") if other else ""
-    click.echo(printable(f"{label}: current: today's matrix resolves its request to the "
+    click.echo(printable(f"{label}: up to date: today's matrix resolves its request to the "
                          f"same stack{tail}."))

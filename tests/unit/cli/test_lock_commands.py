@@ -58,7 +58,7 @@ def test_header_points_at_lock_upgrade(work: Path) -> None:
 def test_check_is_0_when_current_and_6_with_the_diff_when_not(work: Path) -> None:
     ok = pin("lock", "check", "m.lock", cwd=work)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "m.lock: current" in ok.stdout
+    assert "m.lock: up to date" in ok.stdout
     # The lab's overlay validates pytorch 2.10.0 with ROCm 7.2.1; the lock records it.
     (work / "lab.toml").write_text(OVERLAY)
     res = pin("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.10.0", "--matrix",
@@ -124,7 +124,7 @@ def test_upgrade_dry_run_writes_nothing_and_upgrade_keeps_frozen_values(work: Pa
     text = (work / "m.lock").read_text()
     assert 'rocm = "==7.2.0"' in text and 'origin = "host"' in text
     check = pin("lock", "check", "m.lock", cwd=work)
-    assert check.returncode == 0 and check.stdout == "m.lock: current: today's matrix " \
+    assert check.returncode == 0 and check.stdout == "m.lock: up to date: today's matrix " \
         "resolves its request to the same stack.\n"
     upgraded = (work / "m.lock").read_bytes()
     assert b"frozen values dropped (re-freeze them): " in upgraded
