@@ -51,6 +51,30 @@ def _data(name: str, model: str | None, frameworks: tuple[str, ...], gpu: str | 
     return data
 
 
+def _check_gpus(gpu: str | None, current_gpu: str | None, *, rocm: str | None,
+                cuda: str | None) -> None:
+    """Raise ``UsageError`` (exit 2) for a GPU the matrix does not know (with "did you
+    mean"), and for --rocm with an NVIDIA candidate or --cuda with an AMD one.
+    """
+    from pinning.matrix.load import load_matrix
+
+    matrix = load_matrix()
+    for flag, value in (("--gpu", gpu), ("--current-gpu", current_gpu)):
+        if value is None:
+            continue
+        try:
+            found = matrix.find_gpu(value)
+        except UsageError as err:
+            err.message = err.message.replace("--gpu", flag, 1)
+            raise
+        vendors = {g.vendor for g in (found if isinstance(found, list) else [found])}
+        for runtime, spec, vendor in (("--rocm", rocm, "nvidia"), ("--cuda", cuda, "amd")):
+            if flag == "--gpu" and spec is not None and vendors == {vendor}:
+                raise UsageError(f"--gpu {value} is {vendor.upper()}: {runtime} does not "
+                                 "apply to it.", hint="Use --rocm with an AMD GPU, --cuda "
+                                 "with an NVIDIA one.")
+
+
 @click.command(short_help="Write a commented pin.toml (the project file) from flags.")
 @click.option("--name", metavar="NAME",
               help="The project's name (default: the name of the folder the file is in).")
@@ -76,7 +100,8 @@ def init(name: str | None, model: str | None, frameworks: tuple[str, ...], gpu: 
 
     The file describes the trial once (project, targets, cost); every pin command run in
     its folder or below takes its values as defaults, and a flag still wins. Exit 2 when
-    FILE exists (unless --force), a flag's value is malformed, or FILE cannot be written.
+    FILE exists (unless --force), a flag's value is malformed or names a GPU the matrix
+    does not know (or a runtime of the other vendor), or FILE cannot be written.
     """
     from pydantic import ValidationError
 
@@ -92,6 +117,12 @@ def init(name: str | None, model: str | None, frameworks: tuple[str, ...], gpu: 
                          "them out and edit [targets.NAME] in the file.")
     if output == "-":
         raise UsageError("pin init writes a file; name one with -o FILE.")
+    _check_gpus(gpu, current_gpu, rocm=rocm, cuda=cuda)
+    if prices is not None and not (dest.parent / prices).is_file():
+        click.echo(printable(f"note: --prices {prices}: no such file yet from "
+                             f"{dest.parent}/ (the path is written relative to the project "
+                             "file's folder); pin cost will need it.", newlines=False),
+                   err=True)
     if dest.exists() and not force:
         raise UsageError(f"{printable(output, newlines=False)} exists; pin init does not "
                          "replace it.", hint="Pass --force to replace it.")

@@ -222,3 +222,29 @@ def test_an_error_about_a_value_from_the_project_file_names_its_line(
     assert ("nope.toml comes from the project file (pin.toml:5): correct it there, or give "
             "--prices on the command line.") in result.output
     assert "Check the path given to --prices" not in result.output
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("--gpu", "nosuchgpu"), "--gpu 'nosuchgpu': no GPU of that name"),
+    (("--gpu", "mi300x", "--current-gpu", "h10"), "Did you mean 'h100'"),
+    (("--gpu", "mi300x", "--cuda", "12.0"), "--gpu mi300x is AMD: --cuda does not apply"),
+    (("--gpu", "h100", "--rocm", "7.2.0"), "--gpu h100 is NVIDIA: --rocm does not apply"),
+])
+def test_init_checks_what_it_can_before_writing(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch,
+                                                args: tuple[str, ...], said: str) -> None:
+    """A GPU the matrix does not know or a runtime of the other vendor: exit 2 naming the
+    flag, and no file written.
+    """
+    result = pin(tmp_path, "init", *args, monkeypatch=monkeypatch)
+    assert result.exit_code == 2
+    assert said in result.output
+    assert not (tmp_path / "pin.toml").exists()
+
+
+def test_init_notes_a_prices_file_that_is_not_there_yet(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = pin(tmp_path, "init", "--gpu", "mi300x", "--prices", "nofile.toml",
+                 monkeypatch=monkeypatch)
+    assert result.exit_code == 0
+    assert "note: --prices nofile.toml: no such file yet" in result.stderr
