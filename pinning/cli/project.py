@@ -113,11 +113,13 @@ def pick_target(project: LoadedProject, name: str | None) -> str | None:
 
 def _usable(project: LoadedProject, value: str, kind: str) -> str:
     """A path from the file, relative to the file's folder, as the working folder reaches
-    it (a relative path: a report that records it is the same on every machine); a Hugging
-    Face model id unchanged.
+    it (a relative path: a report that records it is the same on every machine); an
+    absolute path (or ``~/...``) as the file gives it; a Hugging Face model id unchanged.
     """
     if kind == "model" and not value.startswith(("/", "~", ".")):
         return value  # ORG/NAME@REVISION (a folder path starts with ./, ../, / or ~)
+    if os.path.isabs(os.path.expanduser(value)):
+        return os.path.expanduser(value)  # as the file says it: the same from every folder
     return os.path.relpath(os.path.abspath(project.resolve_path(value)))
 
 

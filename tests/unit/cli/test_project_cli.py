@@ -248,3 +248,12 @@ def test_init_notes_a_prices_file_that_is_not_there_yet(
                  monkeypatch=monkeypatch)
     assert result.exit_code == 0
     assert "note: --prices nofile.toml: no such file yet" in result.stderr
+
+
+def test_an_absolute_path_in_the_file_is_shown_as_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pin.toml").write_text(f'[project]\nname = "x"\n\n[cost]\nprices = "{PRICES}"\n')
+    result = pin(tmp_path, "config", "show", "cost", "--format", "json",
+                 monkeypatch=monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert str(PRICES) in result.stdout and "../" not in result.stdout
