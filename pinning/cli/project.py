@@ -185,12 +185,28 @@ def _apply(ctx: click.Context, value: str | None) -> None:
             raise UsageError(f"--target {value!r}: no project file (pin.toml) was found "
                              "from this folder; see `pin init` or --project DIR.")
         return
-    target = pick_target(project, value) if command in TARGETED else None
+    target, ambiguous = None, None
+    if command in TARGETED:
+        try:
+            target = pick_target(project, value)
+        except UsageError as err:
+            if value is not None:
+                raise
+            ambiguous = err  # several targets, none named: an error only if --gpu is missing
     found = command_defaults(project, command, target)
     ctx.default_map = {**(ctx.default_map or {}), **{k: v for k, (v, _) in found.items()}}
+    if ambiguous is not None:
+        ctx.default_map["gpu"] = _raiser(ambiguous)
     ctx.meta[f"pin.sources.{command}"] = {k: w for k, (_, w) in found.items()}
     flags = {p.name: p.opts[0] for p in ctx.command.params if p.opts}
     ctx.meta[PROJECT_VALUES] = {k: (v, w, flags.get(k, k)) for k, (v, w) in found.items()}
+
+
+def _raiser(err: UsageError) -> Any:
+    """A default click calls only when the option was not given: it raises ``err``."""
+    def default() -> None:
+        raise err
+    return default
 
 
 def attach_project(cmd: click.Command) -> None:

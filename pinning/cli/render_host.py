@@ -135,10 +135,14 @@ def verify_text(report: VerifyReport, *, verbose: bool, style: Style | None = No
     shown = [f for f in report.findings if verbose or f.status != "match"]
     shown.sort(key=lambda f: order[f.severity])
     verdict = "MATCH" if report.result == "match" else "DRIFT"
+    unchecked = {k: n for k, n in report.counts.items()
+                 if k in ("cannot-compare", "not-locked") and n}
     head = printable(f"pin verify {report.lock} against {report.host}: ", newlines=False)
     counts = ", ".join(f"{n} {k}" for k, n in report.counts.items())
     sev = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning")}
-    lines = [head + paint(verdict, status_colour(report.result) or "red", style),
+    tail = (" on what was compared; not compared: " + ", ".join(
+        f"{n} {k}" for k, n in unchecked.items())) if unchecked and verdict == "MATCH" else ""
+    lines = [head + paint(verdict, status_colour(report.result) or "red", style) + tail,
              *_status_line(report),
              *(finding_line(f, style=style) for f in shown),
              printable(f"Summary: {sev['error']} error(s), {sev['warning']} warning(s); "

@@ -139,3 +139,16 @@ def test_probe_and_verify_the_lock_model(tmp_path: Path) -> None:
     v = pin("verify", str(lock), *host_args(host), "-v", "--format", "json")
     model = [f for f in json_result(v)["findings"] if f["fact"] == "model.revision"]
     assert [(f["status"], f["actual"]) for f in model] == [("match", rev)]
+
+
+def test_match_says_what_was_not_compared(tmp_path: Path) -> None:
+    """Against an unfrozen lock the driver cannot be compared and the kernel and build are
+    not locked: the verdict line says MATCH only on what was compared, and how much was not.
+    """
+    lock = tmp_path / "pin.lock"
+    assert pin("resolve", "--gpu", "mi300x", "--framework", "pytorch==2.7", "--rocm", "7.1.1",
+               "-o", str(lock)).returncode == 0
+    r = pin("verify", str(lock), *host_args(MI300X))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0].endswith(
+        ": MATCH on what was compared; not compared: 1 cannot-compare, 2 not-locked")

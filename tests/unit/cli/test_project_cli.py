@@ -257,3 +257,20 @@ def test_an_absolute_path_in_the_file_is_shown_as_written(
                  monkeypatch=monkeypatch)
     assert result.exit_code == 0, result.output
     assert str(PRICES) in result.stdout and "../" not in result.stdout
+
+
+def test_a_resolve_with_its_own_gpu_needs_no_target_of_a_two_target_project(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several targets and none named is an error only when the command would need one
+    (no --gpu given): `pin resolve --gpu ...` inside such a project resolves what it says.
+    """
+    (tmp_path / "pin.toml").write_text(
+        '[project]\nname = "x"\nframeworks = ["pytorch==2.13.0"]\n\n'
+        '[targets.current]\ngpu = "h200"\n\n[targets.candidate]\ngpu = "mi300x"\n')
+    given = pin(tmp_path, "resolve", "--gpu", "h200", "--dry-run", "--format", "json",
+                monkeypatch=monkeypatch)
+    assert given.exit_code == 0, given.output
+    assert _lock_gpu(given) == "H200"
+    bare = pin(tmp_path, "resolve", "--dry-run", monkeypatch=monkeypatch)
+    assert bare.exit_code == 2
+    assert "has 2 targets (candidate, current); name one with --target NAME" in bare.output
