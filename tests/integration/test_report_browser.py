@@ -64,7 +64,10 @@ def test_report_renders_in_headless_chromium(browser: Any, tmp_path: Path) -> No
         assert plots.nth(i).locator("path").count() > 10  # axes, lines and markers drawn
     for key in ("verdict", "stack", "audit", "gates", "serving", "cost", "payback", "inputs"):
         assert page.locator(f"section#{key}").is_visible()
-    assert "STAY" in page.locator("section#verdict").inner_text()
+    # The shipped results ran on vLLM's CPU build: not evidence about the GPUs priced, so
+    # the decision is inconclusive, whatever the figures say (unit: test_report.py).
+    verdict = page.locator("section#verdict").inner_text()
+    assert "INCONCLUSIVE" in verdict and "unbound" in verdict
     shot = page.screenshot(full_page=True)
     assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
     page.close()
