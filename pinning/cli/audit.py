@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 import click
 
 from pinning.cli.envelope import emit, note_format
-from pinning.cli.options import cli_path, output_path, own_folder_rule, path_given
+from pinning.cli.options import (
+    cli_path,
+    lock_target_option,
+    output_path,
+    own_folder_rule,
+    path_given,
+)
 from pinning.cli.render import Style, paint, paint_words, status_colour, terminal_style
 from pinning.cli.service import artefact_target, post_artefact, report_options
 from pinning.errors import AuditFailed, UsageError
@@ -91,12 +97,13 @@ here so ``pin --help`` does not import the audit package."""
 @click.option("--report-lock", "report_lock", metavar="LOCK", callback=path_given,
               help="With --report-to: the lock the audit is for (a lock file, or its content "
                    "hash), so the service lists the audit with that lock.")
+@lock_target_option
 def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tuple[str, ...],
           site_packages: str | None, host_file: str | None, gpu: str | None, fmt: str,
           fail_on: str, effort_file: str | None, exclude: tuple[str, ...],
           only: tuple[str, ...], limit: int | None, output: str | None,
           hipify_perl: bool, include_vendored: bool, report_to: str | None, token_file: str | None,
-          ca_cert: str | None, report_lock: str | None) -> None:
+          ca_cert: str | None, report_lock: str | None, target: str | None) -> None:
     """Audit a project before moving it from CUDA to ROCm: the porting bill.
 
     Reads requirements files (with -r/-c includes and index URLs), pyproject.toml (PEP 621,
@@ -124,7 +131,8 @@ def audit(paths: tuple[str, ...], requirements: tuple[str, ...], index_urls: tup
 
     request = _request(paths, requirements, index_urls, site_packages, host_file, gpu,
                        fail_on, effort_file, output, hipify_perl, include_vendored)
-    client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock, "audit")
+    client, lock_hash = artefact_target(report_to, token_file, ca_cert, report_lock, "audit",
+                                        target)
     report = _refined(run_audit(request), exclude, only)
     document = _document(report, fmt, limit)
     summary = _summary(report)
