@@ -34,14 +34,23 @@ def engine_client(url: str | None) -> Any:
     """
     import docker
 
+    base = url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    hint = "Start dockerd, or pass --engine unix:///path/docker.sock."
+    path = base.removeprefix("unix://")
+    if base.startswith("unix://") and not os.path.exists(path):
+        # The SDK would try, fail and leave the socket of its failed connect open (seen
+        # with docker 7 as a ResourceWarning): a missing socket file is said here.
+        raise BuildError(f"Docker Engine at {url or 'the default socket'} does not answer: "
+                         f"{path} does not exist.", hint=hint)
+    client = None
     try:
-        client = docker.DockerClient(base_url=url or os.environ.get("DOCKER_HOST")
-                                     or "unix:///var/run/docker.sock", timeout=600)
+        client = docker.DockerClient(base_url=base, timeout=600)
         client.ping()
     except docker.errors.DockerException as exc:
+        if client is not None:
+            client.close()
         raise BuildError(f"Docker Engine at {url or 'the default socket'} does not answer: "
-                         f"{clip_text(str(exc))}", hint="Start dockerd, or pass --engine unix:///path/docker.sock."
-                         ) from exc
+                         f"{clip_text(str(exc))}", hint=hint) from exc
     return client
 
 
