@@ -17,8 +17,10 @@ from pinning.errors import InternalError, LockfileError, UsageError
 from pinning.lockfile.models import LOCK_VERSION, Lockfile
 from pinning.lockfile.multi import (
     MULTI_VERSION,
+    NAME_RULE,
     READABLE_VERSIONS,
     MultiLock,
+    bad_target_name,
     multi_hash,
     pick,
     render_multi,
@@ -277,9 +279,15 @@ def _locks_of(data: dict[str, Any], label: str) -> tuple[MultiLock | None, dict[
             + (", the file is empty)." if not data else ")."),
             hint="Pass a file written by `pin resolve`, `pin lock` or `pin freeze`.",
         )
+    if type(version) is not int:  # `true == 1` and `2.0 == 2` in Python: not in a lock
+        raise LockfileError(
+            f"{label}: invalid lockfile: lock-version must be an integer "
+            f"({' or '.join(map(str, READABLE_VERSIONS))}), not {type(version).__name__} "
+            f"{printable(repr(version), newlines=False)[:40]}.",
+            hint="Write it as a bare integer (`lock-version = 2`), or restore the file.")
     if version == LOCK_VERSION:
         return None, {"": _lock_of(data, label)}
-    if version != MULTI_VERSION or isinstance(version, bool):
+    if version != MULTI_VERSION:
         raise LockfileError(
             f"{label}: lock-version {version!r} is not supported (this pin reads "
             f"lock-version {' and '.join(map(str, READABLE_VERSIONS))}).",
@@ -301,6 +309,11 @@ def _multi_of(data: dict[str, Any], label: str) -> MultiLock:
     """The validated :class:`MultiLock` of a parsed ``lock-version = 2`` table."""
     from pydantic import ValidationError
 
+    bad = bad_target_name(data)
+    if bad:
+        raise LockfileError(f"{label}: invalid lockfile: [targets] has a section {bad}, "
+                            f"which is not a target name ({NAME_RULE}).",
+                            hint=DAMAGED_MULTI_HINT)
     try:
         multi = MultiLock.model_validate(data, strict=True)
     except ValidationError as exc:

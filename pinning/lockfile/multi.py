@@ -41,7 +41,6 @@ TargetName = Annotated[str, Field(pattern=TARGET_NAME_PATTERN)]
 #: same value; for ``request``, the keys below.
 SHARED_KEYS = ("generator", "matrix", "model")
 SHARED_REQUEST_KEYS = ("frameworks", "model", "as-of")
-_OWN = ("lock-version", "content-hash")
 
 
 class MultiLock(Strict):
@@ -64,11 +63,14 @@ class MultiLock(Strict):
         extra = sorted(set(value) - set(SHARED_KEYS) - {"request"})
         if extra:
             raise ValueError(f"[shared] holds only {', '.join((*SHARED_KEYS, 'request'))} "
-                             f"(not {', '.join(extra)})")
+                             f"(not {', '.join(map(shown_name, extra))})")
+        if not isinstance(value.get("request", {}), dict):
+            raise ValueError("[shared] request must be a table, not "
+                             f"{type(value['request']).__name__}")
         extra = sorted(set(value.get("request", {})) - set(SHARED_REQUEST_KEYS))
         if extra:
             raise ValueError(f"[shared.request] holds only {', '.join(SHARED_REQUEST_KEYS)} "
-                             f"(not {', '.join(extra)})")
+                             f"(not {', '.join(map(shown_name, extra))})")
         return value
 
     @property
@@ -93,6 +95,11 @@ def view_data(multi: MultiLock, name: str, *, label: str) -> dict[str, Any]:
     both (a hand edit).
     """
     section = multi.targets[name]
+    if "lock-version" in section or not isinstance(section.get("request", {}), dict):
+        bad = ("lock-version, which only the file's top holds" if "lock-version" in section
+               else f"request as {type(section['request']).__name__}, not a table")
+        raise LockfileError(f"{label}: [targets.{name}] holds {bad}.",
+                            hint="Restore the file, or re-write it with `pin lock`.")
     both = sorted(set(multi.shared) & (set(section) - {"request"}))
     request = dict(section.get("request", {}))
     shared_request = multi.shared.get("request", {})
@@ -117,8 +124,7 @@ def split(views: dict[str, dict[str, Any]], *, project: str | None = None) -> Mu
     """
     for name in views:
         if not re.fullmatch(TARGET_NAME_PATTERN, name):
-            raise UsageError(f"{name!r} is not a target name (letters, digits, `.`, `_`, "
-                             "`-`, starting with a letter or digit, at most 63).")
+            raise UsageError(f"{shown_name(name)} is not a target name ({NAME_RULE}).")
     sections = {name: {k: v for k, v in data.items() if k != "lock-version"}
                 for name, data in views.items()}
     shared: dict[str, Any] = {}
@@ -135,6 +141,29 @@ def split(views: dict[str, dict[str, Any]], *, project: str | None = None) -> Mu
         for section in sections.values():
             section["request"] = {k: v for k, v in section["request"].items() if k not in common}
     return seal_multi({"project": project, "shared": shared, "targets": sections})
+
+
+#: What :data:`TARGET_NAME_PATTERN` allows, in words.
+NAME_RULE = "letters, digits, `.`, `_`, `-`, starting with a letter or digit, at most 63"
+
+
+def shown_name(name: str, limit: int = 40) -> str:
+    """``name`` (a key read from a file) quoted for a message: escaped as
+    :func:`~pinning.util.text.printable` does, cut to ``limit`` characters.
+    """
+    cut = name if len(name) <= limit else name[:limit] + f"... ({len(name)} characters)"
+    return f"'{printable(cut, newlines=False)}'"
+
+
+def bad_target_name(data: dict[str, Any]) -> str | None:
+    """The first key of a parsed file's ``targets`` table that is not a target name, as
+    :func:`shown_name` shows it; ``None`` when each is one (or ``targets`` is no table).
+    """
+    targets = data.get("targets")
+    for name in targets if isinstance(targets, dict) else ():
+        if not re.fullmatch(TARGET_NAME_PATTERN, name):
+            return shown_name(name)
+    return None
 
 
 def _common(tables: Any, key: str) -> Any:
