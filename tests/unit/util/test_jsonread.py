@@ -136,6 +136,8 @@ _OWN_PARSE = {
     "pinning/probe/formats/split.py": "raw_decode: a JSON prefix in a pasted dump; any failure "
                                       "(ValueError, RecursionError) is no JSON there",
     "pinning/probe/formats/packages.py": "raw_decode, as split.py; FormatError on any failure",
+    "pinning/project/load.py": "model_validate_json of pin's own json.dumps of a parsed TOML "
+                               "table (pydantic's strict JSON mode), never of a file's bytes",
 }
 
 
