@@ -38,10 +38,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 
 from tests.support.httpserve import serving
+
+if TYPE_CHECKING:
+    from pinning.lockfile.models import Lockfile
 
 __all__ = ["Dist", "IndexSpec", "build_wheels", "serve_index", "serve_indexes"]
 
@@ -246,3 +250,24 @@ def _serve(served: Mapping[str, tuple[Path, list[Dist]]]) -> Iterator[tuple[str,
 
     with serving(Handler) as port:
         yield f"http://127.0.0.1:{port}", log
+
+
+def with_two_wheels(lock: Lockfile, folder: Path) -> Lockfile:
+    """``lock`` with two real wheels built in ``folder`` recorded (a ROCm torch and the
+    filelock it needs: URL on 127.0.0.1, size, sha256), their ``[packages]`` and a Python
+    target; what ``pin lock export`` tests export.
+    """
+    from pinning.lockfile.io import amend
+    from pinning.lockfile.wheels import PythonTarget, Wheel
+
+    wheels = []
+    for d in build_wheels(folder, {"torch==2.13.0+rocm7.2": ["filelock>=3"],
+                                   "filelock==3.0": []}):
+        name, version = d.filename.split("-")[:2]
+        wheels.append(Wheel(name=name, version=version, filename=d.filename, sha256=d.sha256,
+                            url=f"http://127.0.0.1:9/files/{d.filename}",
+                            size=(folder / d.filename).stat().st_size))
+    python = PythonTarget(version="3.12", platform="x86_64-manylinux_2_28",
+                          indexes=["http://127.0.0.1:9/simple"])
+    return amend(lock, packages={w.name: w.version for w in wheels}, wheels=wheels,
+                 python=python)

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from pinning.lockfile.io import amend, read_lock, write_lock
-from pinning.lockfile.wheels import PythonTarget, Wheel
 from tests.support.cli import pin
 from tests.support.paths import ROOT
-from tests.support.pyindex import build_wheels
+from tests.support.pyindex import with_two_wheels
 
 SHIPPED = ROOT / "lockfiles" / "mi300x-pytorch-2.13.0.lock"
 
@@ -23,18 +22,8 @@ SHIPPED = ROOT / "lockfiles" / "mi300x-pytorch-2.13.0.lock"
 @pytest.fixture
 def lock(tmp_path: Path) -> Path:
     """A copy of the shipped MI300X lock with two real wheels recorded (URL, size, sha256)."""
-    wheels = []
-    for d in build_wheels(tmp_path / "w", {"torch==2.13.0+rocm7.2": ["filelock>=3"],
-                                           "filelock==3.0": []}):
-        name, version = d.filename.split("-")[:2]
-        wheels.append(Wheel(name=name, version=version, filename=d.filename, sha256=d.sha256,
-                            url=f"http://127.0.0.1:9/files/{d.filename}",
-                            size=(tmp_path / "w" / d.filename).stat().st_size))
-    python = PythonTarget(version="3.12", platform="x86_64-manylinux_2_28",
-                          indexes=["http://127.0.0.1:9/simple"])
     path = tmp_path / "pin.lock"
-    write_lock(amend(read_lock(SHIPPED), packages={w.name: w.version for w in wheels},
-                     wheels=wheels, python=python), path)
+    write_lock(with_two_wheels(read_lock(SHIPPED), tmp_path / "w"), path)
     return path
 
 

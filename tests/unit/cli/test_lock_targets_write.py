@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from pinning.lockfile.io import amend, lock_json, read_lock, read_locks
-from pinning.lockfile.wheels import PythonTarget, Wheel
+from pinning.lockfile.io import lock_json, read_lock, read_locks
 from pinning.matrix.load import Matrix
 from tests.support.cli import json_result, pin
 from tests.support.hfcache import gt_model_dir
 from tests.support.locks import lock_for
 from tests.support.multilock_locktargets import H200, MI300X, shipped_multi, views, write_multi
-from tests.support.pyindex import build_wheels, serve_index
+from tests.support.pyindex import serve_index, with_two_wheels
 
 
 @pytest.fixture
@@ -99,17 +98,7 @@ def test_upgrade_of_a_single_target_lock_stays_version_1(tmp_path: Path) -> None
 @pytest.fixture
 def with_wheels(tmp_path: Path) -> Path:
     """A multi-target lock whose candidate records two real wheels (URL, size, sha256)."""
-    wheels = []
-    for d in build_wheels(tmp_path / "w", {"torch==2.13.0+rocm7.2": ["filelock>=3"],
-                                           "filelock==3.0": []}):
-        name, version = d.filename.split("-")[:2]
-        wheels.append(Wheel(name=name, version=version, filename=d.filename, sha256=d.sha256,
-                            url=f"http://127.0.0.1:9/files/{d.filename}",
-                            size=(tmp_path / "w" / d.filename).stat().st_size))
-    python = PythonTarget(version="3.12", platform="x86_64-manylinux_2_28",
-                          indexes=["http://127.0.0.1:9/simple"])
-    candidate = amend(read_lock(MI300X), packages={w.name: w.version for w in wheels},
-                      wheels=wheels, python=python)
+    candidate = with_two_wheels(read_lock(MI300X), tmp_path / "w")
     return write_multi(tmp_path / "pin.lock", {"current": read_lock(H200),
                                                "candidate": candidate})
 
