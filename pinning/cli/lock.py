@@ -29,8 +29,9 @@ __all__ = ["lock", "lock_check", "lock_diff", "lock_show", "lock_upgrade", "lock
 @project_lock_options
 @click.pass_context
 def lock(ctx: click.Context, /, **options: object) -> None:
-    """Resolve every target of the project file (pin.toml) into one pin.lock; with a
-    subcommand: show, validate, diff, check and upgrade lockfiles, pin their model and
+    """Resolve every target of the project file (pin.toml) into one pin.lock, with its
+    Python packages when [project] sets requirements, indexes, python and python-platform;
+    with a subcommand: show, validate, diff, check and upgrade lockfiles, pin their model and
     packages, export their Python environment (pylock.toml, requirements), migrate
     single-target locks, push them to and pull them from a pin service.
     """

@@ -7,7 +7,9 @@ defaults; :func:`pinning.cli.resolvelock.resolve_lock` runs what it runs), the m
 per set of overlays. ``--target NAME`` re-resolves only that section; a section holding
 values frozen from a host keeps those the new stack still validates (as ``pin lock upgrade``
 does) unless ``--force``. The file is written atomically, only if it still holds the bytes
-read; the same inputs give the same bytes.
+read; the same inputs give the same bytes. When the project file names requirements and
+``indexes``, ``python``, ``python-platform``, each target resolved also gets its Python
+packages locked (:mod:`pinning.cli.lockproject_packages`), as ``pin lock packages`` does.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ if TYPE_CHECKING:
     from pinning.lockfile.multi import MultiLock
     from pinning.project.load import LoadedProject
 
-__all__ = ["TargetResult", "lock_project", "packages_state", "project_lock_options",
-           "resolve_params", "target_line"]
+__all__ = ["TargetResult", "lock_project", "project_lock_options", "resolve_params",
+           "target_line"]
 
 
 def project_lock_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -99,9 +101,11 @@ def lock_project(ctx: click.Context, **options: Any) -> None:
     section of a target the project no longer has (without ``--force``), a single-target
     lock at the output (without ``--force``) or ``-o -`` with ``--format json``;
     ``LockfileError`` (exit 5) for an unreadable lock there or one that changed meanwhile;
-    what ``pin resolve`` raises for a target (exit 3, 4, 10).
+    what ``pin resolve`` raises for a target (exit 3, 4, 10); what ``pin lock packages``
+    raises when the project's Python packages are locked (exit 2, 8), naming the target.
     """
     from pinning.cli.envelope import note_format
+    from pinning.cli.lockproject_packages import lock_target_packages
     from pinning.cli.options import refuse_stdout_twice
     from pinning.cli.project import loaded
     from pinning.lockfile.multi import render_multi, split
@@ -129,6 +133,7 @@ def lock_project(ctx: click.Context, **options: Any) -> None:
             f"{project.path.name} no longer names as a target; nothing was written.",
             hint="Pass --force to drop it, or add the target back to the project file.")
     results = _resolve_all(ctx, project, names, dest, old, multi, force=options["force"])
+    lock_target_packages(project, results, fmt)
     multi_new = split({r.name: _view(r, multi) for r in results},
                       project=project.model.project.name)
     text = render_multi(multi_new, dest=None if dest == "-" else Path(dest))
@@ -287,27 +292,6 @@ def _write(data: bytes, dest: str, raw: bytes | None, *, dry_run: bool) -> str:
     return "written"
 
 
-def packages_state(project: LoadedProject, result: TargetResult, dest: str
-                   ) -> dict[str, Any]:
-    """Whether ``result``'s target has its Python packages locked: ``{"locked": bool,
-    "reason": str | None, "run": str | None}``; ``run`` is the ``pin lock packages``
-    command that locks them when the project names requirements and they are not locked.
-    """
-    lock = result.lock
-    if lock.python is not None:
-        return {"locked": True, "reason": None, "run": None}
-    req = project.model.project.requirements or project.model.project.pyproject
-    if req is None:
-        return {"locked": False, "run": None,
-                "reason": "the project names no requirements or pyproject"}
-    path = os.path.relpath(project.resolve_path(req))
-    given = (f"-r {path}" if project.model.project.requirements
-             else f"--requirement SPEC... (each dependency of {path})")
-    return {"locked": False,
-            "reason": "pin lock resolves the stack only; the Python packages need an index",
-            "run": f"pin lock packages {dest} --target {result.name} {given}"}
-
-
 def target_line(result: TargetResult) -> str:
     """One line for a target: name, GPU, runtime, framework builds, then the status
     (validated, or unconfirmed and its first reason), then what changed. Escaped.
@@ -334,6 +318,7 @@ def _report(project: LoadedProject, results: list[TargetResult], dest: str, stat
     """Print what ``pin lock`` did: JSON (the envelope) or a line per target with its
     notes, then where the file went.
     """
+    from pinning.cli.lockproject_packages import packages_state
     from pinning.lockfile.status import status_value
 
     if fmt == "json":
@@ -355,7 +340,7 @@ def _report(project: LoadedProject, results: list[TargetResult], dest: str, stat
                  *(f"dropped frozen {p}: {w}" for p, w in r.dropped)]
         pk = packages_state(project, r, dest)
         if pk["run"]:
-            extra.append(f"packages: not locked (run {pk['run']})")
+            extra.append(f"packages: not locked: {pk['reason']}")
         for line in extra:
             click.echo(printable(f"  {line}", newlines=False), err=err)
     click.echo({"stdout": "Wrote the lock to standard output",

@@ -208,8 +208,9 @@ def _lock_notes(done: Invoked) -> list[str]:
         if isinstance(info, dict):
             what = ", ".join(str(info[k]) for k in ("status", "content-hash") if info.get(k))
             packages = info.get("packages")
-            if isinstance(packages, dict) and packages.get("locked") is False:
-                what += f"; Python packages not locked (run {packages.get('run')})"
+            if isinstance(packages, dict) and packages.get("locked") is False \
+                    and packages.get("run"):
+                what += f"; Python packages not locked: {packages.get('reason')}"
             notes.append(f"{name}: {what or 'locked'}")
     return notes
 

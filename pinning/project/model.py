@@ -10,11 +10,13 @@ file's folder (:func:`pinning.project.load.resolve_path`).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+import re
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
 from pinning.accept.config import AcceptConfig
+from pinning.lockfile.wheels import PYTHON_PLATFORM_PATTERN
 from pinning.util.models import Strict
 
 __all__ = ["SCHEMA_NAME", "CostSettings", "ImageSettings", "Project", "ProjectFile",
@@ -64,15 +66,57 @@ def _framework(value: str) -> str:
     return value
 
 
+def _index_url(value: str) -> str:
+    """``value`` when it is a simple-API index URL ``pin lock packages --index`` takes: https
+    (plain http from a loopback host only), with a host.
+    """
+    import urllib.parse
+
+    from pinning.util.net import is_loopback_host
+
+    try:
+        parts = urllib.parse.urlsplit(value)
+        scheme, host = parts.scheme, parts.hostname or ""
+    except ValueError:
+        scheme, host = "", ""
+    if not host or not (scheme == "https" or (scheme == "http" and is_loopback_host(host))):
+        raise ValueError("not an https URL of a simple-API index (plain http from a loopback "
+                         "host only), e.g. https://pypi.org/simple")
+    return value
+
+
 OsName = Annotated[str, AfterValidator(_os)]
 NonBlank = Annotated[str, Field(min_length=1)]
 FrameworkRequest = Annotated[str, Field(min_length=1), AfterValidator(_framework)]
+IndexUrl = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_index_url)]
+
+
+def _matching(pattern: str, expected: str) -> tuple[Any, AfterValidator]:
+    """A string's schema pattern and validator: the value matches ``pattern`` (linear),
+    else ``expected`` is said.
+    """
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"expected {expected}")
+        return value
+    return Field(json_schema_extra={"pattern": f"^{pattern}$"}), AfterValidator(check)
+
+
+#: The forms ``pin lock packages`` takes: ``3.12``; uv's platform (the lock's ``[python]``).
+PythonVersion = Annotated[str, *_matching(r"3\.[0-9]{1,2}", "3.MINOR, e.g. 3.12")]
+PythonPlatform = Annotated[str, *_matching(
+    PYTHON_PLATFORM_PATTERN.strip("^$"),
+    "a Linux platform as uv names it, ARCH-manylinux_2_N or ARCH-manylinux2014 (ARCH "
+    "x86_64 or aarch64), e.g. x86_64-manylinux_2_28")]
 
 
 class Project(Strict):
     """``[project]``: what is being migrated. ``model`` is ``ORG/NAME@REVISION`` or a folder
     path; ``frameworks`` are ``pin resolve --framework`` requests (``pytorch==2.13.0``);
-    ``requirements`` / ``pyproject`` name the files the Python environment comes from.
+    ``requirements`` / ``pyproject`` name the files the Python environment comes from;
+    with ``indexes`` (simple-API URLs, the first the default index), ``python`` (``3.12``)
+    and ``python-platform`` (uv's name, ``x86_64-manylinux_2_28``) ``pin lock`` locks it
+    per target, as ``pin lock packages`` does.
     """
 
     name: NonBlank
@@ -80,6 +124,9 @@ class Project(Strict):
     frameworks: tuple[FrameworkRequest, ...] = ()
     requirements: NonBlank | None = None
     pyproject: NonBlank | None = None
+    indexes: tuple[IndexUrl, ...] = ()
+    python: PythonVersion | None = None
+    python_platform: PythonPlatform | None = None
 
 
 class ImageSettings(Strict):

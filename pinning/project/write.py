@@ -25,7 +25,10 @@ _HEADER = (
 
 _COMMENTS = {
     "project": "What is migrated: the model (ORG/NAME@REVISION or a folder) and the framework "
-               "requests (as pin resolve --framework takes them).",
+               "requests (as pin resolve --framework takes them). For pin lock to lock the "
+               "Python packages too, add requirements = \"requirements.txt\", indexes = "
+               "[\"https://pypi.org/simple\"], python = \"3.12\" and python-platform = "
+               "\"x86_64-manylinux_2_28\".",
     "targets": "One table per platform; each key is a pin resolve flag (gpu, os, rocm or "
                "cuda, ...). `pin resolve --target NAME` resolves one.",
     "cost": "pin cost inputs (each key is the flag's name): prices, effort, waivers, "

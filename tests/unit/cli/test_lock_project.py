@@ -166,8 +166,9 @@ def test_json_and_packages_not_locked(project: Path, monkeypatch: pytest.MonkeyP
         assert t["packages"]["run"] == (f"pin lock packages pin.lock --target {t['name']} "
                                         "-r requirements.txt")
     text = pin(project, "lock", monkeypatch=monkeypatch)
-    assert ("  packages: not locked (run pin lock packages pin.lock --target current -r "
-            "requirements.txt)") in text.stdout
+    assert ("  packages: not locked: set [project] indexes (with python and python-platform) "
+            "in pin.toml for pin lock to lock them, or run pin lock packages pin.lock --target "
+            "current -r requirements.txt") in text.stdout
     err = pin(project, "lock", "--target", "nope", "--format", "json", monkeypatch=monkeypatch)
     env = json.loads(err.stdout)
     assert err.exit_code == 2 and env["ok"] is False and env["command"] == "lock"

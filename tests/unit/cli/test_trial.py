@@ -88,9 +88,10 @@ def test_what_was_not_checked_is_said_before_the_verdict(done: Path) -> None:
                and "they ran on the CPU" in line for line in verdict["not-checked"])
     assert any("no results recorded for target current" in line
                for line in verdict["not-checked"])
-    # [project] requirements is set and pin lock locks the stack only: said, with the command.
-    assert ("candidate: Python packages not locked (run pin lock packages pin.lock --target "
-            "candidate -r requirements.txt)") in verdict["not-checked"]
+    # [project] requirements is set, indexes not: said, with what to set or run.
+    assert ("candidate: Python packages not locked: set [project] indexes (with python and "
+            "python-platform) in pin.toml for pin lock to lock them, or run pin lock packages "
+            "pin.lock --target candidate -r requirements.txt") in verdict["not-checked"]
     # One result (the candidate's): pin cost prices it, no comparison, no verdict.
     assert verdict["decision"] is None and verdict["why"]
     r = trial(done)
