@@ -67,21 +67,13 @@ def _framework(value: str) -> str:
 
 
 def _index_url(value: str) -> str:
-    """``value`` when it is a simple-API index URL ``pin lock packages --index`` takes: https
-    (plain http from a loopback host only), with a host.
+    """``value`` when it is a simple-API index URL ``pin lock packages --index`` takes
+    (:func:`pinning.resolve.pypackages.index_url`: https, plain http from a loopback host
+    only).
     """
-    import urllib.parse
+    from pinning.resolve.pypackages import index_url
 
-    from pinning.util.net import is_loopback_host
-
-    try:
-        parts = urllib.parse.urlsplit(value)
-        scheme, host = parts.scheme, parts.hostname or ""
-    except ValueError:
-        scheme, host = "", ""
-    if not host or not (scheme == "https" or (scheme == "http" and is_loopback_host(host))):
-        raise ValueError("not an https URL of a simple-API index (plain http from a loopback "
-                         "host only), e.g. https://pypi.org/simple")
+    _as_value_error(index_url, value)
     return value
 
 

@@ -30,7 +30,7 @@ from pinning.resolve.uvcompile import DEFAULT_TIMEOUT_S, PackagesPlan, run_uv
 from pinning.util.net import is_loopback_host
 from pinning.util.text import printable, redact
 
-__all__ = ["PYPI_SIMPLE", "PYTORCH_WHEEL_INDEX", "lock_packages", "plan_packages",
+__all__ = ["PYPI_SIMPLE", "PYTORCH_WHEEL_INDEX", "index_url", "lock_packages", "plan_packages",
            "read_requirements_file", "with_packages"]
 
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -116,7 +116,7 @@ def read_requirements_file(path: Path) -> list[str]:
     return out
 
 
-def _index(url: str) -> str:
+def index_url(url: str) -> str:
     """``url`` stripped when it is an ``https://`` index (``http://`` only on a loopback
     host, as wheel URLs in a lock must be); raises :class:`UsageError` otherwise, quoting
     the URL with its credentials as ``***@``.
@@ -221,9 +221,9 @@ def plan_packages(lock: Lockfile, *, indexes: Sequence[str] = (),
     from packaging.utils import canonicalize_name
 
     version, platform = _target(lock, python_version, python_platform)
-    given_idx = [_index(u) for u in indexes]
+    given_idx = [index_url(u) for u in indexes]
     if not given_idx and not fresh and lock.python is not None:
-        given_idx = [_index(u) for u in lock.python.indexes]  # as the last run read them
+        given_idx = [index_url(u) for u in lock.python.indexes]  # as the last run read them
     recorded = [] if fresh or lock.python is None else list(lock.python.requirements)
     extra: list[str] = []
     for text in [*recorded, *requirements]:
