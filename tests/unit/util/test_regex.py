@@ -89,6 +89,9 @@ _REVIEWED_NON_LITERAL = {
     ("guards/conditions.py", "c.package_pattern"): "checked on load; names over 200 chars skipped",
     ("lockfile/models.py", "DIGEST_PATTERN"): "sha256:[0-9a-f]{64}, fullmatch",
     ("lockfile/multi.py", "TARGET_NAME_PATTERN"): "two classes, one bounded repeat, fullmatch",
+    ("project/model.py", "pattern"): "_matching's argument: 3\\.[0-9]{1,2} or the lock's "
+                                     "PYTHON_PLATFORM_PATTERN (alternatives of fixed words), "
+                                     "fullmatch",
     ("probe/pyenv.py", "DIST_NAME_PATTERN"): "checked below as a module constant",
     ("util/versions.py", "f'[0-9]{{{MAX_NUMBER_DIGITS + 1},}}'"): "one class, one repeat",
     ("util/versions.py", "f'[0-9]{{1,{MAX_NUMBER_DIGITS}}}'"): "one class, bounded",
