@@ -9,13 +9,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner, Result
 
-from pinning.cli import main
 from pinning.lockfile.frozen import frozen_fields
 from pinning.lockfile.io import amend, read_lock, read_lock_at, read_locks, write_lock
 from pinning.lockfile.status import status_value
 from tests.support.paths import ROOT
+from tests.support.projectcli import pin_in as pin
 
 PROJECT = """\
 [project]
@@ -30,11 +29,6 @@ gpu = "mi300x"
 """
 
 
-def pin(cwd: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> Result:
-    monkeypatch.chdir(cwd)
-    monkeypatch.delenv("PIN_PROJECT", raising=False)
-    monkeypatch.delenv("PIN_MATRIX", raising=False)
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 @pytest.fixture

@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 
-from pinning.cli import main
 from pinning.lockfile.io import read_locks
+from tests.support.projectcli import pin_in as pin
 from tests.support.pyindex import serve_index
 
 GRAPH = {"torch==2.13.0+cu130": [], "torch==2.13.0+rocm7.2": [], "app==1.0": ["helper>=1"],
@@ -35,11 +34,6 @@ gpu = "mi300x"
 """
 
 
-def pin(cwd: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> Result:
-    monkeypatch.chdir(cwd)
-    monkeypatch.delenv("PIN_PROJECT", raising=False)
-    monkeypatch.delenv("PIN_MATRIX", raising=False)
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 @pytest.fixture

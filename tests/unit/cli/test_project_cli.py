@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from pinning.cli import main
 from pinning.project.load import read_project
+from tests.support.projectcli import pin_in as pin
 
 ROOT = Path(__file__).parents[3]
 PRICES = ROOT / "pinning" / "cost" / "data" / "article-prices-2026-09-28.toml"
@@ -29,10 +29,6 @@ gpu = "mi300x"
 """
 
 
-def pin(cwd: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> Result:
-    monkeypatch.chdir(cwd)
-    monkeypatch.delenv("PIN_PROJECT", raising=False)
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def _lock_gpu(result: Result) -> str:
